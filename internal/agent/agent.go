@@ -1,0 +1,112 @@
+// Package agent defines how Sortie drives a coding-agent CLI: the Adapter interface,
+// the normalised Event stream with cumulative token usage, turn results, the agent error
+// kinds and the registry that builds adapters by kind. Adapters are pure translators
+// between a CLI and these types; they make no scheduling decisions.
+package agent
+
+import (
+	"context"
+	"time"
+)
+
+// Adapter drives one kind of agent CLI. One Adapter serves every session concurrently;
+// per-session state lives in the Session handle.
+type Adapter interface {
+	// StartSession validates the workspace and resolves the agent binary. It may spawn
+	// nothing. Errors carry invalid_workspace_cwd or agent_not_found.
+	StartSession(ctx context.Context, p StartParams) (*Session, error)
+	// RunTurn runs one turn (one CLI invocation for fork-per-turn adapters) and
+	// delivers every event synchronously through p.OnEvent before returning. Cancelling
+	// ctx stops the turn gracefully (SIGTERM to the process group, SIGKILL after a grace
+	// period) and returns a turn_cancelled error.
+	RunTurn(ctx context.Context, s *Session, p TurnParams) (TurnResult, error)
+	// StopSession releases the session. It is called exactly once per session, is safe
+	// after a failed turn, and kills anything of the session still running.
+	StopSession(ctx context.Context, s *Session) error
+}
+
+// StartParams are the inputs of StartSession.
+type StartParams struct {
+	Workspace                string   // absolute path of an existing directory
+	ResumeSessionID          string   // continue this agent session instead of starting a new one
+	MCPConfigPath            string   // absolute path of .sortie/mcp.json, "" for none
+	Env                      []string // complete environment for the agent process (KEY=VALUE)
+	SSHHost                  string   // run on this host over SSH; "" runs locally
+	SSHStrictHostKeyChecking string
+}
+
+// Session is the handle of one agent session. ID may change after a turn when the CLI
+// assigns its own id; the latest one is what resumes the session.
+type Session struct {
+	ID        string
+	Workspace string
+	SSHHost   string
+	// PID and PGID of the current turn's process, 0 when none runs. Written by the
+	// adapter, read by the orchestrator only through events and results.
+	PID int
+	// Internal is the adapter's own per-session state.
+	Internal any
+}
+
+// TurnParams are the inputs of RunTurn.
+type TurnParams struct {
+	Prompt     string
+	TurnNumber int // 1-based within the run
+	// OnEvent receives every event of the turn, in order, on the RunTurn goroutine.
+	OnEvent func(Event)
+}
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	SessionID  string
+	ExitReason EventType // turn_completed, turn_failed, turn_cancelled, ...
+	Usage      Usage     // cumulative for the session
+	CostUSD    float64   // cumulative cost the CLI reported, 0 when unknown
+	PID        int
+}
+
+// Usage is cumulative token usage for a session. Adapters always report running totals;
+// the orchestrator takes deltas.
+type Usage struct {
+	Input     int64 `json:"input_tokens"`
+	Output    int64 `json:"output_tokens"`
+	Total     int64 `json:"total_tokens"`
+	CacheRead int64 `json:"cache_read_tokens"`
+}
+
+// EventType names a normalised agent event.
+type EventType string
+
+// Event types, as in the spec.
+const (
+	EventSessionStarted       EventType = "session_started"
+	EventStartupFailed        EventType = "startup_failed"
+	EventTurnCompleted        EventType = "turn_completed"
+	EventTurnFailed           EventType = "turn_failed"
+	EventTurnCancelled        EventType = "turn_cancelled"
+	EventTurnEndedWithError   EventType = "turn_ended_with_error"
+	EventTurnInputRequired    EventType = "turn_input_required"
+	EventApprovalAutoApproved EventType = "approval_auto_approved"
+	EventUnsupportedToolCall  EventType = "unsupported_tool_call"
+	EventTokenUsage           EventType = "token_usage"
+	EventNotification         EventType = "notification"
+	EventOtherMessage         EventType = "other_message"
+	EventMalformed            EventType = "malformed"
+	EventToolResult           EventType = "tool_result"
+)
+
+// Event is one normalised agent event.
+type Event struct {
+	Type           EventType
+	Time           time.Time
+	PID            int
+	SessionID      string
+	Usage          Usage // cumulative; meaningful on token_usage
+	Model          string
+	Message        string
+	CostUSD        float64 // cumulative session cost, when the CLI reports one
+	APIDurationMS  int64
+	ToolName       string
+	ToolDurationMS int64
+	ToolError      bool
+}

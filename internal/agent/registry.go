@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config is what an adapter is built from: the generic agent fields the adapter needs
+// and its own top-level block of WORKFLOW.md (e.g. `claude-code:`) as Options.
+type Config struct {
+	Kind         string
+	Command      string
+	TurnTimeout  time.Duration
+	ReadTimeout  time.Duration
+	StallTimeout time.Duration
+	Options      map[string]any
+	WorkflowDir  string
+}
+
+// Meta describes what an adapter kind requires of the configuration.
+type Meta struct {
+	// RequiresCommand: agent.command must be set (the CLI to run).
+	RequiresCommand bool
+	// DefaultCommand is used when agent.command is empty and RequiresCommand is false.
+	DefaultCommand string
+}
+
+// Factory builds an Adapter from its configuration.
+type Factory func(Config) (Adapter, error)
+
+type registration struct {
+	factory Factory
+	meta    Meta
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]registration{}
+)
+
+// Register makes an adapter kind available. It panics on a duplicate kind.
+func Register(kind string, meta Meta, f Factory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[kind]; dup {
+		panic("agent: duplicate registration of kind " + kind)
+	}
+	registry[kind] = registration{factory: f, meta: meta}
+}
+
+// Kinds returns the registered kinds, sorted.
+func Kinds() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	kinds := make([]string, 0, len(registry))
+	for k := range registry {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+// Lookup returns the metadata of a registered kind.
+func Lookup(kind string) (Meta, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	r, ok := registry[kind]
+	return r.meta, ok
+}
+
+// New builds the adapter for cfg.Kind. An unknown kind fails with the list of known ones.
+func New(cfg Config) (Adapter, error) {
+	regMu.RLock()
+	r, ok := registry[cfg.Kind]
+	regMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown agent kind %q (known: %s)", cfg.Kind, strings.Join(Kinds(), ", "))
+	}
+	if cfg.Command == "" {
+		if r.meta.RequiresCommand {
+			return nil, fmt.Errorf("agent kind %q needs agent.command", cfg.Kind)
+		}
+		cfg.Command = r.meta.DefaultCommand
+	}
+	return r.factory(cfg)
+}

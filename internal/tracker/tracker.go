@@ -1,0 +1,91 @@
+// Package tracker defines the normalised issue model Sortie schedules from, the small
+// Tracker interface every issue-tracker adapter implements (file, GitHub, Jira), the
+// tracker error kinds and the registry that builds adapters by kind. It owns no
+// scheduling state: the orchestrator decides what to do with what a tracker returns.
+package tracker
+
+import (
+	"context"
+	"strings"
+)
+
+// Issue is one tracker issue in normalised form. Labels are lowercased by adapters;
+// State keeps the tracker's casing and is compared case-insensitively.
+type Issue struct {
+	ID          string       `json:"id"`
+	Identifier  string       `json:"identifier"`
+	Title       string       `json:"title"`
+	Description string       `json:"description"`
+	Priority    *int         `json:"priority"` // nil when the tracker has none or it is not an integer
+	State       string       `json:"state"`
+	BranchName  string       `json:"branch_name"`
+	URL         string       `json:"url"`
+	Labels      []string     `json:"labels"`
+	Assignee    string       `json:"assignee"`
+	IssueType   string       `json:"issue_type"`
+	Parent      *ParentRef   `json:"parent"`
+	BlockedBy   []BlockerRef `json:"blocked_by"`
+	// Comments is nil when not fetched (listing calls) and empty when there are none.
+	Comments  []Comment `json:"comments"`
+	CreatedAt string    `json:"created_at"` // RFC 3339 as the tracker gave it; "" when unknown
+	UpdatedAt string    `json:"updated_at"`
+}
+
+// ParentRef names an issue's parent.
+type ParentRef struct {
+	ID         string `json:"id"`
+	Identifier string `json:"identifier"`
+}
+
+// BlockerRef names an issue that blocks another. An empty State counts as not terminal.
+type BlockerRef struct {
+	ID         string `json:"id"`
+	Identifier string `json:"identifier"`
+	State      string `json:"state"`
+}
+
+// Comment is one comment on an issue.
+type Comment struct {
+	ID        string `json:"id"`
+	Author    string `json:"author"`
+	Body      string `json:"body"`
+	CreatedAt string `json:"created_at"`
+}
+
+// Tracker is what the orchestrator needs from an issue tracker. Implementations are safe
+// for concurrent use. Errors are *Error values carrying a Kind.
+type Tracker interface {
+	// FetchCandidateIssues returns issues in the configured active states. Comments are nil.
+	FetchCandidateIssues(ctx context.Context) ([]Issue, error)
+	// FetchIssueByID returns one fully populated issue (comments non-nil), or a
+	// tracker_not_found error.
+	FetchIssueByID(ctx context.Context, id string) (Issue, error)
+	// FetchIssueStatesByIDs returns id → state. Unknown ids are omitted, not an error.
+	FetchIssueStatesByIDs(ctx context.Context, ids []string) (map[string]string, error)
+	// FetchIssueStatesByIdentifiers returns identifier → state. Unknown ones are omitted.
+	FetchIssueStatesByIdentifiers(ctx context.Context, identifiers []string) (map[string]string, error)
+	// FetchIssueComments returns the comments of one issue, oldest first.
+	FetchIssueComments(ctx context.Context, id string) ([]Comment, error)
+	// TransitionIssue moves an issue to the named state.
+	TransitionIssue(ctx context.Context, id, targetState string) error
+	// CommentIssue appends a plain-text comment to an issue.
+	CommentIssue(ctx context.Context, id, text string) error
+}
+
+// Watcher is implemented by trackers that can tell when their issues may have changed
+// (a file watch, a webhook). The channel receives a value, coalesced, after each change
+// and is closed when ctx ends. Trackers without it are polled only.
+type Watcher interface {
+	Watch(ctx context.Context) <-chan struct{}
+}
+
+// StateIn reports whether state is one of states, case-insensitively.
+func StateIn(state string, states []string) bool {
+	s := strings.TrimSpace(state)
+	for _, c := range states {
+		if strings.EqualFold(s, strings.TrimSpace(c)) {
+			return true
+		}
+	}
+	return false
+}
