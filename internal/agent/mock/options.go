@@ -1,0 +1,387 @@
+package mock
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// outcome is how a scripted turn ends.
+type outcome string
+
+// Turn outcomes, the values of a script.
+const (
+	outcomeSuccess       outcome = "success"        // turn_completed
+	outcomeFailure       outcome = "failure"        // result reports failure, exit 0 → turn_failed
+	outcomeHang          outcome = "hang"           // session_started, then silence until killed
+	outcomeCrash         outcome = "crash"          // exit crash_exit_code without a result → port_exit
+	outcomeInputRequired outcome = "input_required" // → turn_input_required
+)
+
+var outcomes = []outcome{outcomeCrash, outcomeFailure, outcomeHang, outcomeInputRequired, outcomeSuccess}
+
+// options is the validated `mock:` block: the default profile and the per-issue ones,
+// each already merged with the default. It travels to the child as JSON.
+type options struct {
+	Default profile            `json:"default"`
+	Issues  map[string]profile `json:"issues,omitempty"`
+}
+
+// profileFor is the profile of the issue with this identifier.
+func (o options) profileFor(identifier string) profile {
+	if p, ok := o.Issues[identifier]; ok {
+		return p
+	}
+	return o.Default
+}
+
+// profile is what every turn of one issue does.
+type profile struct {
+	Script          []outcome         `json:"script"`
+	DelayMS         int64             `json:"delay_ms"`
+	EventsPerTurn   int64             `json:"events_per_turn"`
+	InputTokens     int64             `json:"input_tokens_per_turn"`
+	OutputTokens    int64             `json:"output_tokens_per_turn"`
+	CacheReadTokens int64             `json:"cache_read_tokens_per_turn"`
+	Model           string            `json:"model"`
+	APIDurationMS   int64             `json:"api_duration_ms"`
+	ToolCalls       []toolCall        `json:"tool_calls,omitempty"`
+	Files           map[string]string `json:"files,omitempty"`
+	Status          string            `json:"status,omitempty"`
+	MalformedLines  int64             `json:"malformed_lines"`
+	HelperProcesses int64             `json:"helper_processes"`
+	CrashExitCode   int64             `json:"crash_exit_code"`
+}
+
+// toolCall is one tool_result event the child emits each turn.
+type toolCall struct {
+	Name       string `json:"name"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      bool   `json:"error"`
+}
+
+func defaultProfile() profile {
+	return profile{
+		Script:        []outcome{outcomeSuccess},
+		EventsPerTurn: 3,
+		InputTokens:   100,
+		OutputTokens:  50,
+		Model:         "mock-model",
+		CrashExitCode: 1,
+	}
+}
+
+// clone copies p so that an issue's profile shares no slice or map with the default.
+func (p profile) clone() profile {
+	p.Script = slices.Clone(p.Script)
+	p.ToolCalls = slices.Clone(p.ToolCalls)
+	if p.Files != nil {
+		files := make(map[string]string, len(p.Files))
+		for k, v := range p.Files {
+			files[k] = v
+		}
+		p.Files = files
+	}
+	return p
+}
+
+// Bounds that catch typos (a delay in seconds written as hours) and keep one turn's
+// output finite.
+const (
+	maxDelayMS  = 24 * 60 * 60 * 1000
+	maxEvents   = 100_000
+	maxTokens   = 1_000_000_000_000
+	maxTools    = 1000
+	maxHelpers  = 16
+	counterDir  = ".mock-agent"
+	counterFile = counterDir + "/turns"
+	statusDir   = ".sortie"
+	statusFile  = statusDir + "/status"
+)
+
+var profileKeys = []string{
+	"api_duration_ms", "cache_read_tokens_per_turn", "crash_exit_code", "delay_ms",
+	"events_per_turn", "files", "helper_processes", "input_tokens_per_turn",
+	"malformed_lines", "model", "output_tokens_per_turn", "script", "status", "tool_calls",
+}
+
+// legacyKeys are keys of the in-process mock of the system we measure against, with
+// what to write instead.
+var legacyKeys = map[string]string{
+	"turn_outcomes": "use script (success, failure, hang, crash, input_required)",
+	"turn_delay_ms": "use delay_ms",
+	"model_name":    "use model",
+	"session_id":    "the session id is generated, or taken from the resumed session",
+	"agent_pid":     "the pid is the real child's",
+	"start_error":   "point agent.command at a missing program for agent_not_found",
+	"stop_error":    "StopSession always succeeds",
+}
+
+// parseOptions validates the `mock:` block (nil means every default). Errors name the
+// key path, e.g. `mock.issues.DEMO-3.script[1]: unknown outcome "sucess" (valid: ...)`.
+func parseOptions(raw map[string]any) (options, error) {
+	o := options{Default: defaultProfile()}
+	top := make(map[string]any, len(raw))
+	for k, v := range raw {
+		if k != "issues" {
+			top[k] = v
+		}
+	}
+	if err := o.Default.apply("mock", top); err != nil {
+		return options{}, err
+	}
+	rawIssues, ok := raw["issues"]
+	if !ok || rawIssues == nil {
+		return o, nil
+	}
+	issues, err := asMap("mock.issues", rawIssues)
+	if err != nil {
+		return options{}, err
+	}
+	o.Issues = make(map[string]profile, len(issues))
+	for _, id := range sortedKeys(issues) {
+		path := "mock.issues." + id
+		if strings.TrimSpace(id) == "" {
+			return options{}, fmt.Errorf("mock.issues: an issue identifier is empty")
+		}
+		block, err := asMap(path, issues[id])
+		if err != nil {
+			return options{}, err
+		}
+		if _, nested := block["issues"]; nested {
+			return options{}, fmt.Errorf("%s.issues: per-issue blocks cannot contain issues", path)
+		}
+		p := o.Default.clone()
+		if err := p.apply(path, block); err != nil {
+			return options{}, err
+		}
+		o.Issues[id] = p
+	}
+	return o, nil
+}
+
+// apply sets the profile fields named in m; keys it does not set keep their value.
+func (p *profile) apply(path string, m map[string]any) error {
+	for _, k := range sortedKeys(m) {
+		v, at := m[k], path+"."+k
+		var err error
+		switch k {
+		case "script":
+			p.Script, err = asScript(at, v)
+		case "delay_ms":
+			p.DelayMS, err = asInt(at, v, 0, maxDelayMS)
+		case "events_per_turn":
+			p.EventsPerTurn, err = asInt(at, v, 0, maxEvents)
+		case "input_tokens_per_turn":
+			p.InputTokens, err = asInt(at, v, 0, maxTokens)
+		case "output_tokens_per_turn":
+			p.OutputTokens, err = asInt(at, v, 0, maxTokens)
+		case "cache_read_tokens_per_turn":
+			p.CacheReadTokens, err = asInt(at, v, 0, maxTokens)
+		case "model":
+			p.Model, err = asString(at, v)
+			if err == nil && strings.TrimSpace(p.Model) == "" {
+				err = fmt.Errorf("%s: must not be empty", at)
+			}
+		case "api_duration_ms":
+			p.APIDurationMS, err = asInt(at, v, 0, maxDelayMS)
+		case "tool_calls":
+			p.ToolCalls, err = asToolCalls(at, v)
+		case "files":
+			p.Files, err = asFiles(at, v)
+		case "status":
+			p.Status, err = asString(at, v)
+			if err == nil && strings.ContainsAny(p.Status, "\r\n") {
+				err = fmt.Errorf("%s: must be a single line (got %q)", at, p.Status)
+			}
+		case "malformed_lines":
+			p.MalformedLines, err = asInt(at, v, 0, maxEvents)
+		case "helper_processes":
+			p.HelperProcesses, err = asInt(at, v, 0, maxHelpers)
+		case "crash_exit_code":
+			p.CrashExitCode, err = asInt(at, v, 1, 255)
+		default:
+			if hint, ok := legacyKeys[k]; ok {
+				return fmt.Errorf("%s: not supported by this mock agent; %s (see docs/agents/mock.md)", at, hint)
+			}
+			return fmt.Errorf("%s: unknown key (known: %s)", at, strings.Join(profileKeys, ", "))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func asScript(path string, v any) ([]outcome, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: must be a list of outcomes (got %s)", path, describe(v))
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%s: must list at least one outcome", path)
+	}
+	script := make([]outcome, 0, len(list))
+	for i, item := range list {
+		s, _ := item.(string)
+		if !slices.Contains(outcomes, outcome(s)) {
+			return nil, fmt.Errorf("%s[%d]: unknown outcome %s (valid: %s)", path, i, describe(item), joinOutcomes())
+		}
+		script = append(script, outcome(s))
+	}
+	return script, nil
+}
+
+func joinOutcomes() string {
+	names := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		names[i] = string(o)
+	}
+	return strings.Join(names, ", ")
+}
+
+func asToolCalls(path string, v any) ([]toolCall, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: must be a list of {name, duration_ms, error} (got %s)", path, describe(v))
+	}
+	if len(list) > maxTools {
+		return nil, fmt.Errorf("%s: at most %d tool calls (got %d)", path, maxTools, len(list))
+	}
+	calls := make([]toolCall, 0, len(list))
+	for i, item := range list {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		m, err := asMap(at, item)
+		if err != nil {
+			return nil, err
+		}
+		var c toolCall
+		for _, k := range sortedKeys(m) {
+			switch k {
+			case "name":
+				c.Name, err = asString(at+".name", m[k])
+			case "duration_ms":
+				c.DurationMS, err = asInt(at+".duration_ms", m[k], 0, maxDelayMS)
+			case "error":
+				c.Error, err = asBool(at+".error", m[k])
+			default:
+				err = fmt.Errorf("%s.%s: unknown key (known: duration_ms, error, name)", at, k)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if strings.TrimSpace(c.Name) == "" {
+			return nil, fmt.Errorf("%s.name: required", at)
+		}
+		calls = append(calls, c)
+	}
+	return calls, nil
+}
+
+func asFiles(path string, v any) (map[string]string, error) {
+	m, err := asMap(path, v)
+	if err != nil {
+		return nil, err
+	}
+	files := make(map[string]string, len(m))
+	for _, name := range sortedKeys(m) {
+		at := fmt.Sprintf("%s[%q]", path, name)
+		if !filepath.IsLocal(name) || strings.Contains(name, `\`) {
+			return nil, fmt.Errorf("%s: must be a relative path inside the workspace, without \"..\"", at)
+		}
+		if clean := filepath.ToSlash(filepath.Clean(name)); clean == counterDir || strings.HasPrefix(clean, counterDir+"/") {
+			return nil, fmt.Errorf("%s: %s/ holds the mock's own script counter", at, counterDir)
+		}
+		content, err := asString(at, m[name])
+		if err != nil {
+			return nil, err
+		}
+		files[name] = content
+	}
+	return files, nil
+}
+
+// asMap accepts the map shapes YAML and JSON decoders produce.
+func asMap(path string, v any) (map[string]any, error) {
+	switch m := v.(type) {
+	case map[string]any:
+		return m, nil
+	case map[any]any:
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			out[fmt.Sprint(k)] = v
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: must be a mapping (got %s)", path, describe(v))
+}
+
+func asString(path string, v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s: must be a string (got %s)", path, describe(v))
+	}
+	return s, nil
+}
+
+func asBool(path string, v any) (bool, error) {
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s: must be true or false (got %s)", path, describe(v))
+	}
+	return b, nil
+}
+
+func asInt(path string, v any, lo, hi int64) (int64, error) {
+	var n int64
+	ok := true
+	switch x := v.(type) {
+	case int:
+		n = int64(x)
+	case int64:
+		n = x
+	case int32:
+		n = int64(x)
+	case uint64:
+		ok = x <= math.MaxInt64
+		n = int64(x)
+	case uint:
+		ok = uint64(x) <= math.MaxInt64
+		n = int64(x)
+	case float64:
+		ok = x == math.Trunc(x) && x >= math.MinInt64 && x <= math.MaxInt64
+		n = int64(x)
+	default:
+		ok = false
+	}
+	if !ok || n < lo || n > hi {
+		return 0, fmt.Errorf("%s: must be an integer from %d to %d (got %s)", path, lo, hi, describe(v))
+	}
+	return n, nil
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nothing"
+	case string:
+		return fmt.Sprintf("%q", x)
+	case []any:
+		return "a list"
+	case map[string]any, map[any]any:
+		return "a mapping"
+	}
+	return fmt.Sprint(v)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestToInt64(t *testing.T) {
+	tests := []struct {
+		in     any
+		want   int64
+		reason string
+	}{
+		{5000, 5000, ""},
+		{int64(-3), -3, ""},
+		{uint64(7), 7, ""},
+		{uint64(math.MaxUint64), 0, "is too large"},
+		{" 5000 ", 5000, ""},
+		{"-1", -1, ""},
+		{"99999999999999999999", 0, "is too large"},
+		{"5000.0", 0, "must be an integer"},
+		{"1e3", 0, "must be an integer"},
+		{5000.0, 5000, ""},
+		{1.5, 0, "must be a whole number"},
+		{math.NaN(), 0, "must be a whole number"},
+		{math.Inf(1), 0, "must be a whole number"},
+		{1e30, 0, "is too large"},
+		{true, 0, "must be an integer"},
+		{nil, 0, "must be an integer"},
+		{[]any{1}, 0, "must be an integer"},
+		{map[string]any{}, 0, "must be an integer"},
+	}
+	for _, tt := range tests {
+		got, reason := toInt64(tt.in)
+		if got != tt.want || reason != tt.reason {
+			t.Errorf("toInt64(%#v) = %d, %q; want %d, %q", tt.in, got, reason, tt.want, tt.reason)
+		}
+	}
+}
+
+func TestGotValue(t *testing.T) {
+	tests := []struct {
+		in   any
+		want string
+	}{
+		{nil, "null"}, {"x", `"x"`}, {true, "true"}, {1.5, "1.5"}, {3, "3"},
+		{[]any{}, "a list"}, {map[string]any{}, "a map"},
+	}
+	for _, tt := range tests {
+		if got := gotValue(tt.in); got != tt.want {
+			t.Errorf("gotValue(%#v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := gotType(42); got != "an integer" {
+		t.Errorf("gotType(42) = %q, want %q", got, "an integer")
+	}
+}
+
+func TestLoad_OversizedFileIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "WORKFLOW.md")
+	big := "---\n" + minimal + "---\n" + strings.Repeat("x", maxWorkflowSize)
+	if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, Options{Env: fakeEnv(baseEnv())})
+	if want := "config: " + path + ": file is larger than 4 MiB"; err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %q", err, want)
+	}
+}
+
+func TestKindsAreSortedCopies(t *testing.T) {
+	for name, kinds := range map[string][]string{"agent": AgentKinds(), "tracker": TrackerKinds()} {
+		if !slices.IsSorted(kinds) || len(kinds) == 0 {
+			t.Errorf("%s kinds %v are not a sorted, non-empty list", name, kinds)
+		}
+		kinds[0] = "changed"
+	}
+	if AgentKinds()[0] == "changed" || TrackerKinds()[0] == "changed" {
+		t.Error("changing the returned slice changed the package's list")
+	}
+}

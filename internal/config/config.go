@@ -1,0 +1,182 @@
+package config
+
+import (
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Config is a loaded WORKFLOW.md: typed settings with defaults applied, every $VAR and ~
+// resolved, and every path absolute. A Config is immutable once returned; a reload
+// produces a new one.
+type Config struct {
+	Path, Dir string // absolute WORKFLOW.md path and its directory
+
+	Tracker TrackerConfig
+	// Polling.Interval is the time between tracker polls (default 30s).
+	Polling struct{ Interval time.Duration }
+	// Workspace.Root is the absolute directory holding one workspace per issue
+	// (default $TMPDIR/sortie_workspaces).
+	Workspace struct{ Root string }
+	Hooks     HooksConfig
+	Agent     AgentConfig
+	// DBPath is the absolute SQLite path (default .sortie.db next to WORKFLOW.md).
+	DBPath  string
+	Server  ServerConfig
+	Logging LoggingConfig
+	Worker  WorkerConfig
+	// TokenRates holds cost-estimate rates by agent kind (for the dashboard only).
+	TokenRates map[string]TokenRate
+	// Extensions holds every top-level key without a typed field, unchanged: adapter
+	// blocks (`file:`, `claude-code:`, `copilot-cli:`, `mock:`), `notifications`,
+	// `reactions`, `self_review`, `ci_feedback` and unknown keys.
+	Extensions map[string]any
+
+	// Prompt is the template body, trimmed. PromptLine is the 1-based WORKFLOW.md line
+	// on which it starts.
+	Prompt     string
+	PromptLine int
+
+	// SecretEnv names the environment variables that hold credentials: those referenced
+	// as $VAR or ${VAR} in tracker.api_key, tracker.endpoint, and keys of extension blocks
+	// whose names suggest a secret (key, token, secret, password, ...), plus the SORTIE_*
+	// override that supplied tracker.api_key. The daemon removes them from agent and hook
+	// environments. Sorted, no duplicates.
+	SecretEnv []string
+
+	// Warnings are the non-fatal problems found while loading, for the daemon to log.
+	Warnings []Problem
+}
+
+// TrackerConfig is the `tracker:` section.
+type TrackerConfig struct {
+	Kind        string // file, github or jira
+	Endpoint    string // adapter base URL; "" means the adapter's default
+	APIKey      string // secret: never log it
+	Project     string // Jira project key or GitHub owner/repo
+	QueryFilter string // adapter-interpreted extra filter (JQL fragment, search qualifiers)
+	// ActiveStates and TerminalStates are matched case-insensitively everywhere.
+	ActiveStates, TerminalStates []string
+	// HandoffState is where a successful run moves the issue ("" = no handoff).
+	HandoffState string
+	// InProgressState is where a worker moves the issue when it starts ("" = no move).
+	InProgressState string
+	// Path is the file tracker's issues file, absolute: tracker.path, else the
+	// `file.path` of the `file:` block. "" when neither is set.
+	Path     string
+	Comments struct{ OnDispatch, OnCompletion, OnFailure bool }
+}
+
+// HooksConfig is the `hooks:` section: shell scripts run in the workspace.
+type HooksConfig struct {
+	AfterCreate, BeforeRun, AfterRun, BeforeRemove string
+	Timeout                                        time.Duration // per hook run (default 60s)
+}
+
+// AgentConfig is the `agent:` section.
+type AgentConfig struct {
+	Kind    string // claude-code (default), copilot-cli or mock
+	Command string // the CLI to run; required for claude-code and copilot-cli
+
+	TurnTimeout     time.Duration // one turn (default 1h)
+	ReadTimeout     time.Duration // start-up and synchronous calls (default 5s)
+	StallTimeout    time.Duration // max silence between events (default 5m); 0 disables
+	MaxRetryBackoff time.Duration // cap of the retry backoff (default 5m)
+
+	MaxConcurrentAgents int   // global limit (default 10)
+	MaxTurns            int   // turns per run (default 20, at least 1)
+	MaxSessions         int   // runs per issue before giving up; 0 = unlimited
+	MaxTokens           int64 // token budget per issue; 0 = unlimited
+
+	// MaxConcurrentAgentsByState limits running agents per tracker state. Keys are
+	// lower-cased states; entries that were not positive integers are dropped.
+	MaxConcurrentAgentsByState map[string]int
+}
+
+// ServerConfig is the `server:` section: the HTTP dashboard, API and metrics.
+type ServerConfig struct {
+	Host    string // an IP address (default 127.0.0.1)
+	Port    int    // 0–65535 (default 7678); 0 disables the server
+	PortSet bool   // true when server.port was given explicitly
+}
+
+// LoggingConfig is the `logging:` section, read once at start-up.
+type LoggingConfig struct {
+	Level  string // debug, info (default), warn or error
+	Format string // text (default) or json
+}
+
+// WorkerConfig is the `worker:` section: where agents run.
+type WorkerConfig struct {
+	// SSHHosts, when non-empty, runs agents on these hosts over SSH. Deduplicated.
+	SSHHosts []string
+	// MaxConcurrentAgentsPerHost limits agents per SSH host; 0 = unlimited.
+	MaxConcurrentAgentsPerHost int
+	// SSHStrictHostKeyChecking is accept-new (default), yes or no.
+	SSHStrictHostKeyChecking string
+}
+
+// TokenRate is the price of one million tokens, in dollars, for cost estimates.
+type TokenRate struct {
+	InputPerMTok, OutputPerMTok, CacheReadPerMTok float64
+}
+
+// Block returns the top-level extension block named name (for example "claude-code" or
+// "file"), or nil when it is absent or not a map. The map is shared: do not modify it.
+func (c *Config) Block(name string) map[string]any {
+	m, _ := c.Extensions[name].(map[string]any)
+	return m
+}
+
+// TrackerPath returns the absolute path of the file tracker's issues file: tracker.path
+// if set, else `file.path`, relative paths resolved against Dir. It returns "" when
+// neither is set. Load fills Tracker.Path this way (expanding ~ too); the fallback here
+// serves Configs built by hand.
+func (c *Config) TrackerPath() string {
+	if c.Tracker.Path != "" {
+		return c.Tracker.Path
+	}
+	p, _ := c.Block("file")["path"].(string)
+	if p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.Dir, p)
+	}
+	return filepath.Clean(p)
+}
+
+// Known adapter kinds. Registries elsewhere decide what actually runs; these lists let a
+// WORKFLOW.md be validated offline with a message that names the alternatives.
+var (
+	agentKinds   = []string{"claude-code", "copilot-cli", "mock"}
+	trackerKinds = []string{"file", "github", "jira"}
+	// defaultCommands are the commands suggested when agent.command is missing.
+	defaultCommands = map[string]string{"claude-code": "claude", "copilot-cli": "copilot"}
+)
+
+// AgentKinds returns the agent kinds config accepts, sorted.
+func AgentKinds() []string { return slices.Clone(agentKinds) }
+
+// TrackerKinds returns the tracker kinds config accepts, sorted.
+func TrackerKinds() []string { return slices.Clone(trackerKinds) }
+
+// Default values, exported so documentation and callers agree with the builder.
+const (
+	DefaultPollingInterval     = 30 * time.Second
+	DefaultHookTimeout         = 60 * time.Second
+	DefaultAgentKind           = "claude-code"
+	DefaultTurnTimeout         = time.Hour
+	DefaultReadTimeout         = 5 * time.Second
+	DefaultStallTimeout        = 5 * time.Minute
+	DefaultMaxRetryBackoff     = 5 * time.Minute
+	DefaultMaxConcurrentAgents = 10
+	DefaultMaxTurns            = 20
+	DefaultServerHost          = "127.0.0.1"
+	DefaultServerPort          = 7678
+	DefaultLogLevel            = "info"
+	DefaultLogFormat           = "text"
+	DefaultSSHStrictHostKey    = "accept-new"
+	DefaultDBName              = ".sortie.db"
+	DefaultWorkspaceDirName    = "sortie_workspaces"
+)

@@ -1,0 +1,206 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// examplesDir holds the sample WORKFLOW.md files of Sortie 1.9, which must keep loading
+// here unchanged. They are read in place, never copied.
+const examplesDir = "../../../shared/testdata/sortie-1.9/examples"
+
+func examplePath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(examplesDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("sample workflows not available: %v", err)
+	}
+	return p
+}
+
+// promptLineOf returns the 1-based line of the first line of path starting with prefix.
+func promptLineOf(t *testing.T, path, prefix string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no line starting with %q", path, prefix)
+	return 0
+}
+
+func exampleEnv(extra map[string]string) func(string) (string, bool) {
+	vars := baseEnv()
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return fakeEnv(vars)
+}
+
+var jiraEnv = map[string]string{
+	"SORTIE_JIRA_ENDPOINT":  "https://acme.atlassian.net",
+	"SORTIE_JIRA_API_KEY":   "ops@acme.test:tok",
+	"SORTIE_JIRA_PROJECT":   "ACME",
+	"SORTIE_WORKSPACE_ROOT": "/srv/sortie/ws",
+}
+
+func TestExamples_JiraClaudeLoads(t *testing.T) {
+	path := examplePath(t, "WORKFLOW.md")
+	cfg, err := Load(path, Options{Env: exampleEnv(jiraEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTracker := TrackerConfig{
+		Kind: "jira", Endpoint: "https://acme.atlassian.net", APIKey: "ops@acme.test:tok", Project: "ACME",
+		QueryFilter: "labels = 'agent-ready'", ActiveStates: []string{"To Do", "In Progress"},
+		TerminalStates: []string{"Done", "Won't Do"}, HandoffState: "Human Review", InProgressState: "In Progress",
+	}
+	if !reflect.DeepEqual(cfg.Tracker, wantTracker) {
+		t.Errorf("Tracker\n got %+v\nwant %+v", cfg.Tracker, wantTracker)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Polling.Interval", cfg.Polling.Interval, 45 * time.Second},
+		{"Workspace.Root", cfg.Workspace.Root, "/srv/sortie/ws"},
+		{"Hooks.Timeout", cfg.Hooks.Timeout, 2 * time.Minute},
+		{"Hooks.AfterCreate", cfg.Hooks.AfterCreate, "git clone --depth 1 $SORTIE_REPO_URL .\ngo mod download\n"},
+		{"Agent.Kind", cfg.Agent.Kind, "claude-code"},
+		{"Agent.Command", cfg.Agent.Command, "claude"},
+		{"Agent.MaxTurns", cfg.Agent.MaxTurns, 15},
+		{"Agent.MaxConcurrentAgents", cfg.Agent.MaxConcurrentAgents, 4},
+		{"Agent.MaxConcurrentAgentsByState", cfg.Agent.MaxConcurrentAgentsByState, map[string]int{"in progress": 3, "to do": 1}},
+		{"Server", cfg.Server, ServerConfig{Host: "127.0.0.1", Port: 8642, PortSet: true}},
+		{"claude-code block", cfg.Block("claude-code")["permission_mode"], "bypassPermissions"},
+		{"SecretEnv", cfg.SecretEnv, []string{"SORTIE_JIRA_API_KEY", "SORTIE_JIRA_ENDPOINT"}},
+		{"PromptLine", cfg.PromptLine, promptLineOf(t, path, "{{/* Sortie sample workflow")},
+		{"Warnings", len(cfg.Warnings), 0},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %#v, want %#v", c.name, c.got, c.want)
+		}
+	}
+	if !strings.HasPrefix(cfg.Prompt, "{{/* Sortie sample workflow") || !strings.HasSuffix(cfg.Prompt, "{{ end }}") {
+		t.Errorf("Prompt is not the trimmed template body: %.60q…", cfg.Prompt)
+	}
+}
+
+// The samples document SORTIE_WORKSPACE_ROOT as optional, defaulting to the temp dir.
+func TestExamples_WorkspaceRootVariableIsOptional(t *testing.T) {
+	path := examplePath(t, "WORKFLOW.md")
+	env := map[string]string{}
+	for k, v := range jiraEnv {
+		if k != "SORTIE_WORKSPACE_ROOT" {
+			env[k] = v
+		}
+	}
+	cfg, err := Load(path, Options{Env: exampleEnv(env)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Workspace.Root != "/scratch/sortie_workspaces" {
+		t.Errorf("Workspace.Root = %q, want the default", cfg.Workspace.Root)
+	}
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].Field != "workspace.root" {
+		t.Errorf("want one workspace.root warning, got:\n%s", problemLines(cfg.Warnings))
+	}
+}
+
+func TestExamples_JiraNeedsItsVariables(t *testing.T) {
+	path := examplePath(t, "WORKFLOW.md")
+	_, err := Load(path, Options{Env: exampleEnv(nil)})
+	if err == nil {
+		t.Fatal("Load succeeded without the Jira variables")
+	}
+	for _, want := range []string{
+		"config: tracker.endpoint: environment variable SORTIE_JIRA_ENDPOINT is not set",
+		"config: tracker.api_key: environment variable SORTIE_JIRA_API_KEY is not set",
+		"config: tracker.project: environment variable SORTIE_JIRA_PROJECT is not set",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestExamples_TestWorkflowLoads(t *testing.T) {
+	path := examplePath(t, "WORKFLOW.test.md")
+	cfg, err := Load(path, Options{Env: exampleEnv(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tracker.Kind != "file" || cfg.Agent.Kind != "mock" || cfg.Agent.MaxTurns != 3 || cfg.Agent.MaxConcurrentAgents != 2 {
+		t.Errorf("unexpected config: tracker %q agent %q turns %d concurrency %d",
+			cfg.Tracker.Kind, cfg.Agent.Kind, cfg.Agent.MaxTurns, cfg.Agent.MaxConcurrentAgents)
+	}
+	if cfg.Workspace.Root != "/tmp/sortie-test-workspaces" {
+		t.Errorf("Workspace.Root = %q", cfg.Workspace.Root)
+	}
+	// file.path is resolved against the WORKFLOW.md directory.
+	if want := filepath.Join(cfg.Dir, "examples", "issues.json"); cfg.TrackerPath() != want {
+		t.Errorf("TrackerPath() = %q, want %q", cfg.TrackerPath(), want)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("unexpected warnings:\n%s", problemLines(cfg.Warnings))
+	}
+}
+
+func TestExamples_CopilotLoads(t *testing.T) {
+	path := examplePath(t, "WORKFLOW.copilot.md")
+	cfg, err := Load(path, Options{Env: exampleEnv(map[string]string{
+		"GITHUB_TOKEN": "ghp_x", "SORTIE_GITHUB_PROJECT": "acme/app",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tracker.Kind != "github" || cfg.Tracker.Project != "acme/app" || cfg.Tracker.APIKey != "ghp_x" {
+		t.Errorf("Tracker = %+v", cfg.Tracker)
+	}
+	if cfg.Agent.Kind != "copilot-cli" || cfg.Agent.Command != "copilot" || cfg.Agent.TurnTimeout != 30*time.Minute {
+		t.Errorf("Agent = %+v", cfg.Agent)
+	}
+	if got := cfg.Block("copilot-cli")["model"]; got != "gpt-4.1" {
+		t.Errorf(`copilot-cli block model = %v`, got)
+	}
+	if !reflect.DeepEqual(cfg.SecretEnv, []string{"GITHUB_TOKEN"}) {
+		t.Errorf("SecretEnv = %v, want [GITHUB_TOKEN]", cfg.SecretEnv)
+	}
+	// $SORTIE_WORKSPACE_ROOT is unset here, so the default applies with a warning.
+	if cfg.Workspace.Root != "/scratch/sortie_workspaces" {
+		t.Errorf("Workspace.Root = %q", cfg.Workspace.Root)
+	}
+}
+
+func TestExamples_UnsupportedAgentsReportTheKnownKinds(t *testing.T) {
+	for _, tt := range []struct{ file, kind string }{
+		{"WORKFLOW.codex.md", "codex"},
+		{"WORKFLOW.opencode.md", "opencode"},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			path := examplePath(t, tt.file)
+			cfg, problems := Check(path, Options{Env: exampleEnv(jiraEnv)})
+			if cfg != nil {
+				t.Fatal("Check returned a config for an unsupported agent kind")
+			}
+			errs := filterProblems(problems, SeverityError)
+			want := `config: agent.kind: unknown agent kind; known kinds: claude-code, copilot-cli, mock (got "` + tt.kind + `")`
+			if len(errs) != 1 || errs[0].String() != want {
+				t.Errorf("want exactly %q, got:\n%s", want, problemLines(problems))
+			}
+		})
+	}
+}

@@ -1,0 +1,316 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sortie/internal/tracker"
+)
+
+// referenceDir is the sortie 1.9 test data shared by the project (see
+// /work/shared/testdata/README.md). It is read in place, never copied into the repo.
+var referenceDir = filepath.Join("..", "..", "..", "..", "shared", "testdata", "sortie-1.9")
+
+// referenceFile returns the path of a file under referenceDir, skipping the test when the
+// shared test data is not checked out next to the repository.
+func referenceFile(t testing.TB, rel string) string {
+	t.Helper()
+	if _, err := os.Stat(referenceDir); err != nil {
+		t.Skipf("shared reference test data not found at %s: %v", referenceDir, err)
+	}
+	return filepath.Join(referenceDir, filepath.FromSlash(rel))
+}
+
+// testNow is the time a test tracker stamps on what it writes.
+var testNow = time.Date(2026, 4, 1, 12, 30, 0, 0, time.UTC)
+
+// newTestTracker builds a tracker for path through the registry, as the daemon does, with
+// a fixed clock and predictable comment ids (c-test-1, c-test-2, ...).
+func newTestTracker(t testing.TB, path string, active ...string) *Tracker {
+	t.Helper()
+	tr, err := tracker.New(tracker.Config{
+		Kind:         "file",
+		ActiveStates: active,
+		Options:      map[string]any{"path": path},
+	})
+	if err != nil {
+		t.Fatalf("tracker.New(file, %s): %v", path, err)
+	}
+	ft := tr.(*Tracker)
+	ft.now = func() time.Time { return testNow }
+	var n atomic.Int64
+	ft.newCommentID = func() string { return fmt.Sprintf("c-test-%d", n.Add(1)) }
+	return ft
+}
+
+// writeIssues writes content to issues.json in a new temp dir and returns its path.
+func writeIssues(t testing.TB, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "issues.json")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readString(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// wantKind fails unless err is a *tracker.Error of kind k whose message contains every
+// one of subs.
+func wantKind(t *testing.T, err error, k tracker.ErrorKind, subs ...string) {
+	t.Helper()
+	if got := tracker.KindOf(err); got != k {
+		t.Fatalf("error kind = %q, want %q (error: %v)", got, k, err)
+	}
+	for _, s := range subs {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %q", err, s)
+		}
+	}
+}
+
+func ids(issues []tracker.Issue) []string {
+	out := []string{}
+	for _, is := range issues {
+		out = append(out, is.ID)
+	}
+	return out
+}
+
+func TestNew_Config(t *testing.T) {
+	wfDir := t.TempDir()
+	tests := []struct {
+		name     string
+		options  map[string]any
+		wantPath string // "" when an error is expected
+		wantErr  string
+	}{
+		{name: "no options", options: nil, wantErr: "config: file.path: the file tracker needs"},
+		{name: "null path", options: map[string]any{"path": nil}, wantErr: "config: file.path: the file tracker needs"},
+		{name: "not a string", options: map[string]any{"path": 42}, wantErr: "config: file.path: must be a string (got int)"},
+		{name: "blank", options: map[string]any{"path": "  "}, wantErr: "config: file.path: must not be empty"},
+		{name: "relative to WORKFLOW.md", options: map[string]any{"path": "data/issues.json"}, wantPath: filepath.Join(wfDir, "data", "issues.json")},
+		{name: "dot-dot relative", options: map[string]any{"path": "../issues.json"}, wantPath: filepath.Join(filepath.Dir(wfDir), "issues.json")},
+		{name: "absolute kept", options: map[string]any{"path": "/srv/issues.json"}, wantPath: "/srv/issues.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := tracker.New(tracker.Config{Kind: "file", Options: tt.options, WorkflowDir: wfDir})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("New() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New() error = %v", err)
+			}
+			if got := tr.(*Tracker).Path(); got != tt.wantPath {
+				t.Errorf("Path() = %q, want %q", got, tt.wantPath)
+			}
+		})
+	}
+}
+
+func TestRegister_FileKindNeedsNoProjectOrKeyAndWatches(t *testing.T) {
+	meta, ok := tracker.Lookup("file")
+	if !ok {
+		t.Fatalf("kind file is not registered; known: %v", tracker.Kinds())
+	}
+	if meta != (tracker.Meta{}) {
+		t.Errorf("Meta = %+v, want zero (no project, no api key)", meta)
+	}
+	tr, err := tracker.New(tracker.Config{Kind: "file", Options: map[string]any{"path": "/x.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tr.(tracker.Watcher); !ok {
+		t.Errorf("%T does not implement tracker.Watcher", tr)
+	}
+}
+
+func TestFetchCandidateIssues_ActiveStatesCaseInsensitiveNoComments(t *testing.T) {
+	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"), "to do", "IN PROGRESS")
+	got, err := tr.FetchCandidateIssues(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"10001", "10002", "10005"}; !reflect.DeepEqual(ids(got), want) {
+		t.Fatalf("candidates = %v, want %v (file order, active states only)", ids(got), want)
+	}
+	for _, is := range got {
+		if is.Comments != nil {
+			t.Errorf("candidate %s has comments %v, want nil (listing calls do not fetch comments)", is.ID, is.Comments)
+		}
+	}
+}
+
+func TestFetchCandidateIssues_NoActiveStatesMeansNone(t *testing.T) {
+	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"))
+	got, err := tr.FetchCandidateIssues(context.Background())
+	if err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("FetchCandidateIssues() = %v, %v; want an empty non-nil slice", got, err)
+	}
+}
+
+func TestFetchIssueByID(t *testing.T) {
+	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"))
+	tests := []struct {
+		id           string
+		wantComments int
+		wantKind     tracker.ErrorKind
+	}{
+		{id: "10001", wantComments: 2},
+		{id: "10002", wantComments: 0}, // "comments": []
+		{id: "10003", wantComments: 0}, // "comments": null becomes []
+		{id: "10005", wantComments: 0}, // absent becomes []
+		{id: "PROJ-1", wantKind: tracker.ErrNotFound},
+		{id: "nope", wantKind: tracker.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			got, err := tr.FetchIssueByID(context.Background(), tt.id)
+			if tt.wantKind != "" {
+				wantKind(t, err, tt.wantKind, tt.id)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ID != tt.id {
+				t.Errorf("ID = %q, want %q", got.ID, tt.id)
+			}
+			if got.Comments == nil || len(got.Comments) != tt.wantComments {
+				t.Errorf("Comments = %#v, want %d (non-nil)", got.Comments, tt.wantComments)
+			}
+		})
+	}
+}
+
+func TestFetchIssueStates_UnknownOmitted(t *testing.T) {
+	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"))
+	ctx := context.Background()
+	byID, err := tr.FetchIssueStatesByIDs(ctx, []string{"10001", "10003", "missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"10001": "To Do", "10003": "Done"}; !reflect.DeepEqual(byID, want) {
+		t.Errorf("FetchIssueStatesByIDs = %v, want %v", byID, want)
+	}
+	byIdent, err := tr.FetchIssueStatesByIdentifiers(ctx, []string{"PROJ-2", "PROJ-4", "PROJ-99", "10001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"PROJ-2": "In Progress", "PROJ-4": "Backlog"}; !reflect.DeepEqual(byIdent, want) {
+		t.Errorf("FetchIssueStatesByIdentifiers = %v, want %v", byIdent, want)
+	}
+	empty, err := tr.FetchIssueStatesByIDs(ctx, nil)
+	if err != nil || empty == nil || len(empty) != 0 {
+		t.Errorf("FetchIssueStatesByIDs(nil) = %v, %v; want an empty map", empty, err)
+	}
+}
+
+func TestFetchIssueComments(t *testing.T) {
+	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"))
+	got, err := tr.FetchIssueComments(context.Background(), "10001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []tracker.Comment{
+		{ID: "c1", Author: "bob", Body: "Needs SSO support for SAML providers.", CreatedAt: "2026-03-01T10:00:00Z"},
+		{ID: "c2", Author: "charlie", Body: "Token refresh must handle clock skew.", CreatedAt: "2026-03-02T14:30:00Z"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("comments = %+v, want %+v", got, want)
+	}
+	none, err := tr.FetchIssueComments(context.Background(), "10004") // "comments": null
+	if err != nil || none == nil || len(none) != 0 {
+		t.Errorf("FetchIssueComments(10004) = %#v, %v; want empty non-nil", none, err)
+	}
+	_, err = tr.FetchIssueComments(context.Background(), "zzz")
+	wantKind(t, err, tracker.ErrNotFound, "zzz")
+}
+
+func TestFetch_FileProblemsArePayloadErrors(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: costs no disk, but stat and read see 64 MiB + 1 byte.
+	if err := f.Truncate(MaxFileBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	tests := []struct {
+		name string
+		path string
+		subs []string
+	}{
+		{name: "missing", path: filepath.Join(dir, "nope.json"), subs: []string{filepath.Join(dir, "nope.json"), "does not exist", "file.path"}},
+		{name: "malformed", path: referenceFile(t, "internal/tracker/file/testdata/malformed.json"), subs: []string{"malformed.json", "line 1, column 2", "invalid JSON"}},
+		{name: "too large", path: big, subs: []string{"big.json", "64 MiB"}},
+		{name: "directory", path: dir, subs: []string{"not a regular file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTestTracker(t, tt.path, "Open")
+			_, err := tr.FetchCandidateIssues(context.Background())
+			wantKind(t, err, tracker.ErrPayload, tt.subs...)
+			if tracker.KindOf(err).Retryable() {
+				t.Errorf("kind %q is retryable; a broken file needs the operator", tracker.KindOf(err))
+			}
+		})
+	}
+}
+
+func TestFetch_ReturnsCopies(t *testing.T) {
+	path := writeIssues(t, `[{"id":"a","identifier":"A-1","title":"t","state":"Open","labels":["x"],"priority":1,
+	  "parent":{"id":"p","identifier":"P-1"},"blocked_by":[{"id":"b","identifier":"B-1"}],"comments":[{"id":"c"}]}]`)
+	tr := newTestTracker(t, path, "open")
+	tr.now = func() time.Time { return time.Now().Add(time.Hour) } // trust the cache
+	ctx := context.Background()
+	first, err := tr.FetchIssueByID(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Labels[0] = "changed"
+	*first.Priority = 9
+	first.Parent.ID = "changed"
+	first.BlockedBy[0].State = "changed"
+	first.Comments[0].Body = "changed"
+	second, err := tr.FetchIssueByID(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Labels[0] != "x" || *second.Priority != 1 || second.Parent.ID != "p" || second.BlockedBy[0].State != "" || second.Comments[0].Body != "" {
+		t.Errorf("a caller's changes leaked into the cache: %+v", second)
+	}
+}
+
+func TestFetch_ContextCanceled(t *testing.T) {
+	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"), "To Do")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := tr.FetchCandidateIssues(ctx)
+	if !errors.Is(err, context.Canceled) || tracker.KindOf(err) != tracker.ErrTransport {
+		t.Errorf("error = %v, want a tracker_transport_error wrapping context.Canceled", err)
+	}
+}

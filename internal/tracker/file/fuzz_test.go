@@ -1,0 +1,107 @@
+package file
+
+import (
+	"bytes"
+	"os"
+	"reflect"
+	"testing"
+
+	"sortie/internal/tracker"
+)
+
+// FuzzParse feeds arbitrary bytes to the parser: it must never panic, and whenever a
+// file parses, a transition and a comment on one of its issues must leave a file that
+// parses to the same issues, changed only where they say, with every byte outside the
+// edited issue untouched.
+func FuzzParse(f *testing.F) {
+	for _, rel := range []string{
+		"internal/tracker/file/testdata/basic.json",
+		"internal/tracker/file/testdata/normalization.json",
+		"internal/tracker/file/testdata/empty.json",
+		"internal/tracker/file/testdata/malformed.json",
+		"examples/issues.json",
+	} {
+		if data, err := os.ReadFile(referenceFile(f, rel)); err == nil {
+			f.Add(data)
+		}
+	}
+	for _, s := range []string{
+		twoIssues,
+		oneIssue(`"comments": null, "State": "x", "state": "y"`),
+		`[{"id":"a","identifier":"A","title":"t","state":"s","comments":[ ]}]`,
+		"\xef\xbb\xbf[\r\n {\"id\":\"a\",\r\n  \"identifier\":\"A\",\"title\":\"t\",\"state\":\"s\"}]",
+		`[{"id":"a","identifier":"A","title":"t","state":"s","blocked_by":[{"id":"a"}],"priority":-0}]`,
+		"[", "", "null", `[null]`, `{"id":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := parse(data)
+		if err != nil || len(doc.issues) == 0 {
+			return
+		}
+		i := len(data) % len(doc.issues)
+		sp := doc.spans[i]
+
+		out, err := setState(data, doc, i, `Fuzzed <&> "state"`, "2026-01-02T03:04:05Z")
+		if err != nil {
+			t.Fatalf("setState on a file that parsed: %v", err)
+		}
+		after := roundTrip(t, data, out, doc, i)
+		if got := after.issues[i]; got.State != `Fuzzed <&> "state"` || got.UpdatedAt != "2026-01-02T03:04:05Z" {
+			t.Fatalf("after transition: state %q updated_at %q", got.State, got.UpdatedAt)
+		}
+		want := doc.issues[i]
+		want.State, want.UpdatedAt = after.issues[i].State, after.issues[i].UpdatedAt
+		sameIssue(t, after.issues[i], want)
+
+		c := tracker.Comment{ID: "sortie-1", Author: "sortie", Body: "a\nb </x> \u2028", CreatedAt: "2026-01-02T03:04:05Z"}
+		out, err = appendComment(data, doc, i, c)
+		if err != nil {
+			t.Fatalf("appendComment on a file that parsed: %v", err)
+		}
+		after = roundTrip(t, data, out, doc, i)
+		want = doc.issues[i]
+		want.Comments = append(append([]tracker.Comment{}, doc.issues[i].Comments...), c)
+		sameIssue(t, after.issues[i], want)
+		if !bytes.Equal(out[:sp.start], data[:sp.start]) {
+			t.Fatal("bytes before the edited issue changed")
+		}
+	})
+}
+
+// roundTrip parses out and checks it has the same issues as before, that issues other
+// than i are unchanged, and that only the bytes of issue i differ.
+func roundTrip(t *testing.T, data, out []byte, before *document, i int) *document {
+	t.Helper()
+	after, err := parse(out)
+	if err != nil {
+		t.Fatalf("edited file does not parse: %v\nbefore: %q\nafter:  %q", err, data, out)
+	}
+	if err := checkEdit(before, out); err != nil {
+		t.Fatal(err)
+	}
+	sp := before.spans[i]
+	if !bytes.Equal(out[:sp.start], data[:sp.start]) || !bytes.Equal(out[len(out)-(len(data)-sp.end):], data[sp.end:]) {
+		t.Fatalf("bytes outside the edited issue changed:\nbefore: %q\nafter:  %q", data, out)
+	}
+	for j := range after.issues {
+		if j != i {
+			// A blocker's state may follow the edited issue's; everything else is fixed.
+			a, b := after.issues[j], before.issues[j]
+			a.BlockedBy, b.BlockedBy = nil, nil
+			sameIssue(t, a, b)
+		}
+	}
+	return after
+}
+
+func sameIssue(t *testing.T, got, want tracker.Issue) {
+	t.Helper()
+	// Blockers referring to the edited issue itself may have followed its state.
+	got.BlockedBy, want.BlockedBy = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("issue changed:\ngot  %+v\nwant %+v", got, want)
+	}
+}

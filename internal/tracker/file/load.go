@@ -1,0 +1,119 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"sortie/internal/tracker"
+)
+
+// racyWindow is how long after a file's modification time we wait before trusting that
+// an unchanged (inode, size, mtime) means unchanged content. Two writes within one mtime
+// tick leave the same mtime; the coarsest common tick (FAT) is 2 s. Git calls this the
+// "racy clean" problem.
+const racyWindow = 2 * time.Second
+
+// snapshot is the result of parsing the file as it was when stat'ed, kept so that an
+// unchanged file is not read and parsed again.
+type snapshot struct {
+	info   fs.FileInfo // of the file that was read
+	readAt time.Time   // taken before the read
+	doc    *document
+	err    error // parse error; an unchanged broken file stays broken
+}
+
+// fresh reports whether the file now described by info is the one this snapshot read.
+func (s *snapshot) fresh(info fs.FileInfo) bool {
+	return os.SameFile(s.info, info) &&
+		s.info.Size() == info.Size() &&
+		s.info.ModTime().Equal(info.ModTime()) &&
+		s.readAt.Sub(info.ModTime()) > racyWindow
+}
+
+// load returns the parsed file, re-reading it only when a stat shows it may have
+// changed. The document is shared: callers copy what they hand out.
+func (t *Tracker) load(ctx context.Context, op string) (*document, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Err: err}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	readAt := t.now()
+	if c := t.cache; c != nil {
+		if info, err := os.Stat(t.path); err == nil && c.fresh(info) {
+			return c.doc, t.payloadErr(op, c.err)
+		}
+	}
+	t.cache = nil
+	data, info, err := readIssuesFile(op, t.path)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := parse(data)
+	t.cache = &snapshot{info: info, readAt: readAt, doc: doc, err: err}
+	return doc, t.payloadErr(op, err)
+}
+
+// invalidate drops the cached parse, after a write of our own.
+func (t *Tracker) invalidate() {
+	t.mu.Lock()
+	t.cache = nil
+	t.mu.Unlock()
+}
+
+func (t *Tracker) payloadErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &tracker.Error{Kind: tracker.ErrPayload, Op: op, Message: "issues file " + t.path, Err: err}
+}
+
+// readIssuesFile reads the whole file at path, refusing one over MaxFileBytes. The
+// returned info is of the opened file, not of whatever is at path by the time we return.
+// A missing file is tracker_payload_error (the operator must create it or fix the path;
+// waiting will not help); other I/O failures are tracker_transport_error.
+func readIssuesFile(op, path string) ([]byte, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, missingFile(op, path)
+		}
+		return nil, nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "reading issues file", Err: err}
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "reading issues file", Err: err}
+	}
+	if !info.Mode().IsRegular() {
+		return nil, nil, tracker.Errorf(tracker.ErrPayload, op, "issues file %s is not a regular file (it is %s); point tracker.path (or file.path) in WORKFLOW.md at a JSON file", path, info.Mode().Type())
+	}
+	if info.Size() > MaxFileBytes {
+		return nil, nil, tooLarge(op, path, info.Size())
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(info.Size()) + bytes.MinRead)
+	// The file may grow between Stat and the read; the limit holds regardless.
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileBytes+1)); err != nil {
+		return nil, nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "reading issues file", Err: err}
+	}
+	if buf.Len() > MaxFileBytes {
+		return nil, nil, tooLarge(op, path, int64(buf.Len()))
+	}
+	return buf.Bytes(), info, nil
+}
+
+func missingFile(op, path string) error {
+	return tracker.Errorf(tracker.ErrPayload, op,
+		"issues file %s does not exist; create it (a JSON array of issues, [] for none) or fix tracker.path (or file.path) in WORKFLOW.md; a relative path is resolved against the directory of WORKFLOW.md", path)
+}
+
+func tooLarge(op, path string, size int64) error {
+	return tracker.Errorf(tracker.ErrPayload, op,
+		"issues file %s is %d bytes, over the %d-byte (64 MiB) limit; move finished issues out of it", path, size, MaxFileBytes)
+}

@@ -1,0 +1,224 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sortie/internal/tracker"
+)
+
+// maxWriteAttempts bounds how often a write starts over because the file changed under
+// it. A human saving three times within one write is not something to wait out.
+const maxWriteAttempts = 3
+
+// commentAuthor is the author of comments Sortie writes.
+const commentAuthor = "sortie"
+
+// TransitionIssue sets the issue's state to targetState and its updated_at to the
+// current time (RFC 3339, UTC), in the file. If the state is already exactly
+// targetState the file is not touched. An unknown id is tracker_not_found; a malformed
+// file is tracker_payload_error and is left as it was.
+func (t *Tracker) TransitionIssue(ctx context.Context, id, targetState string) error {
+	const op = "transition"
+	if strings.TrimSpace(targetState) == "" {
+		return tracker.Errorf(tracker.ErrPayload, op, "cannot move issue %q to an empty state", id)
+	}
+	return t.modify(ctx, op, id, func(data []byte, doc *document, i int) ([]byte, error) {
+		if doc.issues[i].State == targetState {
+			return nil, nil
+		}
+		return setState(data, doc, i, targetState, t.now().UTC().Format(time.RFC3339))
+	})
+}
+
+// CommentIssue appends a comment by "sortie" with a generated id and the current time to
+// the issue's comments, in the file. The issue's updated_at is not changed. An unknown id
+// is tracker_not_found; a malformed file is tracker_payload_error and is left as it was.
+func (t *Tracker) CommentIssue(ctx context.Context, id, text string) error {
+	const op = "comment"
+	if strings.TrimSpace(text) == "" {
+		return tracker.Errorf(tracker.ErrPayload, op, "refusing to add an empty comment to issue %q", id)
+	}
+	return t.modify(ctx, op, id, func(data []byte, doc *document, i int) ([]byte, error) {
+		c := tracker.Comment{
+			ID:        t.uniqueCommentID(doc.issues[i].Comments),
+			Author:    commentAuthor,
+			Body:      text,
+			CreatedAt: t.now().UTC().Format(time.RFC3339),
+		}
+		return appendComment(data, doc, i, c)
+	})
+}
+
+// editFunc computes the new file content for issue i of doc, parsed from data. It
+// returns nil when there is nothing to write.
+type editFunc func(data []byte, doc *document, i int) ([]byte, error)
+
+// modify is one read-modify-write of the file. It reads the file fresh (never from the
+// cache), so an edit saved by hand a moment ago is the base of ours, and before
+// replacing the file it checks the file still holds what it read; if not, it starts
+// over. The window left between that check and the rename is a few system calls wide;
+// closing it would need every editor to honour a lock.
+func (t *Tracker) modify(ctx context.Context, op, id string, edit editFunc) error {
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
+	for range maxWriteAttempts {
+		if err := ctx.Err(); err != nil {
+			return &tracker.Error{Kind: tracker.ErrTransport, Op: op, Err: err}
+		}
+		done, err := t.tryModify(op, id, edit)
+		if done || err != nil {
+			return err
+		}
+	}
+	return tracker.Errorf(tracker.ErrTransport, op,
+		"issues file %s changed while Sortie was writing to it, %d times in a row; nothing was written, the next attempt may succeed", t.path, maxWriteAttempts)
+}
+
+// tryModify makes one attempt. done is false when the file changed under it and the
+// attempt should be repeated.
+func (t *Tracker) tryModify(op, id string, edit editFunc) (done bool, err error) {
+	// Write where the file really is: renaming over a symlink would replace the link.
+	real, err := filepath.EvalSymlinks(t.path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, missingFile(op, t.path)
+		}
+		return false, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "resolving issues file path", Err: err}
+	}
+	data, info, err := readIssuesFile(op, real)
+	if err != nil {
+		return false, err
+	}
+	doc, err := parse(data)
+	if err != nil {
+		return false, &tracker.Error{Kind: tracker.ErrPayload, Op: op,
+			Message: fmt.Sprintf("issues file %s is not valid, so Sortie did not change it and this %s was not made; fix the file", t.path, op), Err: err}
+	}
+	i, ok := doc.byID[id]
+	if !ok {
+		return false, t.notFound(op, id)
+	}
+	out, err := edit(data, doc, i)
+	if err == nil && out != nil {
+		err = checkEdit(doc, out)
+	}
+	if err != nil {
+		// A file shape this code cannot edit, which is a bug here; retrying will not help.
+		return false, &tracker.Error{Kind: tracker.ErrPayload, Op: op, Message: "editing issues file " + t.path + " failed (please report this as a Sortie bug; the file was not changed)", Err: err}
+	}
+	if out == nil {
+		return true, nil
+	}
+	if len(out) > MaxFileBytes {
+		return false, tooLarge(op, t.path, int64(len(out)))
+	}
+
+	tmp, err := writeTemp(real, out, info.Mode().Perm())
+	if err != nil {
+		return false, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "writing issues file " + t.path, Err: err}
+	}
+	if t.beforeRename != nil {
+		t.beforeRename()
+	}
+	if current, _, err := readIssuesFile(op, real); err != nil || !bytes.Equal(current, data) {
+		os.Remove(tmp)
+		return false, nil
+	}
+	if err := os.Rename(tmp, real); err != nil {
+		os.Remove(tmp)
+		return false, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "replacing issues file " + t.path, Err: err}
+	}
+	syncDir(filepath.Dir(real))
+	t.invalidate()
+	return true, nil
+}
+
+// checkEdit re-parses the edited content and confirms it still holds the same issues in
+// the same order, so a bug in the edit can never replace a good file with a broken or
+// shorter one.
+func checkEdit(before *document, out []byte) error {
+	after, err := parse(out)
+	if err != nil {
+		return fmt.Errorf("edited content does not parse: %w", err)
+	}
+	if len(after.issues) != len(before.issues) {
+		return fmt.Errorf("edited content has %d issues, want %d", len(after.issues), len(before.issues))
+	}
+	for i := range after.issues {
+		a, b := &after.issues[i], &before.issues[i]
+		if a.ID != b.ID || a.Identifier != b.Identifier {
+			return fmt.Errorf("edited content has issue %q at position %d, want %q", a.ID, i+1, b.ID)
+		}
+	}
+	return nil
+}
+
+// writeTemp writes data to a new hidden file beside path with the given permissions and
+// flushes it to disk, ready to be renamed over path.
+func writeTemp(path string, data []byte, perm fs.FileMode) (name string, err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".sortie-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return "", err
+	}
+	if _, err := f.Write(data); err != nil {
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// syncDir makes a rename in dir durable. It is best effort: the rename has already
+// happened and is visible, and reporting a failure here would make the caller retry a
+// change that was made (and, for a comment, make it twice).
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	_ = d.Close()
+}
+
+// uniqueCommentID returns an id no existing comment of the issue has.
+func (t *Tracker) uniqueCommentID(existing []tracker.Comment) string {
+	for {
+		id := t.newCommentID()
+		taken := false
+		for _, c := range existing {
+			taken = taken || c.ID == id
+		}
+		if !taken {
+			return id
+		}
+	}
+}
+
+func randomCommentID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return "sortie-" + hex.EncodeToString(b[:])
+}

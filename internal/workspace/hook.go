@@ -1,0 +1,151 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MaxHookOutput is how much of a hook's combined stdout and stderr is kept, in bytes.
+// The end of the output is kept, since that is where a failing script says why.
+const MaxHookOutput = 256 << 10
+
+// RunHook runs script with `/bin/sh -c` in the directory ws.Path and waits for it.
+// name is the hook's name for errors and logs. A blank script does nothing.
+//
+// The script runs in its own process group with the environment HookEnv(ws, issue,
+// extraEnv) and stdin from /dev/null. When the hook timeout passes, or
+// ctx is cancelled, the whole group (the shell and everything it started) is killed
+// with SIGKILL. If a process that escaped the group keeps the output pipe open after
+// the script ended, RunHook stops waiting for it shortly afterwards.
+//
+// A failure is a *HookError: HookOpValidate, HookOpStart, HookOpRun (non-zero exit;
+// wraps ctx's error when ctx was cancelled) or HookOpTimeout (wraps
+// context.DeadlineExceeded).
+func (m *Manager) RunHook(ctx context.Context, name, script string, ws Workspace, issue Issue, extraEnv map[string]string) error {
+	return m.runHook(ctx, name, script, ws.Path, issue, ws.Attempt, extraEnv)
+}
+
+// runHook is RunHook with the attempt given separately; attempt < 0 leaves
+// SORTIE_ATTEMPT out.
+func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issue Issue, attempt int, extraEnv map[string]string) error {
+	if strings.TrimSpace(script) == "" {
+		return nil
+	}
+	if err := validateHookInput(script, wsPath, extraEnv); err != nil {
+		return &HookError{Hook: name, Op: HookOpValidate, ExitCode: -1, Err: err}
+	}
+
+	hctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+
+	out := &tailBuffer{max: MaxHookOutput}
+	cmd := exec.CommandContext(hctx, "/bin/sh", "-c", script)
+	cmd.Dir = wsPath
+	cmd.Env = m.hookEnv(wsPath, issue, attempt, extraEnv)
+	// One writer for both streams: exec then serialises the writes, and the output
+	// reads in the order the script produced it.
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The shell is the group leader (Setpgid), so its pid is the group id; a
+		// negative pid signals the whole group, background children included.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = m.waitDelay
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return &HookError{Hook: name, Op: HookOpRun, ExitCode: -1, Err: fmt.Errorf("not started: %w", ctx.Err())}
+		}
+		return &HookError{Hook: name, Op: HookOpStart, ExitCode: -1, Err: err}
+	}
+	err := cmd.Wait()
+	elapsed := time.Since(start)
+
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// The script itself succeeded; a process it left behind, outside its process
+		// group, still holds the output pipe. That is the script's business.
+		m.log.Warn("hook exited but left a process holding its output; stopped waiting for it",
+			"hook", name, "issue", issue.Identifier, "duration", elapsed)
+		err = nil
+	}
+	if err == nil {
+		m.log.Debug("hook finished", "hook", name, "issue", issue.Identifier, "duration", elapsed)
+		return nil
+	}
+
+	he := &HookError{Hook: name, Op: HookOpRun, ExitCode: -1, Output: out.String(), Err: err}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		he.ExitCode = exitErr.ExitCode() // -1 when killed by a signal
+	}
+	switch {
+	case ctx.Err() != nil:
+		he.Err = fmt.Errorf("cancelled: %w", ctx.Err())
+	case hctx.Err() != nil:
+		he.Op = HookOpTimeout
+		he.Err = timeoutError(m.timeout, hctx.Err())
+	}
+	return he
+}
+
+func validateHookInput(script, wsPath string, extraEnv map[string]string) error {
+	if strings.IndexByte(script, 0) >= 0 {
+		return errors.New("script contains a NUL byte")
+	}
+	fi, err := os.Stat(wsPath)
+	if err != nil {
+		return fmt.Errorf("workspace directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("workspace directory %s: %w", wsPath, ErrConflict)
+	}
+	for k, v := range extraEnv {
+		if !validEnvName(k) {
+			return fmt.Errorf("environment variable name %q is not valid", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("environment variable %s contains a NUL byte", k)
+		}
+	}
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written to it and counts the rest.
+type tailBuffer struct {
+	max     int
+	buf     []byte
+	dropped int64
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= b.max {
+		b.dropped += int64(len(b.buf) + len(p) - b.max)
+		b.buf = append(b.buf[:0], p[len(p)-b.max:]...)
+		return n, nil
+	}
+	if over := len(b.buf) + len(p) - b.max; over > 0 {
+		b.dropped += int64(over)
+		b.buf = b.buf[:copy(b.buf, b.buf[over:])]
+	}
+	b.buf = append(b.buf, p...)
+	return n, nil
+}
+
+// String returns the kept output, prefixed with a note when earlier output was dropped.
+func (b *tailBuffer) String() string {
+	s := strings.ToValidUTF8(string(b.buf), "\uFFFD")
+	if b.dropped > 0 {
+		return fmt.Sprintf("[%d earlier bytes of output dropped]\n%s", b.dropped, s)
+	}
+	return s
+}

@@ -1,0 +1,286 @@
+package workspace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// SortieDir is the directory inside a workspace that holds the agent protocol files
+// (spec/agent-extensions.md).
+const SortieDir = ".sortie"
+
+// Files in SortieDir that this package writes or reads itself.
+const (
+	StatusFile    = "status"
+	GitignoreFile = ".gitignore"
+)
+
+// MaxStatusSize is the largest `.sortie/status` ReadStatus accepts, in bytes.
+const MaxStatusSize = 1 << 10
+
+// gitignoreContent keeps everything in `.sortie/` (including mcp.json and the
+// .gitignore itself) out of the workspace's repository.
+const gitignoreContent = "*\n"
+
+// StatusKind is what an agent signalled through `.sortie/status`.
+type StatusKind int
+
+// Status kinds. Only the first line of the file counts, trimmed, case-sensitive.
+const (
+	StatusNone             StatusKind = iota // no file: carry on as configured
+	StatusBlocked                            // "blocked": stop, release the claim, no handoff
+	StatusNeedsHumanReview                   // "needs-human-review": stop, hand off when configured
+	StatusUnknown                            // anything else: ignore it, with a warning
+)
+
+func (k StatusKind) String() string {
+	switch k {
+	case StatusNone:
+		return "none"
+	case StatusBlocked:
+		return "blocked"
+	case StatusNeedsHumanReview:
+		return "needs-human-review"
+	case StatusUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("StatusKind(%d)", int(k))
+}
+
+// Status is the parsed `.sortie/status`. Value is the trimmed first line as the agent
+// wrote it (at most MaxStatusSize bytes, possibly unrecognised); it is "" for
+// StatusNone.
+type Status struct {
+	Kind  StatusKind
+	Value string
+}
+
+// ReadStatus reads the agent's signal from `.sortie/status` in the workspace wsPath. A
+// missing file (or missing `.sortie/`) is StatusNone with no error. A symlinked
+// `.sortie/` or status file, a non-regular file, a file over MaxStatusSize or a read
+// error returns StatusNone with an error: the spec treats all of those as "absent,
+// with a warning", which is the caller's to log.
+func ReadStatus(wsPath string) (Status, error) {
+	data, err := ReadSortieFile(wsPath, StatusFile, MaxStatusSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Status{}, nil
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	raw := strings.TrimSpace(line)
+	switch raw {
+	case "blocked":
+		return Status{Kind: StatusBlocked, Value: raw}, nil
+	case "needs-human-review":
+		return Status{Kind: StatusNeedsHumanReview, Value: raw}, nil
+	}
+	return Status{Kind: StatusUnknown, Value: raw}, nil
+}
+
+// ClearStatus deletes `.sortie/status` in the workspace wsPath so a signal from an
+// earlier run cannot stop the next one. Nothing to delete is not an error. A symlinked
+// `.sortie/` or status, or a status that is not a regular file, is refused with an
+// error and left in place.
+func ClearStatus(wsPath string) error {
+	dir, err := existingSortieDir(wsPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, StatusFile)
+	if _, err := lstatRegular(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("workspace: delete %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to `.sortie/<name>` in the workspace wsPath with mode
+// 0600: it writes a temporary file in `.sortie/` and renames it over the target, so
+// readers see the old or the new content, never a mix. It creates `.sortie/` and its
+// `.gitignore` first if needed. name must be a plain file name; a symlinked `.sortie/`
+// or target is refused.
+func WriteFileAtomic(wsPath, name string, data []byte) error {
+	if err := checkSortieName(name); err != nil {
+		return err
+	}
+	dir, err := ensureSortieDir(wsPath)
+	if err != nil {
+		return err
+	}
+	target := filepath.Join(dir, name)
+	if _, err := lstatRegular(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	// CreateTemp uses O_EXCL, so it never follows a link planted at the temp name.
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("workspace: write %s: %w", target, err)
+	}
+	tmpName := tmp.Name()
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmpName)
+		return fmt.Errorf("workspace: write %s: %w", target, err)
+	}
+	// rename replaces a directory entry and never follows a link at target.
+	if err := os.Rename(tmpName, target); err != nil {
+		os.Remove(tmpName)
+		return fmt.Errorf("workspace: write %s: %w", target, err)
+	}
+	return nil
+}
+
+// ReadSortieFile reads `.sortie/<name>` in the workspace wsPath, refusing a symlinked
+// `.sortie/` or file (ErrSymlink), anything but a regular file (ErrNotRegular) and a
+// file larger than max bytes (ErrTooLarge). A missing file or directory returns an
+// error wrapping fs.ErrNotExist.
+func ReadSortieFile(wsPath, name string, max int64) ([]byte, error) {
+	if err := checkSortieName(name); err != nil {
+		return nil, err
+	}
+	dir, err := existingSortieDir(wsPath)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, name)
+	fi, err := lstatRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("workspace: %s (%d bytes) %w of %d bytes", path, fi.Size(), ErrTooLarge, max)
+	}
+	// O_NOFOLLOW closes the window between Lstat and open in which the file could be
+	// swapped for a link; O_NONBLOCK keeps a FIFO swapped in from blocking the open.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("workspace: %s %w", path, ErrSymlink)
+		}
+		return nil, fmt.Errorf("workspace: read %s: %w", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("workspace: %s %w", path, ErrNotRegular)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read %s: %w", path, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("workspace: %s %w of %d bytes", path, ErrTooLarge, max)
+	}
+	return data, nil
+}
+
+// existingSortieDir returns the path of `.sortie/` in wsPath after checking it is a
+// real directory. A missing one wraps fs.ErrNotExist.
+func existingSortieDir(wsPath string) (string, error) {
+	dir := filepath.Join(wsPath, SortieDir)
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	return dir, checkSortieDirInfo(dir, fi)
+}
+
+func checkSortieDirInfo(dir string, fi fs.FileInfo) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrSymlink)
+	case !fi.IsDir():
+		return fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrConflict)
+	}
+	return nil
+}
+
+// ensureSortieDir creates `.sortie/` in wsPath if needed and makes sure its .gitignore
+// exists before anything else is written there, so session files such as mcp.json are
+// never committed by the agent.
+func ensureSortieDir(wsPath string) (string, error) {
+	dir := filepath.Join(wsPath, SortieDir)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.Mkdir(dir, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("workspace: create %s: %w", dir, err)
+		}
+		if fi, err = os.Lstat(dir); err != nil {
+			return "", fmt.Errorf("workspace: %w", err)
+		}
+	case err != nil:
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	if err := checkSortieDirInfo(dir, fi); err != nil {
+		return "", err
+	}
+	return dir, ensureGitignore(dir)
+}
+
+func ensureGitignore(dir string) error {
+	path := filepath.Join(dir, GitignoreFile)
+	fi, err := lstatRegular(path)
+	switch {
+	case err == nil && fi.Size() == int64(len(gitignoreContent)):
+		if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, []byte(gitignoreContent)) {
+			return nil
+		}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	// Written in place rather than via a temp file so that nothing else ever appears
+	// in .sortie/ before it; O_NOFOLLOW refuses a link planted since the Lstat.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("workspace: write %s: %w", path, err)
+	}
+	_, werr := f.WriteString(gitignoreContent)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("workspace: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// lstatRegular returns path's FileInfo if it is a regular file, without following a
+// symlink. A missing file wraps fs.ErrNotExist.
+func lstatRegular(path string) (fs.FileInfo, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("workspace: %w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrSymlink)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
+	}
+	return fi, nil
+}
+
+// maxSortieName bounds file names under `.sortie/`, leaving room for temp suffixes.
+const maxSortieName = 64
+
+func checkSortieName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > maxSortieName ||
+		strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("workspace: %q is not a valid file name in %s/", name, SortieDir)
+	}
+	return nil
+}

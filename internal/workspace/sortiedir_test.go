@@ -1,0 +1,217 @@
+package workspace
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestReadStatus(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, ws string)
+		want    Status
+		wantErr error
+	}{
+		{name: "no .sortie directory", setup: func(t *testing.T, ws string) {}, want: Status{}},
+		{name: "absent", setup: func(t *testing.T, ws string) { mkSortie(t, ws) }, want: Status{}},
+		{name: "blocked", setup: writeStatus("blocked\n"), want: Status{Kind: StatusBlocked, Value: "blocked"}},
+		{name: "needs-human-review with spaces and CRLF", setup: writeStatus("  needs-human-review \r\nwhy: tests pass\n"),
+			want: Status{Kind: StatusNeedsHumanReview, Value: "needs-human-review"}},
+		{name: "only the first line counts", setup: writeStatus("working\nblocked\n"), want: Status{Kind: StatusUnknown, Value: "working"}},
+		{name: "case-sensitive", setup: writeStatus("BLOCKED"), want: Status{Kind: StatusUnknown, Value: "BLOCKED"}},
+		{name: "empty file", setup: writeStatus(""), want: Status{Kind: StatusUnknown, Value: ""}},
+		{name: "exactly at the cap", setup: writeStatus("blocked\n" + strings.Repeat("x", MaxStatusSize-8)),
+			want: Status{Kind: StatusBlocked, Value: "blocked"}},
+		{name: "oversized", setup: writeStatus("blocked\n" + strings.Repeat("x", MaxStatusSize)), wantErr: ErrTooLarge},
+		{name: "symlinked .sortie", setup: func(t *testing.T, ws string) {
+			outside := t.TempDir()
+			os.WriteFile(filepath.Join(outside, "status"), []byte("blocked"), 0o600)
+			must(t, os.Symlink(outside, filepath.Join(ws, ".sortie")))
+		}, wantErr: ErrSymlink},
+		{name: "symlinked status", setup: func(t *testing.T, ws string) {
+			mkSortie(t, ws)
+			target := filepath.Join(t.TempDir(), "elsewhere")
+			os.WriteFile(target, []byte("blocked"), 0o600)
+			must(t, os.Symlink(target, filepath.Join(ws, ".sortie", "status")))
+		}, wantErr: ErrSymlink},
+		{name: "status is a directory", setup: func(t *testing.T, ws string) {
+			mkSortie(t, ws)
+			must(t, os.Mkdir(filepath.Join(ws, ".sortie", "status"), 0o750))
+		}, wantErr: ErrNotRegular},
+		{name: "status is a FIFO", setup: func(t *testing.T, ws string) {
+			mkSortie(t, ws)
+			must(t, syscall.Mkfifo(filepath.Join(ws, ".sortie", "status"), 0o600))
+		}, wantErr: ErrNotRegular},
+		{name: ".sortie is a file", setup: func(t *testing.T, ws string) {
+			must(t, os.WriteFile(filepath.Join(ws, ".sortie"), []byte("blocked"), 0o600))
+		}, wantErr: ErrConflict},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			tt.setup(t, ws)
+			got, err := ReadStatus(ws)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("ReadStatus err = %v, want %v", err, tt.wantErr)
+				}
+				if got.Kind != StatusNone {
+					t.Fatalf("ReadStatus on error = %+v, want StatusNone (treated as absent)", got)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ReadStatus = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestClearStatus(t *testing.T) {
+	t.Run("deletes the file", func(t *testing.T) {
+		ws := t.TempDir()
+		writeStatus("blocked")(t, ws)
+		must(t, ClearStatus(ws))
+		if _, err := os.Lstat(filepath.Join(ws, ".sortie", "status")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("status still present: %v", err)
+		}
+		must(t, ClearStatus(ws)) // nothing left: still fine
+	})
+	t.Run("no .sortie", func(t *testing.T) {
+		must(t, ClearStatus(t.TempDir()))
+	})
+	t.Run("refuses a symlinked .sortie", func(t *testing.T) {
+		ws, outside := t.TempDir(), t.TempDir()
+		target := filepath.Join(outside, "status")
+		must(t, os.WriteFile(target, []byte("x"), 0o600))
+		must(t, os.Symlink(outside, filepath.Join(ws, ".sortie")))
+		if err := ClearStatus(ws); !errors.Is(err, ErrSymlink) {
+			t.Fatalf("ClearStatus = %v, want ErrSymlink", err)
+		}
+		if _, err := os.Stat(target); err != nil {
+			t.Fatalf("deleted through the link: %v", err)
+		}
+	})
+	t.Run("refuses a symlinked status", func(t *testing.T) {
+		ws := t.TempDir()
+		mkSortie(t, ws)
+		link := filepath.Join(ws, ".sortie", "status")
+		must(t, os.Symlink("/etc/hostname", link))
+		if err := ClearStatus(ws); !errors.Is(err, ErrSymlink) {
+			t.Fatalf("ClearStatus = %v, want ErrSymlink", err)
+		}
+	})
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	ws := t.TempDir()
+	must(t, WriteFileAtomic(ws, "state.json", []byte(`{"turn_number":1}`)))
+	must(t, WriteFileAtomic(ws, "state.json", []byte(`{"turn_number":2}`)))
+	path := filepath.Join(ws, ".sortie", "state.json")
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != `{"turn_number":2}` {
+		t.Fatalf("state.json = %q, %v", got, err)
+	}
+	fi, _ := os.Stat(path)
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("mode = %v, want 0600", perm)
+	}
+	gi, err := os.ReadFile(filepath.Join(ws, ".sortie", ".gitignore"))
+	if err != nil || string(gi) != "*\n" {
+		t.Errorf(".gitignore = %q, %v; want it written too", gi, err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(ws, ".sortie"))
+	if len(entries) != 2 {
+		t.Errorf(".sortie holds %d entries, want 2 (no temp files left): %v", len(entries), entries)
+	}
+}
+
+func TestWriteFileAtomic_Refusals(t *testing.T) {
+	t.Run("bad names", func(t *testing.T) {
+		ws := t.TempDir()
+		for _, name := range []string{"", ".", "..", "a/b", "../x", "nul\x00", strings.Repeat("n", 65)} {
+			if err := WriteFileAtomic(ws, name, nil); err == nil {
+				t.Errorf("WriteFileAtomic(%q) = nil, want an error", name)
+			}
+		}
+	})
+	t.Run("symlinked .sortie", func(t *testing.T) {
+		ws, outside := t.TempDir(), t.TempDir()
+		must(t, os.Symlink(outside, filepath.Join(ws, ".sortie")))
+		if err := WriteFileAtomic(ws, "mcp.json", []byte("{}")); !errors.Is(err, ErrSymlink) {
+			t.Fatalf("err = %v, want ErrSymlink", err)
+		}
+		if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+			t.Fatalf("wrote through the link: %v", entries)
+		}
+	})
+	t.Run("symlinked target", func(t *testing.T) {
+		ws := t.TempDir()
+		mkSortie(t, ws)
+		target := filepath.Join(t.TempDir(), "victim")
+		must(t, os.WriteFile(target, []byte("original"), 0o600))
+		must(t, os.Symlink(target, filepath.Join(ws, ".sortie", "state.json")))
+		if err := WriteFileAtomic(ws, "state.json", []byte("x")); !errors.Is(err, ErrSymlink) {
+			t.Fatalf("err = %v, want ErrSymlink", err)
+		}
+		if got, _ := os.ReadFile(target); string(got) != "original" {
+			t.Fatalf("link target changed to %q", got)
+		}
+	})
+	t.Run("symlinked .gitignore", func(t *testing.T) {
+		ws := t.TempDir()
+		must(t, os.Mkdir(filepath.Join(ws, ".sortie"), 0o750))
+		target := filepath.Join(t.TempDir(), "victim")
+		must(t, os.WriteFile(target, []byte("original"), 0o600))
+		must(t, os.Symlink(target, filepath.Join(ws, ".sortie", ".gitignore")))
+		if err := WriteFileAtomic(ws, "mcp.json", []byte("{}")); !errors.Is(err, ErrSymlink) {
+			t.Fatalf("err = %v, want ErrSymlink", err)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, ".sortie", "mcp.json")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("mcp.json written without a real .gitignore: %v", err)
+		}
+	})
+}
+
+func TestReadSortieFile(t *testing.T) {
+	ws := t.TempDir()
+	must(t, WriteFileAtomic(ws, "scm.json", []byte(`{"branch":"b"}`)))
+	got, err := ReadSortieFile(ws, "scm.json", 4096)
+	if err != nil || string(got) != `{"branch":"b"}` {
+		t.Fatalf("ReadSortieFile = %q, %v", got, err)
+	}
+	if _, err := ReadSortieFile(ws, "scm.json", 5); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("over the limit: err = %v, want ErrTooLarge", err)
+	}
+	if _, err := ReadSortieFile(ws, "missing.json", 10); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: err = %v, want fs.ErrNotExist", err)
+	}
+	if _, err := ReadSortieFile(ws, "../escape", 10); err == nil {
+		t.Error("name with a separator: err = nil, want an error")
+	}
+}
+
+func mkSortie(t *testing.T, ws string) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Join(ws, ".sortie"), 0o750))
+}
+
+func writeStatus(content string) func(t *testing.T, ws string) {
+	return func(t *testing.T, ws string) {
+		t.Helper()
+		mkSortie(t, ws)
+		must(t, os.WriteFile(filepath.Join(ws, ".sortie", "status"), []byte(content), 0o600))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
