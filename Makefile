@@ -1,0 +1,43 @@
+# Sortie — the targets the README names. `make help` lists them.
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
+DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+FUZZTIME ?= 5s
+BIN      := bin/sortie
+
+.PHONY: help build run demo test unit fuzz fuzz-long bench lint clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
+
+build: ## build bin/sortie
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sortie
+
+run: build ## run the demo: a throw-away tracker, mock agent and workspaces in a temp dir
+	./$(BIN) demo
+
+demo: run
+
+test: lint unit fuzz ## the whole suite: vet, race tests, a short run of every fuzz target
+
+unit: ## go test -race over every package
+	$(GO) test -race -count=1 ./...
+
+fuzz: ## run every fuzz target for FUZZTIME (default 5s) each
+	@scripts/fuzz-all.sh $(FUZZTIME)
+
+fuzz-long: ## run every fuzz target for 2 minutes each
+	@scripts/fuzz-all.sh 2m
+
+bench: ## benchmarks; figures go to docs/performance.md
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+lint: ## gofmt and go vet must be clean
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,85 @@
+// Command sortie turns issue-tracker tickets into coding-agent sessions. See
+// `sortie help` and docs/ for how to run it.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"sortie/internal/agent/mock"
+
+	// Adapters register themselves by kind.
+	_ "sortie/internal/tracker/file"
+)
+
+// Set by the build (-ldflags -X).
+var (
+	version = "dev"
+	commit  = "none"
+	date    = "unknown"
+)
+
+// Exit codes, documented in docs/cli.md.
+const (
+	exitOK      = 0 // success, a valid workflow, or a graceful shutdown
+	exitFailure = 1 // invalid workflow, start-up failure, fatal runtime error
+	exitUsage   = 2 // bad command line
+)
+
+func main() {
+	// The mock agent runs the sortie binary itself as its child process.
+	if mock.IsChild() {
+		os.Exit(mock.ChildMain())
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches to a subcommand and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "validate":
+			return cmdValidate(args[1:], stdout, stderr)
+		case "init":
+			return cmdInit(args[1:], stdout, stderr)
+		case "demo":
+			return cmdDemo(args[1:], stdout, stderr)
+		case "version", "--version", "-V":
+			fmt.Fprintln(stdout, versionLine())
+			return exitOK
+		case "help", "-h", "-help", "--help":
+			fmt.Fprint(stdout, usageText)
+			return exitOK
+		}
+	}
+	return cmdRun(args, stdout, stderr)
+}
+
+func versionLine() string {
+	return fmt.Sprintf("sortie %s (commit %s, built %s)", version, commit, date)
+}
+
+const usageText = `sortie turns issue-tracker tickets into coding-agent sessions.
+
+Usage:
+  sortie [flags] [WORKFLOW.md]        run the daemon (default ./WORKFLOW.md)
+  sortie demo [--dir DIR] [flags]     write a self-contained demo into DIR (default: a new
+                                      temporary directory) and run it; needs no credentials
+  sortie validate [--format text|json] [WORKFLOW.md]
+                                      check a workflow file; exit 0 valid, 1 invalid
+  sortie init [DIR]                   write a commented WORKFLOW.md and issues.json that
+                                      run with the file tracker and the mock agent
+  sortie version                      print the version
+  sortie help                         print this help
+
+Run flags:
+  --exit-when-idle      exit 0 once nothing is running, retrying or eligible
+  --dry-run             poll once, print what would be dispatched and why others are not
+  --env-file PATH       read SORTIE_* overrides from this .env file
+  --log-level LEVEL     debug, info, warn or error (default: logging.level, else info)
+  --log-format FORMAT   text or json (default: logging.format, else text)
+
+Exit codes: 0 success, 1 invalid workflow or failure, 2 bad command line.
+Configuration reference: docs/configuration.md
+`

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"sortie/internal/agent"
+	"sortie/internal/config"
+	"sortie/internal/orchestrator"
+	"sortie/internal/prompt"
+	"sortie/internal/store/sqlite"
+	"sortie/internal/tracker"
+)
+
+// runFlags are the daemon's command-line flags.
+type runFlags struct {
+	dryRun       bool
+	exitWhenIdle bool
+	envFile      string
+	logLevel     string
+	logFormat    string
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.dryRun, "dry-run", false, "poll once and print what would be dispatched")
+	fs.BoolVar(&f.exitWhenIdle, "exit-when-idle", false, "exit once nothing is running, retrying or eligible")
+	fs.StringVar(&f.envFile, "env-file", "", "read SORTIE_* overrides from this .env file")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "", "text or json")
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sortie", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
+	var f runFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintf(stderr, "sortie: too many arguments: %s\n", strings.Join(fs.Args(), " "))
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runDaemon(ctx, workflowPath(fs.Args()), f, stdout, stderr)
+}
+
+// workflowPath returns the absolute WORKFLOW.md path from the positional arguments.
+func workflowPath(args []string) string {
+	p := "WORKFLOW.md"
+	if len(args) > 0 {
+		p = args[0]
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// runDaemon assembles the parts from the workflow file and runs the orchestrator until
+// ctx ends (or, with --exit-when-idle, until there is nothing to do).
+func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "sortie: "+format+"\n", args...)
+		return exitFailure
+	}
+	opts := config.Options{EnvFile: f.envFile}
+	validateTemplate := func(c *config.Config) error {
+		_, err := prompt.Parse(c.Path, c.Prompt, c.PromptLine)
+		return err
+	}
+	first, err := config.Load(path, opts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := validateTemplate(first); err != nil {
+		return fail("%v", err)
+	}
+	view := newProgressView(stderr, f.dryRun)
+	logger, err := newLogger(view, pick(f.logLevel, first.Logging.Level), pick(f.logFormat, first.Logging.Format))
+	if err != nil {
+		return fail("%v", err)
+	}
+	watcher, err := config.NewWatcher(path, opts, validateTemplate, logger)
+	if err != nil {
+		return fail("%v", err)
+	}
+	cfg := watcher.Current()
+
+	trk, err := tracker.New(trackerConfig(cfg))
+	if err != nil {
+		return fail("tracker: %v", err)
+	}
+	if f.dryRun {
+		return dryRun(ctx, cfg, trk, stdout, stderr)
+	}
+	adapter, err := agent.New(agentConfig(cfg))
+	if err != nil {
+		return fail("agent: %v", err)
+	}
+	st, err := sqlite.Open(ctx, cfg.DBPath)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer st.Close()
+
+	if err := watcher.Start(ctx); err != nil {
+		return fail("watching %s: %v", path, err)
+	}
+	orch, err := orchestrator.New(orchestrator.Options{
+		Config:        watcher.Current,
+		Reload:        watcher.Reload,
+		ConfigChanges: watcher.Changes(),
+		Tracker:       trk,
+		Agent:         adapter,
+		Store:         st,
+		Logger:        logger,
+		Environ:       os.Environ(),
+		ExitWhenIdle:  f.exitWhenIdle,
+	})
+	if err != nil {
+		return fail("%v", err)
+	}
+	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
+		"agent", cfg.Agent.Kind, "db", cfg.DBPath, "pid", os.Getpid())
+	stopView := view.start(ctx, orch)
+	err = orch.Run(ctx)
+	stopView()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if ctx.Err() != nil {
+		logger.Info("shut down gracefully")
+	}
+	return exitOK
+}
+
+func pick(flagValue, configValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return configValue
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	hopts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", format)
+}
+
+// trackerConfig is the tracker adapter's configuration: the typed tracker fields plus
+// the adapter's own top-level block (e.g. `file:`), whose keys never override them.
+func trackerConfig(cfg *config.Config) tracker.Config {
+	opts := map[string]any{}
+	for k, v := range cfg.Block(cfg.Tracker.Kind) {
+		opts[k] = v
+	}
+	if p := cfg.TrackerPath(); p != "" {
+		opts["path"] = p
+	}
+	return tracker.Config{
+		Kind: cfg.Tracker.Kind, Endpoint: cfg.Tracker.Endpoint, APIKey: cfg.Tracker.APIKey,
+		Project: cfg.Tracker.Project, QueryFilter: cfg.Tracker.QueryFilter,
+		ActiveStates: cfg.Tracker.ActiveStates, TerminalStates: cfg.Tracker.TerminalStates,
+		HandoffState: cfg.Tracker.HandoffState, Options: opts, WorkflowDir: cfg.Dir,
+		UserAgent: "sortie/" + version,
+	}
+}
+
+func agentConfig(cfg *config.Config) agent.Config {
+	return agent.Config{
+		Kind: cfg.Agent.Kind, Command: cfg.Agent.Command, TurnTimeout: cfg.Agent.TurnTimeout,
+		ReadTimeout: cfg.Agent.ReadTimeout, StallTimeout: cfg.Agent.StallTimeout,
+		Options: cfg.Block(cfg.Agent.Kind), WorkflowDir: cfg.Dir,
+	}
+}
+
+// dryRun polls once and prints, for every candidate, whether it would be dispatched.
+func dryRun(ctx context.Context, cfg *config.Config, trk tracker.Tracker, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	plan, err := orchestrator.Plan(ctx, cfg, trk)
+	if err != nil {
+		fmt.Fprintf(stderr, "sortie: dry run: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(stdout, "%d candidate issues, %d agent slots\n", len(plan), cfg.Agent.MaxConcurrentAgents)
+	for _, d := range plan {
+		verdict := "dispatch"
+		if d.Reason != "" {
+			verdict = "skip: " + d.Reason
+		}
+		fmt.Fprintf(stdout, "  %-14s %-14s %s\n", d.Issue.Identifier, d.Issue.State, verdict)
+	}
+	return exitOK
+}
+
+var _ = errors.New

@@ -1,0 +1,71 @@
+package orchestrator
+
+import (
+	"sort"
+	"strings"
+
+	"sortie/internal/config"
+)
+
+// AgentEnv builds an agent process's environment from the daemon's: everything except
+// the variables in drop and every SORTIE_* variable of the daemon (configuration
+// overrides may hold credentials), plus extra. Agent CLIs need their own provider
+// settings (API keys for the model, proxies), so unlike hooks they are not limited to an
+// allow-list; tracker and notification secrets never reach them.
+func AgentEnv(environ, drop []string, extra map[string]string) []string {
+	dropSet := make(map[string]bool, len(drop))
+	for _, d := range drop {
+		dropSet[d] = true
+	}
+	out := make([]string, 0, len(environ)+len(extra))
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || dropSet[name] || strings.HasPrefix(name, "SORTIE_") {
+			continue
+		}
+		if _, overridden := extra[name]; overridden {
+			continue
+		}
+		out = append(out, kv)
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+// hookEnvLists returns the SORTIE_* variables of the daemon that hooks may see (an
+// operator's own, like SORTIE_REPO_URL in a clone hook) and the names they must never
+// see: WORKFLOW.md's secrets and the tracker and database overrides.
+func hookEnvLists(cfg *config.Config, environ []string) (pass, drop []string) {
+	drop = append([]string(nil), cfg.SecretEnv...)
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, "SORTIE_") {
+			continue
+		}
+		if strings.HasPrefix(name, "SORTIE_TRACKER_") || name == "SORTIE_DB_PATH" || name == "SORTIE_ENV_FILE" {
+			drop = append(drop, name)
+			continue
+		}
+		pass = append(pass, name)
+	}
+	return pass, drop
+}
+
+// secretNames lists the environment variables that must not reach agents or hooks: the
+// ones WORKFLOW.md uses for credentials, and every SORTIE_* variable of the daemon.
+func secretNames(cfg *config.Config, environ []string) []string {
+	names := append([]string(nil), cfg.SecretEnv...)
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "SORTIE_") {
+			names = append(names, name)
+		}
+	}
+	return names
+}

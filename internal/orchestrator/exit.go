@@ -1,0 +1,163 @@
+package orchestrator
+
+import (
+	"context"
+
+	"sortie/internal/agent"
+	"sortie/internal/config"
+	"sortie/internal/tracker"
+	"sortie/internal/workspace"
+)
+
+// handleExit is where a finished worker's issue goes next: released, retried, held for
+// a human, or (when its issue became terminal) its workspace cleaned.
+func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
+	e := ex.entry
+	if cur, ok := o.running[ex.issueID]; !ok || cur != e {
+		o.log.Error("exit from an unknown worker ignored", "issue_id", ex.issueID)
+		return
+	}
+	delete(o.running, ex.issueID)
+	if e.host != "" {
+		o.hostLoad[e.host]--
+	}
+	cfg := o.opts.Config()
+	if ex.outcome != outcomeSkipped {
+		o.totals.add(ex.usage, ex.costUSD)
+		o.totals.SecondsRunning += o.clk.Now().Sub(e.startedAt).Seconds()
+		p := e.progress.snapshot()
+		o.totals.ToolCalls += int64(p.toolCalls)
+		o.totals.APIRequests += int64(p.apiRequests)
+		o.sessions[ex.issueID]++
+		o.spent[ex.issueID] = e.spentBefore + ex.usage.Total
+	}
+	// The cached candidate copy of this issue is stale now (handed off, held, retrying):
+	// dispatching from it before the next poll would only be wasted work.
+	o.dropCandidate(ex.issueID)
+	if e.cleanup && ex.workspace != "" {
+		o.cleanWorkspace(cfg, e.issue, ex.workspace)
+	}
+	log := o.log.With("issue_identifier", e.issue.Identifier)
+	retry := retryEntry{issueID: ex.issueID, identifier: e.issue.Identifier, host: e.host}
+
+	switch ex.outcome {
+	case outcomeSkipped:
+		log.Info("not dispatched: the issue is no longer eligible", "state", ex.lastState)
+	case outcomeCancelled:
+		switch e.stop {
+		case stopStall:
+			retry.kind, retry.attempt = retryFailure, e.attempt+1
+			retry.reason = "stalled: no agent event within agent.stall_timeout_ms"
+			o.scheduleRetry(ctx, retry, BackoffDelay(retry.attempt, cfg.Agent.MaxRetryBackoff))
+		case stopShutdown:
+			retry.kind, retry.attempt, retry.sessionID = retryResume, e.attempt, ex.sessionID
+			retry.reason = "interrupted by shutdown"
+			o.scheduleRetry(ctx, retry, 0)
+		default:
+			log.Info("agent stopped", "why", string(e.stop))
+		}
+	case outcomeFailed:
+		kind := errorKind(ex.err)
+		if retryable(ex.err) {
+			retry.kind, retry.attempt = retryFailure, e.attempt+1
+			retry.reason = ex.err.Error()
+			log.Warn("run failed; will retry", "error", ex.err, "kind", kind)
+			o.scheduleRetry(ctx, retry, BackoffDelay(retry.attempt, cfg.Agent.MaxRetryBackoff))
+		} else {
+			log.Error("run failed with an error retrying cannot fix; holding the issue until it changes or the workflow is edited",
+				"error", ex.err, "kind", kind)
+			o.addHold(e.issue, ex, holdError, ex.err.Error())
+		}
+	case outcomeNormal:
+		switch {
+		case ex.softStop == "blocked":
+			log.Info("agent signalled blocked; waiting for a human")
+			o.addHold(e.issue, ex, holdBlocked, "agent signalled blocked")
+		case ex.budgetStop != "":
+			log.Warn("issue budget used up; not dispatching it again until the budget is raised", "why", ex.budgetStop)
+		case ex.handedOff:
+			log.Info("run finished and handed off")
+		case ex.softStop == "needs-human-review":
+			// No handoff happened (none configured, it failed, or the issue was no longer
+			// active). Retrying would redo finished work; a human decides.
+			o.addHold(e.issue, ex, holdHumanReview, "agent signalled needs-human-review")
+		case !isActive(cfg, ex.lastState) || tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates):
+			log.Info("run finished; issue left the active states", "state", ex.lastState)
+		default:
+			retry.kind, retry.attempt, retry.sessionID = retryContinuation, e.attempt+1, ex.sessionID
+			retry.reason = "issue still active after the session"
+			o.scheduleRetry(ctx, retry, ContinuationDelay)
+		}
+	}
+}
+
+// errorKind names the spec error kind of err, if it has one.
+func errorKind(err error) string {
+	if k := agent.KindOf(err); k != "" {
+		return string(k)
+	}
+	if k := tracker.KindOf(err); k != "" {
+		return string(k)
+	}
+	return ""
+}
+
+// retryable classifies a worker error. Unclassified errors are retryable.
+func retryable(err error) bool {
+	if k := agent.KindOf(err); k != "" {
+		return k.Retryable()
+	}
+	if k := tracker.KindOf(err); k != "" {
+		return k.Retryable()
+	}
+	return true
+}
+
+func (o *Orchestrator) addHold(is tracker.Issue, ex workerExit, reason, msg string) {
+	state := ex.lastState
+	if state == "" {
+		state = is.State
+	}
+	h := &hold{issueID: is.ID, identifier: is.Identifier, reason: reason, message: msg,
+		state: state, updatedAt: ex.updatedAt, since: o.clk.Now()}
+	o.holds[is.ID] = h
+	o.persistHold(h)
+}
+
+func (o *Orchestrator) liftHold(id, why string) {
+	h, ok := o.holds[id]
+	if !ok {
+		return
+	}
+	delete(o.holds, id)
+	o.log.Info("hold lifted", "issue_identifier", h.identifier, "why", why)
+	o.deleteHold(id)
+}
+
+// cleanWorkspace removes the workspace at the path the run recorded (not one recomputed
+// from a possibly changed config), in the background.
+func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path string) {
+	mgr, err := o.workspaces(cfg)
+	if err != nil {
+		o.log.Warn("cannot clean workspace", "path", path, "error", err)
+		return
+	}
+	o.bg.Add(1)
+	go func() {
+		defer o.bg.Done()
+		if err := mgr.Remove(context.Background(), path, workspace.Issue{ID: is.ID, Identifier: is.Identifier}); err != nil {
+			o.log.Warn("removing workspace failed", "path", path, "error", err)
+			return
+		}
+		o.log.Info("workspace removed: issue is terminal", "issue_identifier", is.Identifier, "path", path)
+	}()
+}
+
+func (o *Orchestrator) dropCandidate(id string) {
+	for i, is := range o.candidates {
+		if is.ID == id {
+			o.candidates = append(o.candidates[:i:i], o.candidates[i+1:]...)
+			return
+		}
+	}
+}

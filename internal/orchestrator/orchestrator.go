@@ -1,0 +1,281 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"sortie/internal/agent"
+	"sortie/internal/clock"
+	"sortie/internal/config"
+	"sortie/internal/prompt"
+	"sortie/internal/tracker"
+)
+
+// Options are the parts an Orchestrator is assembled from.
+type Options struct {
+	// Config returns the current workflow configuration. It is called on the loop and
+	// by workers; hot reloads show up through it.
+	Config func() *config.Config
+	// Reload re-reads WORKFLOW.md synchronously; called at the start of every tick so a
+	// missed file event cannot leave a stale config. Optional.
+	Reload func() error
+	// ConfigChanges delivers each newly applied configuration. Optional.
+	ConfigChanges <-chan *config.Config
+
+	Tracker tracker.Tracker
+	Agent   agent.Adapter
+	Store   Store
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	// Environ is the daemon's environment; agents and hooks get a filtered copy.
+	Environ []string
+	// AgentVersion is recorded with every run (e.g. the CLI's --version), "" if unknown.
+	AgentVersion string
+
+	// ExitWhenIdle makes Run return once nothing is running, retrying or eligible.
+	ExitWhenIdle bool
+	// ShutdownTimeout bounds how long Run waits for workers after ctx ends (default 30s).
+	ShutdownTimeout time.Duration
+	// StallCheckInterval is how often running sessions are checked for stalls (default 1s).
+	StallCheckInterval time.Duration
+	// ProgressFlushInterval bounds how often a worker writes run progress to the store
+	// (default 1s).
+	ProgressFlushInterval time.Duration
+}
+
+// Orchestrator schedules issues onto agent sessions. Create it with New and start it
+// with Run; the other methods are safe to call from any goroutine while Run runs.
+type Orchestrator struct {
+	opts Options
+	log  *slog.Logger
+	clk  clock.Clock
+
+	// Channels into the loop.
+	exits      chan workerExit
+	ticks      chan tickResult
+	retryFire  chan retryFire
+	retryFetch chan retryFetched
+	refresh    chan struct{}
+	snapshots  chan chan Snapshot
+	stallCheck chan struct{}
+
+	// Loop-owned state. Only the goroutine running loop() touches these.
+	running    map[string]*runningEntry
+	retrying   map[string]*retryEntry
+	holds      map[string]*hold
+	candidates []tracker.Issue // from the last successful poll, sorted for dispatch
+	sessions   map[string]int  // finished sessions per issue, for agent.max_sessions
+	spent      map[string]int64
+	totals     Totals
+	hostLoad   map[string]int
+	tickBusy   bool
+	tickAgain  bool
+	pollTimer  clock.Timer
+	retryGen   uint64
+	lastPollOK bool
+	lastPollAt time.Time
+	lastError  string
+	draining   bool
+	cfgSeen    *config.Config
+	tmplCache  struct {
+		cfg  *config.Config
+		tmpl *prompt.Template
+		err  error
+	}
+
+	tmplMu sync.Mutex
+
+	workers sync.WaitGroup // worker goroutines
+	bg      sync.WaitGroup // cleanups and other background work
+	started time.Time
+}
+
+// New checks opts and returns an Orchestrator ready to Run.
+func New(opts Options) (*Orchestrator, error) {
+	if opts.Config == nil || opts.Tracker == nil || opts.Agent == nil || opts.Store == nil {
+		return nil, errors.New("orchestrator: Config, Tracker, Agent and Store are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.StallCheckInterval <= 0 {
+		opts.StallCheckInterval = time.Second
+	}
+	if opts.ProgressFlushInterval <= 0 {
+		opts.ProgressFlushInterval = time.Second
+	}
+	return &Orchestrator{
+		opts:       opts,
+		log:        opts.Logger,
+		clk:        opts.Clock,
+		exits:      make(chan workerExit, 64),
+		ticks:      make(chan tickResult, 1),
+		retryFire:  make(chan retryFire, 64),
+		retryFetch: make(chan retryFetched, 64),
+		refresh:    make(chan struct{}, 1),
+		snapshots:  make(chan chan Snapshot),
+		stallCheck: make(chan struct{}, 1),
+		running:    map[string]*runningEntry{},
+		retrying:   map[string]*retryEntry{},
+		holds:      map[string]*hold{},
+		sessions:   map[string]int{},
+		spent:      map[string]int64{},
+		hostLoad:   map[string]int{},
+	}, nil
+}
+
+// Refresh asks for a poll and reconcile now. Requests made while one is pending are
+// coalesced; it reports whether this call was coalesced into an earlier one.
+func (o *Orchestrator) Refresh() (coalesced bool) {
+	select {
+	case o.refresh <- struct{}{}:
+		return false
+	default:
+		return true
+	}
+}
+
+// Run recovers state from the store, then schedules until ctx ends (or, with
+// ExitWhenIdle, until there is nothing left to do). On return every worker has exited
+// and its run is recorded.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	o.started = o.clk.Now()
+	if err := o.recover(ctx); err != nil {
+		return fmt.Errorf("orchestrator: recovering state: %w", err)
+	}
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+
+	stopStall := o.startStallTicker()
+	defer stopStall()
+	if w, ok := o.opts.Tracker.(tracker.Watcher); ok {
+		go o.forwardWatch(workCtx, w)
+	}
+	o.startTick(workCtx)
+
+	err := o.loop(ctx, workCtx)
+	o.shutdown(workCtx)
+	return err
+}
+
+// loop is the single writer of scheduling state.
+func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
+	for {
+		if o.opts.ExitWhenIdle && o.idle() {
+			o.log.Info("nothing running, retrying or eligible: exiting")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case ex := <-o.exits:
+			o.handleExit(workCtx, ex)
+			o.dispatch(workCtx)
+		case res := <-o.ticks:
+			o.applyTick(workCtx, res)
+		case f := <-o.retryFire:
+			o.handleRetryFire(workCtx, f)
+		case f := <-o.retryFetch:
+			o.handleRetryFetched(workCtx, f)
+		case <-o.refresh:
+			o.startTick(workCtx)
+		case reply := <-o.snapshots:
+			reply <- o.snapshot()
+		case <-o.stallCheck:
+			o.checkStalls()
+		case cfg, ok := <-o.opts.ConfigChanges:
+			if !ok {
+				o.opts.ConfigChanges = nil
+				continue
+			}
+			o.configChanged(cfg)
+		}
+	}
+}
+
+// idle reports whether nothing is running, retrying, being fetched or eligible.
+func (o *Orchestrator) idle() bool {
+	if len(o.running) > 0 || len(o.retrying) > 0 || o.tickBusy || !o.lastPollOK {
+		return false
+	}
+	cfg := o.opts.Config()
+	for _, is := range o.candidates {
+		if o.eligible(cfg, is) == "" && !o.overBudget(cfg, is.ID) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *Orchestrator) forwardWatch(ctx context.Context, w tracker.Watcher) {
+	for range w.Watch(ctx) {
+		o.Refresh()
+	}
+}
+
+func (o *Orchestrator) startStallTicker() (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t clock.Timer
+	var arm func()
+	arm = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		t = o.clk.AfterFunc(o.opts.StallCheckInterval, func() {
+			select {
+			case o.stallCheck <- struct{}{}:
+			default:
+			}
+			arm()
+		})
+	}
+	arm()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// configChanged lifts error holds: a new configuration may have fixed what failed.
+func (o *Orchestrator) configChanged(cfg *config.Config) {
+	lifted := 0
+	for id, h := range o.holds {
+		if h.reason == holdError {
+			o.liftHold(id, "workflow configuration changed")
+			lifted++
+		}
+	}
+	if lifted > 0 {
+		o.Refresh()
+	}
+	_ = cfg
+}
+
+// template returns the parsed prompt template of cfg, parsing it once per config.
+func (o *Orchestrator) template(cfg *config.Config) (*prompt.Template, error) {
+	o.tmplMu.Lock()
+	defer o.tmplMu.Unlock()
+	if o.tmplCache.cfg == cfg {
+		return o.tmplCache.tmpl, o.tmplCache.err
+	}
+	t, err := prompt.Parse(cfg.Path, cfg.Prompt, cfg.PromptLine)
+	o.tmplCache.cfg, o.tmplCache.tmpl, o.tmplCache.err = cfg, t, err
+	return t, err
+}

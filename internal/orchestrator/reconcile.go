@@ -1,0 +1,151 @@
+package orchestrator
+
+import (
+	"context"
+
+	"sortie/internal/config"
+	"sortie/internal/tracker"
+)
+
+// reconcile applies the tracker states of running issues: a terminal state stops the
+// worker and cleans its workspace afterwards, a state that is neither active nor
+// terminal stops it without cleanup, an active state is recorded. When the fetch
+// failed, every worker keeps running.
+func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
+	if res.statesErr != nil {
+		o.log.Warn("refreshing running issue states failed; workers keep running", "error", res.statesErr)
+		return
+	}
+	for id, state := range res.states {
+		e, ok := o.running[id]
+		if !ok {
+			continue
+		}
+		if e.progress.snapshot().finishing {
+			// Its turns are over and the state change is most likely its own handoff;
+			// its exit decides what happens next. A terminal state still gets cleanup.
+			if tracker.StateIn(state, cfg.Tracker.TerminalStates) {
+				e.cleanup = true
+			}
+			continue
+		}
+		switch {
+		case tracker.StateIn(state, cfg.Tracker.TerminalStates):
+			e.issue.State = state
+			if e.stop == stopNone || e.stop == stopInactive {
+				o.log.Info("issue reached a terminal state: stopping its agent", "issue_identifier", e.issue.Identifier, "state", state)
+				e.cleanup = true
+				o.stopWorker(e, stopTerminal)
+			}
+		case isActive(cfg, state):
+			e.issue.State = state
+		default:
+			e.issue.State = state
+			if e.stop == stopNone {
+				o.log.Info("issue left the active states: stopping its agent", "issue_identifier", e.issue.Identifier, "state", state)
+				o.stopWorker(e, stopInactive)
+			}
+		}
+	}
+}
+
+func (o *Orchestrator) stopWorker(e *runningEntry, why stopReason) {
+	e.stop = why
+	e.cancel()
+}
+
+// checkStalls stops workers whose agent has been silent for longer than
+// agent.stall_timeout_ms (≤0 disables). Their exit schedules a backoff retry.
+func (o *Orchestrator) checkStalls() {
+	cfg := o.opts.Config()
+	timeout := cfg.Agent.StallTimeout
+	if timeout <= 0 {
+		return
+	}
+	now := o.clk.Now()
+	for _, e := range o.running {
+		if e.stop != stopNone {
+			continue
+		}
+		last := e.progress.lastEventTime()
+		if last.IsZero() {
+			last = e.startedAt
+		}
+		if now.Sub(last) > timeout {
+			o.log.Warn("agent stalled: no event within agent.stall_timeout_ms; stopping it",
+				"issue_identifier", e.issue.Identifier, "silent_for", now.Sub(last).String())
+			o.stopWorker(e, stopStall)
+		}
+	}
+}
+
+// liftAnsweredHolds lifts holds whose issue changed in the tracker (state or update
+// time) and forgets holds whose issue is no longer a candidate (it left the active
+// states: when it comes back, it is dispatched afresh).
+func (o *Orchestrator) liftAnsweredHolds(candidates []tracker.Issue) {
+	if len(o.holds) == 0 {
+		return
+	}
+	seen := make(map[string]tracker.Issue, len(candidates))
+	for _, is := range candidates {
+		seen[is.ID] = is
+	}
+	for id, h := range o.holds {
+		is, ok := seen[id]
+		switch {
+		case !ok:
+			o.liftHold(id, "issue left the active states")
+		case is.State != h.state:
+			o.liftHold(id, "issue state changed to "+is.State)
+		case is.UpdatedAt != h.updatedAt:
+			o.liftHold(id, "issue was updated")
+		}
+	}
+}
+
+// refreshBudgets loads, for the current candidates, the finished-session counts and
+// token spend that agent.max_sessions and agent.max_tokens are checked against. On a
+// store error the previous figures are kept.
+func (o *Orchestrator) refreshBudgets(ctx context.Context, cfg *config.Config) {
+	if cfg.Agent.MaxSessions <= 0 && cfg.Agent.MaxTokens <= 0 {
+		return
+	}
+	ids := make([]string, 0, len(o.candidates))
+	for _, is := range o.candidates {
+		ids = append(ids, is.ID)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	if cfg.Agent.MaxSessions > 0 {
+		counts, err := o.opts.Store.CountRuns(ctx, ids)
+		if err != nil {
+			o.log.Warn("counting sessions for agent.max_sessions failed; using the previous counts", "error", err)
+		} else {
+			for _, id := range ids {
+				o.sessions[id] = counts[id]
+			}
+		}
+	}
+	if cfg.Agent.MaxTokens > 0 {
+		totals, err := o.opts.Store.IssueTotals(ctx, ids)
+		if err != nil {
+			o.log.Warn("reading token spend for agent.max_tokens failed; using the previous figures", "error", err)
+		} else {
+			for _, id := range ids {
+				o.spent[id] = totals[id].Tokens.Total
+			}
+		}
+	}
+}
+
+// overBudget returns whether issue id has used up agent.max_sessions or agent.max_tokens.
+func (o *Orchestrator) overBudget(cfg *config.Config, id string) bool {
+	if cfg.Agent.MaxSessions > 0 && o.sessions[id] >= cfg.Agent.MaxSessions {
+		return true
+	}
+	if cfg.Agent.MaxTokens > 0 && o.spent[id] >= cfg.Agent.MaxTokens {
+		return true
+	}
+	return false
+}

@@ -1,0 +1,162 @@
+package orchestrator
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"sortie/internal/agent"
+	"sortie/internal/tracker"
+)
+
+// stopReason says why the loop cancelled a running worker; it decides what happens
+// when that worker exits.
+type stopReason string
+
+const (
+	stopNone     stopReason = ""
+	stopStall    stopReason = "stall"     // no agent event for agent.stall_timeout_ms: retry with backoff
+	stopTerminal stopReason = "terminal"  // issue reached a terminal state: clean the workspace
+	stopInactive stopReason = "inactive"  // issue left the active states: release
+	stopShutdown stopReason = "shutdown"  // daemon stopping: resume after restart
+)
+
+// runningEntry is the loop's record of one running worker.
+type runningEntry struct {
+	issue      tracker.Issue
+	attempt    int // retry counter: 0 on a first dispatch
+	startedAt  time.Time
+	host       string
+	cancel     context.CancelFunc
+	stop       stopReason
+	cleanup    bool // remove the workspace once the worker exits
+	resumeFrom string
+	spentBefore int64 // tokens the issue had used before this run, for agent.max_tokens
+	progress   *progress
+}
+
+// retryEntry is an issue waiting for its retry timer. It keeps the issue claimed.
+type retryEntry struct {
+	issueID    string
+	identifier string
+	attempt    int
+	dueAt      time.Time
+	kind       string // "continuation", "failure", "resume"
+	reason     string
+	sessionID  string
+	host       string
+	gen        uint64
+	timer      interface{ Stop() bool }
+	fetching   bool
+}
+
+// hold keeps an issue from being dispatched until a human acts: the agent signalled
+// blocked or needs-human-review with no handoff, or a run failed in a way retrying cannot
+// fix. It lifts when the issue's tracker state or update time changes, when the issue
+// leaves the active states, or (for errors) when the workflow configuration changes.
+type hold struct {
+	issueID    string
+	identifier string
+	reason     string // "blocked", "needs_human_review", "error"
+	message    string
+	state      string
+	updatedAt  string
+	since      time.Time
+}
+
+// progress is what a worker reports about its run while it runs. The worker writes it
+// on every agent event; the loop and snapshots read it. It is telemetry, not scheduling
+// state, so a mutex (not the loop) guards it.
+type progress struct {
+	mu sync.Mutex
+	progressData
+}
+
+// progressData is the content of progress, copied out under its lock.
+type progressData struct {
+	workspace   string
+	sessionID   string
+	pid         int
+	turn        int
+	maxTurns    int
+	lastEventAt time.Time
+	lastEvent   agent.EventType
+	lastMessage string
+	usage       agent.Usage
+	costUSD     float64
+	model       string
+	toolCalls   int
+	apiRequests int
+	runID       int64
+	// finishing is set once the turns are over: the worker is handing off and
+	// recording, and a state change seen now is its own doing, not a reason to stop it.
+	finishing bool
+}
+
+func (p *progress) snapshot() progressData {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.progressData
+}
+
+// outcome is how a worker run ended.
+type outcome string
+
+const (
+	outcomeNormal    outcome = "normal"    // turns ended without error
+	outcomeFailed    outcome = "failed"    // an error ended the run
+	outcomeCancelled outcome = "cancelled" // the loop stopped it
+	outcomeSkipped   outcome = "skipped"   // revalidation found nothing to do; no run row
+)
+
+// workerExit is a worker's final report. The loop processes it only after every event
+// the worker produced has been accounted (the worker sends it last).
+type workerExit struct {
+	issueID    string
+	entry      *runningEntry
+	outcome    outcome
+	err        error
+	softStop   string // "blocked", "needs-human-review" or ""
+	budgetStop string // why a budget stopped the run, "" if none
+	handedOff  bool
+	lastState  string
+	updatedAt  string
+	sessionID  string
+	turns      int
+	usage      agent.Usage
+	costUSD    float64
+	workspace  string
+}
+
+// Totals are the token and time totals of finished runs since the daemon started.
+type Totals struct {
+	InputTokens     int64   `json:"input_tokens"`
+	OutputTokens    int64   `json:"output_tokens"`
+	TotalTokens     int64   `json:"total_tokens"`
+	CacheReadTokens int64   `json:"cache_read_tokens"`
+	CostUSD         float64 `json:"cost_usd"`
+	SecondsRunning  float64 `json:"seconds_running"`
+	ToolCalls       int64   `json:"tool_calls"`
+	APIRequests     int64   `json:"api_requests"`
+}
+
+func (t *Totals) add(u agent.Usage, cost float64) {
+	t.InputTokens += u.Input
+	t.OutputTokens += u.Output
+	t.TotalTokens += u.Total
+	t.CacheReadTokens += u.CacheRead
+	t.CostUSD += cost
+}
+
+func (p *progress) lastEventTime() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastEventAt
+}
+
+// Hold reasons.
+const (
+	holdBlocked     = "blocked"
+	holdHumanReview = "needs_human_review"
+	holdError       = "error"
+)

@@ -1,0 +1,228 @@
+package orchestrator
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"sortie/internal/config"
+	"sortie/internal/tracker"
+)
+
+// tickResult is what the poller fetched for one tick. The loop applies it.
+type tickResult struct {
+	reloadErr     error
+	states        map[string]string // running issue id → state (nil when the fetch failed)
+	statesErr     error
+	candidates    []tracker.Issue
+	candidatesErr error
+}
+
+// startTick starts one poll in the background, or marks that another is wanted when one
+// is already in flight (requests coalesce into a single follow-up).
+func (o *Orchestrator) startTick(ctx context.Context) {
+	if o.draining {
+		return
+	}
+	if o.tickBusy {
+		o.tickAgain = true
+		return
+	}
+	if o.pollTimer != nil {
+		o.pollTimer.Stop()
+		o.pollTimer = nil
+	}
+	o.tickBusy = true
+	ids := make([]string, 0, len(o.running))
+	for id := range o.running {
+		ids = append(ids, id)
+	}
+	go func() {
+		var res tickResult
+		if o.opts.Reload != nil {
+			res.reloadErr = o.opts.Reload()
+		}
+		if len(ids) > 0 {
+			res.states, res.statesErr = o.opts.Tracker.FetchIssueStatesByIDs(ctx, ids)
+		}
+		res.candidates, res.candidatesErr = o.opts.Tracker.FetchCandidateIssues(ctx)
+		select {
+		case o.ticks <- res:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// applyTick reconciles running workers with the tracker, refreshes the candidate list,
+// lifts holds the tracker has answered, dispatches, and schedules the next poll.
+func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
+	o.tickBusy = false
+	cfg := o.opts.Config()
+	if res.reloadErr != nil {
+		o.log.Warn("workflow reload rejected; keeping the last good configuration", "error", res.reloadErr)
+	}
+	o.reconcile(cfg, res)
+	if res.candidatesErr != nil {
+		o.lastPollOK = false
+		o.lastError = res.candidatesErr.Error()
+		o.log.Warn("fetching candidate issues failed; will retry at the next poll", "error", res.candidatesErr)
+	} else {
+		o.lastPollOK = true
+		o.lastPollAt = o.clk.Now()
+		o.candidates = SortForDispatch(res.candidates)
+		o.liftAnsweredHolds(res.candidates)
+		o.refreshBudgets(ctx, cfg)
+	}
+	o.dispatch(ctx)
+	if o.tickAgain {
+		o.tickAgain = false
+		o.startTick(ctx)
+		return
+	}
+	o.schedulePoll(ctx, cfg)
+}
+
+func (o *Orchestrator) schedulePoll(ctx context.Context, cfg *config.Config) {
+	if o.pollTimer != nil {
+		o.pollTimer.Stop()
+	}
+	o.pollTimer = o.clk.AfterFunc(cfg.Polling.Interval, func() {
+		select {
+		case o.refresh <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// SortForDispatch orders issues for dispatch: priority ascending (none last), then
+// oldest created_at (unknown last), then identifier. The input is not modified.
+func SortForDispatch(issues []tracker.Issue) []tracker.Issue {
+	out := append([]tracker.Issue(nil), issues...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.Priority != nil && b.Priority == nil:
+			return true
+		case a.Priority == nil && b.Priority != nil:
+			return false
+		case a.Priority != nil && b.Priority != nil && *a.Priority != *b.Priority:
+			return *a.Priority < *b.Priority
+		}
+		switch {
+		case a.CreatedAt != "" && b.CreatedAt == "":
+			return true
+		case a.CreatedAt == "" && b.CreatedAt != "":
+			return false
+		case a.CreatedAt != b.CreatedAt:
+			return a.CreatedAt < b.CreatedAt
+		}
+		return a.Identifier < b.Identifier
+	})
+	return out
+}
+
+// Ineligibility reasons, shown by --dry-run and the status API.
+const (
+	whyMissingFields = "missing id, identifier, title or state"
+	whyNotActive     = "state is not active"
+	whyTerminal      = "state is terminal"
+	whyRunning       = "already running"
+	whyRetrying      = "waiting for a retry"
+	whyHeld          = "held for a human"
+	whyBlocked       = "blocked by "
+)
+
+// eligible returns "" when issue may be dispatched now (slots aside), else why not.
+func (o *Orchestrator) eligible(cfg *config.Config, is tracker.Issue) string {
+	if is.ID == "" || is.Identifier == "" || is.Title == "" || is.State == "" {
+		return whyMissingFields
+	}
+	if tracker.StateIn(is.State, cfg.Tracker.TerminalStates) {
+		return whyTerminal
+	}
+	if !isActive(cfg, is.State) {
+		return whyNotActive
+	}
+	if _, ok := o.running[is.ID]; ok {
+		return whyRunning
+	}
+	if _, ok := o.retrying[is.ID]; ok {
+		return whyRetrying
+	}
+	if h, ok := o.holds[is.ID]; ok {
+		return whyHeld + " (" + h.reason + ")"
+	}
+	return blockedBy(cfg, is)
+}
+
+// blockedBy returns "" when no blocker is unfinished, else the reason naming them.
+func blockedBy(cfg *config.Config, is tracker.Issue) string {
+	var open []string
+	for _, b := range is.BlockedBy {
+		if b.State == "" || !tracker.StateIn(b.State, cfg.Tracker.TerminalStates) {
+			name := b.Identifier
+			if name == "" {
+				name = b.ID
+			}
+			open = append(open, name)
+		}
+	}
+	if len(open) == 0 {
+		return ""
+	}
+	return whyBlocked + strings.Join(open, ", ")
+}
+
+// isActive reports whether state is an active state. An empty active list means every
+// non-terminal state is active.
+func isActive(cfg *config.Config, state string) bool {
+	if len(cfg.Tracker.ActiveStates) == 0 {
+		return !tracker.StateIn(state, cfg.Tracker.TerminalStates)
+	}
+	return tracker.StateIn(state, cfg.Tracker.ActiveStates)
+}
+
+// dispatch starts workers for eligible candidates while slots remain.
+func (o *Orchestrator) dispatch(ctx context.Context) {
+	if o.draining || !o.lastPollOK {
+		return
+	}
+	cfg := o.opts.Config()
+	for _, is := range o.candidates {
+		if o.globalSlots(cfg) <= 0 {
+			return
+		}
+		if o.eligible(cfg, is) != "" || o.overBudget(cfg, is.ID) {
+			continue
+		}
+		if o.stateSlots(cfg, is.State) <= 0 {
+			continue
+		}
+		host, ok := o.pickHost(cfg, "")
+		if !ok {
+			return
+		}
+		o.startWorker(ctx, cfg, is, 0, "", host)
+	}
+}
+
+func (o *Orchestrator) globalSlots(cfg *config.Config) int {
+	return cfg.Agent.MaxConcurrentAgents - len(o.running)
+}
+
+// stateSlots returns the free slots for issues in state, honouring
+// agent.max_concurrent_agents_by_state (a missing entry means only the global limit).
+func (o *Orchestrator) stateSlots(cfg *config.Config, state string) int {
+	key := strings.ToLower(strings.TrimSpace(state))
+	limit, ok := cfg.Agent.MaxConcurrentAgentsByState[key]
+	if !ok {
+		return o.globalSlots(cfg)
+	}
+	n := 0
+	for _, e := range o.running {
+		if strings.ToLower(strings.TrimSpace(e.issue.State)) == key {
+			n++
+		}
+	}
+	return limit - n
+}

@@ -1,0 +1,565 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"sortie/internal/agent"
+	"sortie/internal/config"
+	"sortie/internal/prompt"
+	"sortie/internal/store"
+	"sortie/internal/tracker"
+	"sortie/internal/workspace"
+)
+
+// startWorker claims issue as running and starts its worker goroutine.
+func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is tracker.Issue, attempt int, resume, host string) {
+	wctx, cancel := context.WithCancel(ctx)
+	e := &runningEntry{
+		issue:      is,
+		attempt:    attempt,
+		startedAt:  o.clk.Now(),
+		host:       host,
+		cancel:     cancel,
+		resumeFrom: resume,
+		spentBefore: o.spent[is.ID],
+		progress:   &progress{progressData: progressData{maxTurns: cfg.Agent.MaxTurns}},
+	}
+	o.running[is.ID] = e
+	if host != "" {
+		o.hostLoad[host]++
+	}
+	o.log.Info("dispatching", "issue_identifier", is.Identifier, "state", is.State, "attempt", attempt,
+		"resume_session", resume, "host", host)
+	o.workers.Add(1)
+	go func() {
+		defer o.workers.Done()
+		ex := o.runWorker(wctx, cfg, e)
+		ex.issueID, ex.entry = is.ID, e
+		o.exits <- ex // buffered; the loop drains exits until every worker has exited
+	}()
+}
+
+// worker is the state of one run, owned by its goroutine.
+type worker struct {
+	o       *Orchestrator
+	cfg     *config.Config
+	e       *runningEntry
+	issue   tracker.Issue
+	runID   int64
+	ws      workspace.Workspace
+	sess    *agent.Session
+	log     []store.Event // recent notable events not yet written
+	flushAt time.Time
+}
+
+// runWorker runs one attempt: revalidate → workspace → run row → session → turns →
+// stop → handoff → after_run. It never touches loop state; it reports through e.progress
+// and its return value. A panic is turned into a failed exit.
+func (o *Orchestrator) runWorker(ctx context.Context, cfg *config.Config, e *runningEntry) (ex workerExit) {
+	w := &worker{o: o, cfg: cfg, e: e, issue: e.issue}
+	defer func() {
+		if r := recover(); r != nil {
+			o.log.Error("worker panicked; recording the run as failed", "issue_identifier", e.issue.Identifier, "panic", r)
+			ex.outcome, ex.err = outcomeFailed, fmt.Errorf("internal error: %v", r)
+			w.finish(ex)
+		}
+	}()
+	return w.run(ctx)
+}
+
+func (w *worker) run(ctx context.Context) workerExit {
+	o, cfg := w.o, w.cfg
+	ex := workerExit{lastState: w.issue.State, updatedAt: w.issue.UpdatedAt}
+
+	// Revalidate: the candidate may be a poll old, and the prompt wants the full issue.
+	is, err := o.opts.Tracker.FetchIssueByID(ctx, w.issue.ID)
+	if err != nil {
+		if tracker.KindOf(err) == tracker.ErrNotFound {
+			ex.outcome = outcomeSkipped
+			return ex
+		}
+		ex.outcome, ex.err = outcomeFailed, fmt.Errorf("fetching issue before dispatch: %w", err)
+		return ex
+	}
+	ex.lastState, ex.updatedAt = is.State, is.UpdatedAt
+	if !isActive(cfg, is.State) || tracker.StateIn(is.State, cfg.Tracker.TerminalStates) {
+		ex.outcome = outcomeSkipped
+		return ex
+	}
+	w.issue = is
+
+	// Every attempt that gets this far has a run row, written before anything slow, so
+	// a crash at any later moment leaves a record behind.
+	w.runID, err = o.opts.Store.StartRun(ctx, store.Run{
+		IssueID: is.ID, Identifier: is.Identifier, Attempt: w.e.attempt + 1,
+		AgentKind: cfg.Agent.Kind, StartedAt: o.clk.Now(), SSHHost: w.e.host, WorkflowPath: cfg.Path,
+		Process: store.Process{CLIVersion: o.opts.AgentVersion},
+	})
+	if err != nil {
+		ex.outcome, ex.err = outcomeFailed, fmt.Errorf("recording the run: %w", err)
+		return ex
+	}
+	w.e.progress.mu.Lock()
+	w.e.progress.runID = w.runID
+	w.e.progress.mu.Unlock()
+
+	w.transitionInProgress(ctx)
+
+	mgr, err := o.workspaces(cfg)
+	if err != nil {
+		return w.fail(ex, fmt.Errorf("workspace: %w", err))
+	}
+	wsIssue := workspace.Issue{ID: is.ID, Identifier: is.Identifier}
+	w.ws, err = mgr.Prepare(ctx, wsIssue, w.e.attempt)
+	if w.ws.Path != "" {
+		// after_run runs on every exit path once the workspace exists, including a
+		// failed before_run.
+		defer func() {
+			if err := mgr.AfterRun(ctx, w.ws, wsIssue, w.hookExtraEnv()); err != nil {
+				o.log.Warn("after_run hook failed", "issue_identifier", is.Identifier, "error", err)
+			}
+		}()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return w.cancelled(ex)
+		}
+		return w.fail(ex, err)
+	}
+	ex.workspace = w.ws.Path
+	w.e.progress.mu.Lock()
+	w.e.progress.workspace = w.ws.Path
+	w.e.progress.mu.Unlock()
+
+	ex = w.session(ctx, ex)
+	if ex.outcome == outcomeNormal {
+		w.handoff(ctx, &ex)
+		if ex.softStop != "" && !ex.handedOff {
+			w.refreshForHold(ctx, &ex)
+		}
+	}
+	w.finish(ex)
+	return ex
+}
+
+// refreshForHold re-reads the issue when the run ends in a hold, so the hold's baseline
+// (state and update time) includes the run's own tracker changes, such as the
+// in-progress transition: only a later change — a human's — lifts it.
+func (w *worker) refreshForHold(ctx context.Context, ex *workerExit) {
+	is, err := w.o.opts.Tracker.FetchIssueByID(ctx, w.issue.ID)
+	if err != nil {
+		w.o.log.Warn("re-reading the issue for its hold failed", "issue_identifier", w.issue.Identifier, "error", err)
+		return
+	}
+	ex.lastState, ex.updatedAt = is.State, is.UpdatedAt
+}
+
+// session starts the agent session, runs the turns and stops the session.
+func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
+	o, cfg := w.o, w.cfg
+	tmpl, err := o.template(cfg)
+	if err != nil {
+		return w.fail(ex, err)
+	}
+	sess, err := o.opts.Agent.StartSession(ctx, agent.StartParams{
+		Workspace:                w.ws.Path,
+		ResumeSessionID:          w.e.resumeFrom,
+		Env:                      w.agentEnv(),
+		SSHHost:                  w.e.host,
+		SSHStrictHostKeyChecking: cfg.Worker.SSHStrictHostKeyChecking,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return w.cancelled(ex)
+		}
+		return w.fail(ex, err)
+	}
+	w.sess = sess
+	w.setSession(sess.ID)
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout(cfg))
+		defer cancel()
+		if err := o.opts.Agent.StopSession(stopCtx, sess); err != nil {
+			o.log.Warn("stopping the agent session failed", "issue_identifier", w.issue.Identifier, "error", err)
+		}
+	}()
+
+	maxTurns := max(cfg.Agent.MaxTurns, 1)
+	for turn := 1; turn <= maxTurns; turn++ {
+		ex.turns = turn
+		w.e.progress.mu.Lock()
+		w.e.progress.turn = turn
+		w.e.progress.mu.Unlock()
+
+		rendered, err := tmpl.Render(prompt.Data{
+			Issue:   w.issue,
+			Attempt: w.e.attempt,
+			Run:     prompt.Run{TurnNumber: turn, MaxTurns: maxTurns, IsContinuation: turn > 1},
+		})
+		if err != nil {
+			return w.fail(ex, err)
+		}
+		text := prompt.TurnPrompt(rendered, turn, nil)
+
+		turnCtx, cancel := ctx, context.CancelFunc(func() {})
+		if cfg.Agent.TurnTimeout > 0 {
+			turnCtx, cancel = context.WithTimeout(ctx, cfg.Agent.TurnTimeout)
+		}
+		res, err := o.opts.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
+			Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
+		})
+		timedOut := errors.Is(turnCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		cancel()
+		w.absorbResult(res, &ex)
+		if ctx.Err() != nil {
+			return w.cancelled(ex)
+		}
+		if timedOut {
+			return w.fail(ex, agent.Errorf(agent.ErrTurnTimeout, "turn %d exceeded agent.turn_timeout_ms (%s)", turn, cfg.Agent.TurnTimeout))
+		}
+		if err != nil {
+			return w.fail(ex, err)
+		}
+		if res.ExitReason != "" && res.ExitReason != agent.EventTurnCompleted {
+			return w.fail(ex, agent.Errorf(agent.ErrTurnFailed, "turn %d ended with %s", turn, res.ExitReason))
+		}
+		w.flush(ctx, true)
+
+		// .sortie/status is read after every completed turn, before the tracker refresh.
+		st, err := workspace.ReadStatus(w.ws.Path)
+		if err != nil {
+			o.log.Warn("reading .sortie/status failed; treating it as absent", "issue_identifier", w.issue.Identifier, "error", err)
+		}
+		switch st.Kind {
+		case workspace.StatusBlocked, workspace.StatusNeedsHumanReview:
+			ex.softStop = string(st.Value)
+		case workspace.StatusUnknown:
+			o.log.Warn("ignoring unrecognised .sortie/status value", "issue_identifier", w.issue.Identifier, "value", st.Value)
+		}
+		if ex.softStop == "" {
+			if why := w.budgetExceeded(ex); why != "" {
+				ex.budgetStop = why
+			}
+		}
+
+		states, err := o.opts.Tracker.FetchIssueStatesByIDs(ctx, []string{w.issue.ID})
+		if err != nil {
+			if ex.softStop != "" || ex.budgetStop != "" {
+				break // the agent is done either way; the handoff decision copes
+			}
+			return w.fail(ex, fmt.Errorf("refreshing issue state after turn %d: %w", turn, err))
+		}
+		if s, ok := states[w.issue.ID]; ok {
+			ex.lastState = s
+			w.issue.State = s
+		}
+		if ex.softStop != "" || ex.budgetStop != "" || !isActive(cfg, ex.lastState) {
+			break
+		}
+	}
+	ex.outcome = outcomeNormal
+	w.e.progress.mu.Lock()
+	w.e.progress.finishing = true
+	w.e.progress.mu.Unlock()
+	return ex
+}
+
+// handoff moves the issue to tracker.handoff_state after a normal exit when the agent
+// asked for review or simply used its turns, and the issue is still active. A terminal
+// state seen at that moment wins; blocked never hands off.
+func (w *worker) handoff(ctx context.Context, ex *workerExit) {
+	cfg := w.cfg
+	if ex.softStop == "blocked" || ex.budgetStop != "" || cfg.Tracker.HandoffState == "" {
+		return
+	}
+	if tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates) || !isActive(cfg, ex.lastState) {
+		return
+	}
+	if err := w.o.opts.Tracker.TransitionIssue(ctx, w.issue.ID, cfg.Tracker.HandoffState); err != nil {
+		w.o.log.Warn("handoff transition failed", "issue_identifier", w.issue.Identifier,
+			"handoff_state", cfg.Tracker.HandoffState, "error", err)
+		return
+	}
+	ex.handedOff = true
+	ex.lastState = cfg.Tracker.HandoffState
+	w.o.log.Info("handed off", "issue_identifier", w.issue.Identifier, "state", cfg.Tracker.HandoffState)
+}
+
+// transitionInProgress moves the issue to tracker.in_progress_state when configured and
+// not already there. Failure is logged, never fatal.
+func (w *worker) transitionInProgress(ctx context.Context) {
+	target := w.cfg.Tracker.InProgressState
+	if target == "" || strings.EqualFold(strings.TrimSpace(w.issue.State), strings.TrimSpace(target)) {
+		return
+	}
+	if err := w.o.opts.Tracker.TransitionIssue(ctx, w.issue.ID, target); err != nil {
+		w.o.log.Warn("in-progress transition failed", "issue_identifier", w.issue.Identifier, "error", err)
+		return
+	}
+	w.issue.State = target
+}
+
+// budgetExceeded reports why the issue's token budget is used up, or "".
+func (w *worker) budgetExceeded(ex workerExit) string {
+	limit := w.cfg.Agent.MaxTokens
+	if limit <= 0 {
+		return ""
+	}
+	before := w.e.spentBefore
+	if used := before + ex.usage.Total; used >= limit {
+		return fmt.Sprintf("agent.max_tokens reached: %d of %d tokens used", used, limit)
+	}
+	return ""
+}
+
+func (w *worker) onEvent(ev agent.Event) {
+	now := w.o.clk.Now()
+	p := w.e.progress
+	p.mu.Lock()
+	p.lastEventAt = now
+	p.lastEvent = ev.Type
+	if ev.Message != "" {
+		p.lastMessage = truncate(ev.Message, 200)
+	}
+	if ev.PID != 0 && ev.PID != p.pid {
+		p.pid = ev.PID
+		defer w.recordProcess(ev.PID)
+	}
+	if ev.SessionID != "" {
+		p.sessionID = ev.SessionID
+	}
+	switch ev.Type {
+	case agent.EventTokenUsage:
+		p.usage = maxUsage(p.usage, ev.Usage)
+		p.apiRequests++
+		if ev.Model != "" {
+			p.model = ev.Model
+		}
+	case agent.EventToolResult:
+		p.toolCalls++
+	}
+	if ev.CostUSD > p.costUSD {
+		p.costUSD = ev.CostUSD
+	}
+	p.mu.Unlock()
+
+	if notable(ev.Type) {
+		if len(w.log) >= eventLogBuffer {
+			copy(w.log, w.log[1:])
+			w.log = w.log[:len(w.log)-1]
+		}
+		w.log = append(w.log, store.Event{Time: now, Type: string(ev.Type), Message: truncate(eventText(ev), 500)})
+	}
+	if now.After(w.flushAt) {
+		w.flush(context.Background(), false)
+	}
+}
+
+// eventLogBuffer bounds the events a worker keeps between flushes; older ones are
+// dropped from the log (never from the counters).
+const eventLogBuffer = 64
+
+func notable(t agent.EventType) bool {
+	switch t {
+	case agent.EventTokenUsage, agent.EventOtherMessage:
+		return false
+	}
+	return true
+}
+
+func eventText(ev agent.Event) string {
+	if ev.Type == agent.EventToolResult {
+		s := ev.ToolName + " " + strconv.FormatInt(ev.ToolDurationMS, 10) + "ms"
+		if ev.ToolError {
+			s += " error"
+		}
+		if ev.Message != "" {
+			s += ": " + ev.Message
+		}
+		return s
+	}
+	return ev.Message
+}
+
+// flush writes the run's progress and buffered events to the store, at most once per
+// ProgressFlushInterval unless forced.
+func (w *worker) flush(ctx context.Context, force bool) {
+	now := w.o.clk.Now()
+	if !force && now.Before(w.flushAt) {
+		return
+	}
+	w.flushAt = now.Add(w.o.opts.ProgressFlushInterval)
+	if w.runID == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	p := w.e.progress.snapshot()
+	if err := w.o.opts.Store.UpdateRunProgress(ctx, w.runID, progressRecord(p)); err != nil {
+		w.o.log.Warn("recording run progress failed", "issue_identifier", w.issue.Identifier, "error", err)
+	}
+	if len(w.log) > 0 {
+		if err := w.o.opts.Store.AppendEvents(ctx, w.runID, w.log); err != nil {
+			w.o.log.Warn("recording run events failed", "issue_identifier", w.issue.Identifier, "error", err)
+		}
+		w.log = w.log[:0]
+	}
+}
+
+func (w *worker) recordProcess(pid int) {
+	if w.runID == 0 {
+		return
+	}
+	// Agents run in their own process group, so the group id is the leader's pid.
+	if err := w.o.opts.Store.UpdateRunProcess(context.Background(), w.runID, store.Process{
+		PID: pid, PGID: pid, CLIVersion: w.o.opts.AgentVersion}); err != nil {
+		w.o.log.Warn("recording the agent process failed", "issue_identifier", w.issue.Identifier, "error", err)
+	}
+}
+
+func (w *worker) setSession(id string) {
+	p := w.e.progress
+	p.mu.Lock()
+	p.sessionID = id
+	p.mu.Unlock()
+}
+
+
+func (w *worker) absorbResult(res agent.TurnResult, ex *workerExit) {
+	p := w.e.progress
+	p.mu.Lock()
+	p.usage = maxUsage(p.usage, res.Usage)
+	if res.CostUSD > p.costUSD {
+		p.costUSD = res.CostUSD
+	}
+	if res.SessionID != "" {
+		p.sessionID = res.SessionID
+	}
+	ex.usage, ex.costUSD, ex.sessionID = p.usage, p.costUSD, p.sessionID
+	p.mu.Unlock()
+}
+
+func (w *worker) fail(ex workerExit, err error) workerExit {
+	ex.outcome, ex.err = outcomeFailed, err
+	w.finish(ex)
+	return ex
+}
+
+func (w *worker) cancelled(ex workerExit) workerExit {
+	ex.outcome = outcomeCancelled
+	w.finish(ex)
+	return ex
+}
+
+// finish records the run's end. It is called once per run that has a row.
+func (w *worker) finish(ex workerExit) {
+	if w.runID == 0 {
+		return
+	}
+	w.flush(context.Background(), true)
+	p := w.e.progress.snapshot()
+	status, msg := runStatus(ex, w.e.stop)
+	rec := progressRecord(p)
+	rec.Turns = ex.turns
+	if err := w.o.opts.Store.FinishRun(context.Background(), w.runID, store.RunEnd{
+		Status: status, Error: msg, EndedAt: w.o.clk.Now(), Progress: rec,
+	}); err != nil {
+		w.o.log.Error("recording the end of the run failed", "issue_identifier", w.issue.Identifier, "error", err)
+	}
+	w.runID = 0
+}
+
+// runStatus is the run-history status and message for an exit.
+func runStatus(ex workerExit, stop stopReason) (store.RunStatus, string) {
+	switch ex.outcome {
+	case outcomeFailed:
+		return store.StatusFailed, ex.err.Error()
+	case outcomeCancelled:
+		if stop == stopStall {
+			return store.StatusStalled, "stalled: no agent event within agent.stall_timeout_ms"
+		}
+		if stop == stopShutdown {
+			return store.StatusInterrupted, "daemon shut down"
+		}
+		return store.StatusCancelled, "stopped: issue " + string(stop)
+	}
+	switch {
+	case ex.softStop == "blocked":
+		return store.StatusBlocked, "agent signalled blocked"
+	case ex.budgetStop != "":
+		return store.StatusBudgetExhausted, ex.budgetStop
+	case ex.handedOff:
+		return store.StatusHandedOff, ""
+	}
+	return store.StatusSucceeded, ""
+}
+
+func (w *worker) agentEnv() []string {
+	extra := map[string]string{
+		"SORTIE_ISSUE_ID":         w.issue.ID,
+		"SORTIE_ISSUE_IDENTIFIER": w.issue.Identifier,
+		"SORTIE_WORKSPACE":        w.ws.Path,
+		"SORTIE_ATTEMPT":          strconv.Itoa(w.e.attempt),
+		"SORTIE_RUN_ID":           strconv.FormatInt(w.runID, 10),
+	}
+	if w.e.host != "" {
+		extra["SORTIE_SSH_HOST"] = w.e.host
+	}
+	return AgentEnv(w.o.opts.Environ, secretNames(w.cfg, w.o.opts.Environ), extra)
+}
+
+func (w *worker) hookExtraEnv() map[string]string {
+	extra := map[string]string{}
+	if w.e.host != "" {
+		extra["SORTIE_SSH_HOST"] = w.e.host
+	}
+	return extra
+}
+
+func stopTimeout(cfg *config.Config) time.Duration {
+	if cfg.Agent.ReadTimeout > 0 {
+		return max(cfg.Agent.ReadTimeout, 10*time.Second)
+	}
+	return 10 * time.Second
+}
+
+func maxUsage(a, b agent.Usage) agent.Usage {
+	return agent.Usage{Input: max(a.Input, b.Input), Output: max(a.Output, b.Output),
+		Total: max(a.Total, b.Total), CacheRead: max(a.CacheRead, b.CacheRead)}
+}
+
+// progressRecord is the store's form of a run's progress.
+func progressRecord(p progressData) store.Progress {
+	return store.Progress{Turns: p.turn, Tokens: toStoreTokens(p.usage), CostUSD: p.costUSD, Model: p.model,
+		SessionID: p.sessionID}
+}
+
+func toStoreTokens(u agent.Usage) store.Tokens {
+	return store.Tokens{Input: u.Input, Output: u.Output, Total: u.Total, CacheRead: u.CacheRead}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// workspaces builds the workspace manager for cfg.
+func (o *Orchestrator) workspaces(cfg *config.Config) (*workspace.Manager, error) {
+	pass, drop := hookEnvLists(cfg, o.opts.Environ)
+	return workspace.New(workspace.Config{
+		Root: cfg.Workspace.Root,
+		Hooks: workspace.Hooks{AfterCreate: cfg.Hooks.AfterCreate, BeforeRun: cfg.Hooks.BeforeRun,
+			AfterRun: cfg.Hooks.AfterRun, BeforeRemove: cfg.Hooks.BeforeRemove},
+		HookTimeout: cfg.Hooks.Timeout,
+		BaseEnv:     o.opts.Environ,
+		PassEnv:     pass,
+		DropEnv:     drop,
+		Logger:      o.log,
+	})
+}

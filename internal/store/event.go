@@ -1,0 +1,25 @@
+package store
+
+import "time"
+
+// Limits of the per-run event log. Agent output is untrusted; these bound what one run
+// can make the database hold.
+const (
+	// MaxEventsPerRun is how many events of a run are kept; older ones are dropped.
+	MaxEventsPerRun = 200
+	// MaxEventMessageBytes bounds an event's message; longer ones are truncated on a
+	// UTF-8 boundary and end in "…".
+	MaxEventMessageBytes = 4096
+	// MaxEventTypeBytes bounds an event's type.
+	MaxEventTypeBytes = 64
+	// MaxRunErrorBytes bounds a run's error text, which may quote agent output.
+	MaxRunErrorBytes = 8192
+)
+
+// Event is one entry of a run's event log: a normalised agent event or a worker
+// milestone, as the dashboard shows it.
+type Event struct {
+	Time    time.Time
+	Type    string // e.g. session_started, tool_result, turn_completed
+	Message string
+}

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// RetryKind says why an issue is queued for another run.
+type RetryKind string
+
+// Retry kinds.
+const (
+	// RetryContinuation: the last run ended normally and the issue is still active; the
+	// next attempt continues the agent session after a short fixed delay.
+	RetryContinuation RetryKind = "continuation"
+	// RetryFailure: the last run failed, stalled or could not be dispatched; the next
+	// attempt waits for an exponential backoff.
+	RetryFailure RetryKind = "failure"
+	// RetryResume: the last run was interrupted (the daemon stopped); the same attempt
+	// resumes its session as soon as the daemon is back.
+	RetryResume RetryKind = "resume"
+)
+
+// Valid reports whether k is a known kind.
+func (k RetryKind) Valid() bool {
+	return k == RetryContinuation || k == RetryFailure || k == RetryResume
+}
+
+// Retry is one entry of the retry queue: at most one per issue.
+type Retry struct {
+	IssueID    string
+	Identifier string
+	Attempt    int       // the attempt the retry will run, 1-based
+	DueAt      time.Time // when the retry fires; a past time fires at once after a restart
+	Error      string    // why the retry was scheduled, for operators
+	SessionID  string    // agent session to resume, "" for a fresh one
+	SSHHost    string    // host of the last run, preferred again; "" for none
+	Kind       RetryKind
+}
+
+// Validate checks the fields SaveRetry needs.
+func (r Retry) Validate() error {
+	var errs []error
+	if r.IssueID == "" {
+		errs = append(errs, errors.New("issue id is empty"))
+	}
+	if r.Identifier == "" {
+		errs = append(errs, errors.New("identifier is empty"))
+	}
+	if r.Attempt < 1 {
+		errs = append(errs, fmt.Errorf("attempt must be 1 or more (got %d)", r.Attempt))
+	}
+	if r.DueAt.IsZero() {
+		errs = append(errs, errors.New("due_at is zero"))
+	}
+	if !r.Kind.Valid() {
+		errs = append(errs, fmt.Errorf("kind must be %q, %q or %q (got %q)", RetryContinuation, RetryFailure, RetryResume, r.Kind))
+	}
+	return errors.Join(errs...)
+}

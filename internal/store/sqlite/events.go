@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"sortie/internal/store"
+)
+
+const sqlInsertEvent = `INSERT INTO run_events (run_id, time_ms, type, message) VALUES (?, ?, ?, ?)`
+
+// sqlTrimEvents deletes every event of a run older than its MaxEventsPerRun-th newest
+// (the third argument is MaxEventsPerRun-1). With fewer events the subquery is NULL and
+// nothing is deleted.
+const sqlTrimEvents = `DELETE FROM run_events WHERE run_id = ? AND id < (
+	SELECT id FROM run_events WHERE run_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`
+
+// AppendEvents implements store.Store.
+func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Event) error {
+	op := fmt.Sprintf("append %d events to run %d", len(events), runID)
+	if err := s.writable(op); err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	// Events the trim would delete at once are not written at all.
+	if len(events) > store.MaxEventsPerRun {
+		events = events[len(events)-store.MaxEventsPerRun:]
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer tx.Rollback()
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: %s: run %w", op, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	ins := tx.StmtContext(ctx, s.stmtInsertEvent)
+	for _, e := range events {
+		_, err := ins.ExecContext(ctx, runID, toMS(e.Time),
+			truncate(e.Type, store.MaxEventTypeBytes), truncate(e.Message, store.MaxEventMessageBytes))
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", op, err)
+		}
+	}
+	if _, err := tx.StmtContext(ctx, s.stmtTrimEvents).ExecContext(ctx, runID, runID, store.MaxEventsPerRun-1); err != nil {
+		return fmt.Errorf("store: %s: trim: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return nil
+}
+
+// RunEvents implements store.Reader.
+func (s *Store) RunEvents(ctx context.Context, runID int64, limit int) ([]store.Event, error) {
+	op := fmt.Sprintf("list events of run %d", runID)
+	if err := checkLimit(op, limit); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT time_ms, type, message FROM (
+		SELECT id, time_ms, type, message FROM run_events WHERE run_id = ? ORDER BY id DESC LIMIT ?
+	) AS newest ORDER BY id`, runID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var t int64
+		if err := rows.Scan(&t, &e.Type, &e.Message); err != nil {
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+		e.Time = fromMS(t)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,165 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"sortie/internal/store"
+)
+
+// applicationID marks a database file as a sortie store (PRAGMA application_id), so Open
+// refuses a file that belongs to another program, including another implementation of
+// sortie that uses the same default file name, instead of migrating it.
+const applicationID = 0x534F5254 // "SORT"
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one embedded schema change: migrations/NNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^([0-9]{3})_([a-z0-9_]+)\.sql$`)
+
+// loadMigrations parses the migrations in fsys, which must be numbered 001, 002, …
+// without gaps.
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	files, err := fs.Glob(fsys, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, f := range files { // Glob returns names sorted
+		base := path.Base(f)
+		m := migrationName.FindStringSubmatch(base)
+		if m == nil {
+			return nil, fmt.Errorf("migration %s: name must be NNN_name.sql", base)
+		}
+		v, _ := strconv.Atoi(m[1])
+		if v != len(ms)+1 {
+			return nil, fmt.Errorf("migration %s: want version %03d next (versions start at 001 and have no gaps)", base, len(ms)+1)
+		}
+		b, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: m[2], sql: string(b)})
+	}
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("no migrations")
+	}
+	return ms, nil
+}
+
+var embeddedMigrations = sync.OnceValues(func() ([]migration, error) {
+	return loadMigrations(migrationFiles)
+})
+
+// SchemaVersion is the newest schema version this binary knows.
+func SchemaVersion() int {
+	ms, err := embeddedMigrations()
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// schemaState is what a database says about itself before any migration.
+type schemaState struct {
+	appID   int64
+	tables  int // user tables, schema_migrations included
+	version int // highest applied migration, 0 when none
+}
+
+func readSchemaState(ctx context.Context, db *sql.DB) (schemaState, error) {
+	var st schemaState
+	if err := db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&st.appID); err != nil {
+		return st, fmt.Errorf("read application_id: %w", err)
+	}
+	var hasMigrations int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(name = 'schema_migrations'), 0)
+		FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).Scan(&st.tables, &hasMigrations)
+	if err != nil {
+		return st, fmt.Errorf("list tables: %w", err)
+	}
+	if hasMigrations > 0 {
+		err = db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&st.version)
+		if err != nil {
+			return st, fmt.Errorf("read schema version: %w", err)
+		}
+	}
+	return st, nil
+}
+
+// checkOwner refuses a database that is neither empty nor a sortie store.
+func (st schemaState) checkOwner(shown string) error {
+	if st.appID == applicationID || (st.appID == 0 && st.tables == 0) {
+		return nil
+	}
+	return fmt.Errorf("store: %s: not a sortie store database (application_id %#x, %d tables); "+
+		"it may belong to another program or another sortie implementation: point db_path at a new file, or move this one aside",
+		shown, st.appID, st.tables)
+}
+
+// migrate brings the database up to the newest of ms, one transaction per migration,
+// and returns the resulting version. It refuses a database newer than ms.
+func migrate(ctx context.Context, db *sql.DB, shown string, ms []migration) (int, error) {
+	st, err := readSchemaState(ctx, db)
+	if err != nil {
+		return 0, fmt.Errorf("store: %s: %w", shown, err)
+	}
+	if err := st.checkOwner(shown); err != nil {
+		return 0, err
+	}
+	if st.version > len(ms) {
+		return 0, &store.SchemaError{Path: shown, Version: st.version, Known: len(ms)}
+	}
+	for _, m := range ms[st.version:] {
+		if err := applyMigration(ctx, db, m); err != nil {
+			return st.version, fmt.Errorf("store: %s: migration %03d_%s: %w", shown, m.version, m.name, err)
+		}
+		st.version = m.version
+	}
+	return st.version, nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// The marker and the bookkeeping table are made in the same transaction as the
+	// first migration, so a failed first migration leaves an empty file, not one Open
+	// would later refuse as foreign.
+	stmts := []string{
+		fmt.Sprintf(`PRAGMA application_id = %d`, applicationID),
+		`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version       INTEGER PRIMARY KEY,
+			name          TEXT    NOT NULL,
+			applied_at_ms INTEGER NOT NULL
+		)`,
+		m.sql, // the driver runs every statement of the file
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)`,
+		m.version, m.name, toMS(time.Now())); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,133 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sortie/internal/store"
+)
+
+func TestOpenReadOnly_CannotWrite(t *testing.T) {
+	ctx := context.Background()
+	s, db := openTemp(t)
+	id, err := s.StartRun(ctx, newRun("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both with the daemon gone (WAL checkpointed and removed) and with it running.
+	for _, daemonRunning := range []bool{false, true} {
+		if !daemonRunning {
+			s.Close()
+		} else {
+			if s, err = Open(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ro, err := OpenReadOnly(ctx, db)
+		if err != nil {
+			t.Fatalf("OpenReadOnly (daemon running %v): %v", daemonRunning, err)
+		}
+		if runs, err := ro.RunsForIssue(ctx, "1", 10); err != nil || len(runs) != 1 {
+			t.Fatalf("read-only RunsForIssue = %d runs, %v; want 1", len(runs), err)
+		}
+		writes := map[string]func() error{
+			"StartRun":          func() error { _, err := ro.StartRun(ctx, newRun("2")); return err },
+			"UpdateRunProcess":  func() error { return ro.UpdateRunProcess(ctx, id, store.Process{PID: 1}) },
+			"UpdateRunProgress": func() error { return ro.UpdateRunProgress(ctx, id, store.Progress{Turns: 1}) },
+			"FinishRun": func() error {
+				return ro.FinishRun(ctx, id, store.RunEnd{Status: store.StatusFailed, EndedAt: t0})
+			},
+			"MarkInterrupted": func() error { return ro.MarkInterrupted(ctx, []int64{id}) },
+			"AppendEvents":    func() error { return ro.AppendEvents(ctx, id, []store.Event{{Type: "x"}}) },
+			"SaveRetry": func() error {
+				return ro.SaveRetry(ctx, store.Retry{IssueID: "1", Identifier: "P-1", Attempt: 1, DueAt: t0, Kind: store.RetryFailure})
+			},
+			"DeleteRetry":   func() error { return ro.DeleteRetry(ctx, "1") },
+			"SaveSession":   func() error { return ro.SaveSession(ctx, store.Session{IssueID: "1", SessionID: "s", AgentKind: "k"}) },
+			"DeleteSession": func() error { return ro.DeleteSession(ctx, "1") },
+			"SaveHold": func() error {
+				return ro.SaveHold(ctx, store.Hold{IssueID: "1", Identifier: "P-1", Reason: "blocked", Since: t0})
+			},
+			"DeleteHold": func() error { return ro.DeleteHold(ctx, "1") },
+		}
+		for name, write := range writes {
+			if err := write(); !errors.Is(err, store.ErrReadOnly) {
+				t.Errorf("read-only %s: err = %v, want ErrReadOnly", name, err)
+			}
+		}
+		// Below the Store's own check, the connection itself is read-only (mode=ro):
+		// even with query_only switched off, SQLite refuses to write.
+		conn, err := ro.r.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, `PRAGMA query_only = 0`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, `DELETE FROM runs`); err == nil {
+			t.Errorf("raw DELETE on a read-only connection succeeded, want SQLITE_READONLY")
+		}
+		conn.Close()
+		ro.Close()
+	}
+	defer s.Close()
+	if runs, _ := s.RecentRuns(ctx, 10); len(runs) != 1 || runs[0].Status != store.StatusRunning {
+		t.Fatalf("after read-only writes: runs = %+v, want the one running run unchanged", runs)
+	}
+}
+
+func TestOpenReadOnly_SeesDaemonWrites(t *testing.T) {
+	ctx := context.Background()
+	s, db := openTemp(t)
+	defer s.Close()
+	ro, err := OpenReadOnly(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	id, err := s.StartRun(ctx, newRun("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateRunProgress(ctx, id, store.Progress{Tokens: store.Tokens{Total: 42}}); err != nil {
+		t.Fatal(err)
+	}
+	totals, err := ro.IssueTotals(ctx, []string{"1"})
+	if got := totals["1"]; err != nil || got.Tokens.Total != 42 {
+		t.Fatalf("read-only IssueTotals = %+v, %v; want the daemon's 42 tokens", totals, err)
+	}
+}
+
+func TestOpenReadOnly_Refuses(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		path string
+		want func(error) bool
+	}{
+		{"missing file", filepath.Join(dir, "nope.db"), func(err error) bool { return errors.Is(err, os.ErrNotExist) }},
+		{"never migrated", empty, func(err error) bool {
+			var se *store.SchemaError
+			return errors.As(err, &se) && se.Version == 0 && se.Known == SchemaVersion()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := OpenReadOnly(ctx, tt.path)
+			if err == nil {
+				s.Close()
+			}
+			if !tt.want(err) {
+				t.Fatalf("OpenReadOnly(%s) = %v, want a refusal", tt.path, err)
+			}
+		})
+	}
+}

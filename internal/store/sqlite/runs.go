@@ -1,0 +1,233 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"sortie/internal/store"
+)
+
+const runColumns = `id, issue_id, identifier, attempt, agent_kind, workspace, ssh_host,
+	workflow_path, status, started_at_ms, ended_at_ms, error, pid, pgid, cli_version,
+	session_id, model, turns, input_tokens, output_tokens, total_tokens, cache_read_tokens,
+	cost_usd, daemon_host, daemon_pid`
+
+// Counters only move forward (max), so a late or reordered update cannot lose spend.
+// max(a, b) is SQLite's scalar max; PostgreSQL spells it GREATEST.
+const progressSet = `turns = max(turns, ?),
+	input_tokens = max(input_tokens, ?), output_tokens = max(output_tokens, ?),
+	total_tokens = max(total_tokens, ?), cache_read_tokens = max(cache_read_tokens, ?),
+	cost_usd = max(cost_usd, ?), model = COALESCE(NULLIF(?, ''), model),
+	session_id = COALESCE(NULLIF(?, ''), session_id)`
+
+const sqlUpdateProgress = `UPDATE runs SET ` + progressSet + `, updated_at_ms = ?
+	WHERE id = ? AND status = 'running'`
+
+func progressArgs(p store.Progress) []any {
+	return []any{p.Turns, p.Tokens.Input, p.Tokens.Output, p.Tokens.Total, p.Tokens.CacheRead, p.CostUSD, p.Model, p.SessionID}
+}
+
+// StartRun implements store.Store.
+func (s *Store) StartRun(ctx context.Context, r store.Run) (int64, error) {
+	if err := s.writable("start run"); err != nil {
+		return 0, err
+	}
+	if err := r.Validate(); err != nil {
+		return 0, fmt.Errorf("store: start run for issue %q: %w", r.IssueID, err)
+	}
+	var id int64
+	err := s.w.QueryRowContext(ctx, `INSERT INTO runs (issue_id, identifier, attempt, agent_kind,
+		workspace, ssh_host, workflow_path, status, started_at_ms, updated_at_ms, pid, pgid, cli_version,
+		session_id, daemon_host, daemon_pid)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		r.IssueID, r.Identifier, r.Attempt, r.AgentKind, r.Workspace, r.SSHHost, r.WorkflowPath,
+		toMS(r.StartedAt), toMS(s.now()), r.PID, r.PGID, r.CLIVersion, r.SessionID, s.host, s.pid,
+	).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store: start run for issue %q: %w", r.IssueID, err)
+	}
+	return id, nil
+}
+
+// UpdateRunProcess implements store.Store.
+func (s *Store) UpdateRunProcess(ctx context.Context, id int64, p store.Process) error {
+	const op = "update run %d process"
+	if err := s.writable(fmt.Sprintf(op, id)); err != nil {
+		return err
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET pid = ?, pgid = ?,
+		cli_version = COALESCE(NULLIF(?, ''), cli_version), updated_at_ms = ?
+		WHERE id = ? AND status = 'running'`,
+		p.PID, p.PGID, p.CLIVersion, toMS(s.now()), id)
+	return s.checkRunUpdated(ctx, op, id, res, err)
+}
+
+// UpdateRunProgress implements store.Store.
+func (s *Store) UpdateRunProgress(ctx context.Context, id int64, p store.Progress) error {
+	const op = "update run %d progress"
+	if s.readOnly { // the hot path formats nothing unless it fails
+		return s.writable(fmt.Sprintf(op, id))
+	}
+	args := append(progressArgs(p), toMS(s.now()), id)
+	res, err := s.stmtProgress.ExecContext(ctx, args...)
+	return s.checkRunUpdated(ctx, op, id, res, err)
+}
+
+// FinishRun implements store.Store.
+func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error {
+	const op = "finish run %d"
+	if err := s.writable(fmt.Sprintf(op, id)); err != nil {
+		return err
+	}
+	if err := end.Validate(); err != nil {
+		return fmt.Errorf("store: "+op+": %w", id, err)
+	}
+	args := []any{string(end.Status), truncate(end.Error, store.MaxRunErrorBytes), toMS(end.EndedAt)}
+	args = append(args, progressArgs(end.Progress)...)
+	args = append(args, toMS(s.now()), id)
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, ended_at_ms = ?, `+progressSet+`,
+		updated_at_ms = ? WHERE id = ? AND status = 'running'`, args...)
+	return s.checkRunUpdated(ctx, op, id, res, err)
+}
+
+// checkRunUpdated turns the result of an UPDATE … WHERE status = 'running' into nil,
+// ErrNotFound or ErrRunNotRunning. opFormat names the operation, with %d for the id.
+func (s *Store) checkRunUpdated(ctx context.Context, opFormat string, id int64, res sql.Result, err error) error {
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 1 {
+			return nil
+		}
+	}
+	op := fmt.Sprintf(opFormat, id)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	var status string
+	err = s.w.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("store: %s: run %w", op, store.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return fmt.Errorf("store: %s: %w (it ended as %s)", op, store.ErrRunNotRunning, status)
+}
+
+// MarkInterrupted implements store.Store. The end time is the run's last write, the
+// best evidence of when the dead daemon stopped; the error names that daemon.
+func (s *Store) MarkInterrupted(ctx context.Context, ids []int64) error {
+	if err := s.writable("mark runs interrupted"); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: mark runs interrupted: %w", err)
+	}
+	defer tx.Rollback()
+	for chunk := range chunks(ids, maxParams) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted',
+			ended_at_ms = max(started_at_ms, updated_at_ms),
+			error = CASE WHEN error = '' THEN
+				'interrupted: the sortie daemon (pid ' || daemon_pid || ' on ' || daemon_host || ') stopped while this run was in progress'
+				ELSE error END
+			WHERE status = 'running' AND id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return fmt.Errorf("store: mark runs interrupted: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: mark runs interrupted: %w", err)
+	}
+	return nil
+}
+
+// RunsInProgress implements store.Reader. The daemon's lock guarantees that every
+// running row it finds at startup belongs to a daemon that is gone.
+func (s *Store) RunsInProgress(ctx context.Context) ([]store.Run, error) {
+	return s.queryRuns(ctx, "list runs in progress",
+		`SELECT `+runColumns+` FROM runs WHERE status = 'running' ORDER BY id`)
+}
+
+// RecentRuns implements store.Reader.
+func (s *Store) RecentRuns(ctx context.Context, limit int) ([]store.Run, error) {
+	const op = "list recent runs"
+	if err := checkLimit(op, limit); err != nil {
+		return nil, err
+	}
+	return s.queryRuns(ctx, op, `SELECT `+runColumns+` FROM runs ORDER BY id DESC LIMIT ?`, limit)
+}
+
+// RunsForIssue implements store.Reader.
+func (s *Store) RunsForIssue(ctx context.Context, issueID string, limit int) ([]store.Run, error) {
+	op := fmt.Sprintf("list runs of issue %q", issueID)
+	if err := checkLimit(op, limit); err != nil {
+		return nil, err
+	}
+	return s.queryRuns(ctx, op,
+		`SELECT `+runColumns+` FROM runs WHERE issue_id = ? ORDER BY id DESC LIMIT ?`, issueID, limit)
+}
+
+func (s *Store) queryRuns(ctx context.Context, op, query string, args ...any) ([]store.Run, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer rows.Close()
+	var runs []store.Run
+	for rows.Next() {
+		var (
+			r       store.Run
+			status  string
+			started int64
+			ended   sql.NullInt64
+		)
+		err := rows.Scan(&r.ID, &r.IssueID, &r.Identifier, &r.Attempt, &r.AgentKind, &r.Workspace,
+			&r.SSHHost, &r.WorkflowPath, &status, &started, &ended, &r.Error, &r.PID, &r.PGID,
+			&r.CLIVersion, &r.SessionID, &r.Model, &r.Turns, &r.Tokens.Input, &r.Tokens.Output,
+			&r.Tokens.Total, &r.Tokens.CacheRead, &r.CostUSD, &r.DaemonHost, &r.DaemonPID)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+		r.Status = store.RunStatus(status)
+		r.StartedAt = fromMS(started)
+		r.EndedAt = fromNullMS(ended)
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return runs, nil
+}
+
+// CountRuns implements store.Reader.
+func (s *Store) CountRuns(ctx context.Context, issueIDs []string) (map[string]int, error) {
+	counts := make(map[string]int, len(issueIDs))
+	err := s.queryByIssue(ctx, issueIDs, `SELECT issue_id, COUNT(*) FROM runs`, func(rows *sql.Rows) error {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return err
+		}
+		counts[id] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: count runs of %d issues: %w", len(issueIDs), err)
+	}
+	for _, id := range issueIDs {
+		if _, ok := counts[id]; !ok {
+			counts[id] = 0 // every id asked has an entry
+		}
+	}
+	return counts, nil
+}

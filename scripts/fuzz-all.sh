@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every Go fuzz target in the module for a short time each (argument: duration, e.g. 5s).
+# A target that finds a crasher fails the run; the failing input is written under testdata/fuzz.
+set -euo pipefail
+fuzztime=${1:-5s}
+cd "$(dirname "$0")/.."
+status=0
+count=0
+while IFS= read -r line; do
+  file=${line%%:*}
+  name=$(sed -E 's/^.*func (Fuzz[A-Za-z0-9_]*)\(.*/\1/' <<<"$line")
+  pkg=./$(dirname "$file")
+  echo "fuzz: $pkg $name ($fuzztime)"
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/sortie-fuzz.log 2>&1; then
+    cat /tmp/sortie-fuzz.log; status=1
+  fi
+  count=$((count+1))
+done < <(grep -rEn --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' internal cmd 2>/dev/null | sed -E 's/^([^:]+):[0-9]+:/\1:/')
+echo "fuzz: $count targets run"
+exit $status
