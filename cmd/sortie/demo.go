@@ -65,7 +65,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 // printDemoSummary shows where each demo issue ended up and its run history.
 func printDemoSummary(ctx context.Context, dir string, w io.Writer) {
 	trk, err := tracker.New(tracker.Config{Kind: "file", WorkflowDir: dir,
-		Options: map[string]any{"path": filepath.Join(dir, "issues.json")},
+		Options:      map[string]any{"path": filepath.Join(dir, "issues.json")},
 		ActiveStates: []string{"Todo", "In Progress"}, TerminalStates: []string{"Done", "Cancelled"}})
 	if err != nil {
 		return

@@ -42,6 +42,11 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// StallCheckInterval is how often running sessions are checked for stalls (default 1s).
 	StallCheckInterval time.Duration
+	// Observe, when set, is called on the loop goroutine after each step the loop takes
+	// (a tick applied, a worker exit handled, a retry fired, ...). Tests use it to wait
+	// for a condition instead of sleeping; it must not block or call back into the
+	// Orchestrator.
+	Observe func(Observation)
 	// ProgressFlushInterval bounds how often a worker writes run progress to the store
 	// (default 1s).
 	ProgressFlushInterval time.Duration
@@ -175,30 +180,43 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 			o.log.Info("nothing running, retrying or eligible: exiting")
 			return nil
 		}
+		var step Observation
 		select {
 		case <-ctx.Done():
 			return nil
 		case ex := <-o.exits:
 			o.handleExit(workCtx, ex)
 			o.dispatch(workCtx)
+			step = Observation{Step: StepExit, IssueID: ex.issueID}
 		case res := <-o.ticks:
 			o.applyTick(workCtx, res)
+			step = Observation{Step: StepTick}
 		case f := <-o.retryFire:
 			o.handleRetryFire(workCtx, f)
+			step = Observation{Step: StepRetryFired, IssueID: f.issueID}
 		case f := <-o.retryFetch:
 			o.handleRetryFetched(workCtx, f)
+			step = Observation{Step: StepRetryFetched, IssueID: f.issueID}
 		case <-o.refresh:
 			o.startTick(workCtx)
+			step = Observation{Step: StepRefresh}
 		case reply := <-o.snapshots:
 			reply <- o.snapshot()
+			continue
 		case <-o.stallCheck:
 			o.checkStalls()
+			step = Observation{Step: StepStallCheck}
 		case cfg, ok := <-o.opts.ConfigChanges:
 			if !ok {
 				o.opts.ConfigChanges = nil
 				continue
 			}
 			o.configChanged(cfg)
+			step = Observation{Step: StepConfig}
+		}
+		if o.opts.Observe != nil {
+			step.Snapshot = o.snapshot()
+			o.opts.Observe(step)
 		}
 	}
 }

@@ -129,3 +129,24 @@ func (o *Orchestrator) snapshot() Snapshot {
 	sort.Slice(s.Held, func(i, j int) bool { return s.Held[i].Since.Before(s.Held[j].Since) })
 	return s
 }
+
+// Step names what the loop just did, in an Observation.
+type Step string
+
+// Loop steps.
+const (
+	StepTick         Step = "tick"          // a poll's results were applied
+	StepExit         Step = "exit"          // a worker's exit was handled
+	StepRetryFired   Step = "retry_fired"   // a retry timer fired
+	StepRetryFetched Step = "retry_fetched" // a retry's issue was re-read and acted on
+	StepRefresh      Step = "refresh"       // a poll was requested
+	StepStallCheck   Step = "stall_check"   // running sessions were checked for stalls
+	StepConfig       Step = "config"        // a new workflow configuration was applied
+)
+
+// Observation reports one step of the loop and the state right after it.
+type Observation struct {
+	Step     Step
+	IssueID  string
+	Snapshot Snapshot
+}

@@ -15,24 +15,24 @@ type stopReason string
 
 const (
 	stopNone     stopReason = ""
-	stopStall    stopReason = "stall"     // no agent event for agent.stall_timeout_ms: retry with backoff
-	stopTerminal stopReason = "terminal"  // issue reached a terminal state: clean the workspace
-	stopInactive stopReason = "inactive"  // issue left the active states: release
-	stopShutdown stopReason = "shutdown"  // daemon stopping: resume after restart
+	stopStall    stopReason = "stall"    // no agent event for agent.stall_timeout_ms: retry with backoff
+	stopTerminal stopReason = "terminal" // issue reached a terminal state: clean the workspace
+	stopInactive stopReason = "inactive" // issue left the active states: release
+	stopShutdown stopReason = "shutdown" // daemon stopping: resume after restart
 )
 
 // runningEntry is the loop's record of one running worker.
 type runningEntry struct {
-	issue      tracker.Issue
-	attempt    int // retry counter: 0 on a first dispatch
-	startedAt  time.Time
-	host       string
-	cancel     context.CancelFunc
-	stop       stopReason
-	cleanup    bool // remove the workspace once the worker exits
-	resumeFrom string
+	issue       tracker.Issue
+	attempt     int // retry counter: 0 on a first dispatch
+	startedAt   time.Time
+	host        string
+	cancel      context.CancelFunc
+	stop        stopReason
+	cleanup     bool // remove the workspace once the worker exits
+	resumeFrom  string
 	spentBefore int64 // tokens the issue had used before this run, for agent.max_tokens
-	progress   *progress
+	progress    *progress
 }
 
 // retryEntry is an issue waiting for its retry timer. It keeps the issue claimed.

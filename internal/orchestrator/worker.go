@@ -20,14 +20,14 @@ import (
 func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is tracker.Issue, attempt int, resume, host string) {
 	wctx, cancel := context.WithCancel(ctx)
 	e := &runningEntry{
-		issue:      is,
-		attempt:    attempt,
-		startedAt:  o.clk.Now(),
-		host:       host,
-		cancel:     cancel,
-		resumeFrom: resume,
+		issue:       is,
+		attempt:     attempt,
+		startedAt:   o.clk.Now(),
+		host:        host,
+		cancel:      cancel,
+		resumeFrom:  resume,
 		spentBefore: o.spent[is.ID],
-		progress:   &progress{progressData: progressData{maxTurns: cfg.Agent.MaxTurns}},
+		progress:    &progress{progressData: progressData{maxTurns: cfg.Agent.MaxTurns}},
 	}
 	o.running[is.ID] = e
 	if host != "" {
@@ -427,7 +427,6 @@ func (w *worker) setSession(id string) {
 	p.sessionID = id
 	p.mu.Unlock()
 }
-
 
 func (w *worker) absorbResult(res agent.TurnResult, ex *workerExit) {
 	p := w.e.progress
