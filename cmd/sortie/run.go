@@ -123,6 +123,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		Config:        watcher.Current,
 		Reload:        watcher.Reload,
 		ConfigChanges: watcher.Changes(),
+		ConfigError:   watcher.LastError,
 		Tracker:       trk,
 		Agent:         adapter,
 		Store:         st,

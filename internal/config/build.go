@@ -26,7 +26,7 @@ var (
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms"}
-	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens"}
+	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_retries"}
 	serverKeys    = []string{"host", "port"}
 	loggingKeys   = []string{"level", "format"}
 	workerKeys    = []string{"ssh_hosts", "max_concurrent_agents_per_host", "ssh_strict_host_key_checking"}
@@ -483,6 +483,7 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	a.MaxRetryBackoff = b.millis(sec, "agent.max_retry_backoff_ms", DefaultMaxRetryBackoff, zeroIsDefault)
 	a.MaxConcurrentAgents = int(b.count(sec, "agent.max_concurrent_agents", DefaultMaxConcurrentAgents, true))
 	a.MaxSessions = int(b.count(sec, "agent.max_sessions", 0, false))
+	a.MaxRetries = int(b.count(sec, "agent.max_retries", DefaultMaxRetries, false))
 
 	a.MaxTurns = DefaultMaxTurns
 	if v, ok := b.value(sec, "agent.max_turns"); ok {

@@ -86,6 +86,7 @@ type AgentConfig struct {
 	MaxConcurrentAgents int   // global limit (default 10)
 	MaxTurns            int   // turns per run (default 20, at least 1)
 	MaxSessions         int   // runs per issue before giving up; 0 = unlimited
+	MaxRetries          int   // consecutive failed runs before the issue is held (default 10); 0 = unlimited
 	MaxTokens           int64 // token budget per issue; 0 = unlimited
 
 	// MaxConcurrentAgentsByState limits running agents per tracker state. Keys are
@@ -172,6 +173,7 @@ const (
 	DefaultMaxRetryBackoff     = 5 * time.Minute
 	DefaultMaxConcurrentAgents = 10
 	DefaultMaxTurns            = 20
+	DefaultMaxRetries          = 10
 	DefaultServerHost          = "127.0.0.1"
 	DefaultServerPort          = 7678
 	DefaultLogLevel            = "info"

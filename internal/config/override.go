@@ -58,6 +58,7 @@ var envOverrides = []envOverride{
 	{"SORTIE_AGENT_MAX_TURNS", "agent", "max_turns", overrideInt},
 	{"SORTIE_AGENT_MAX_RETRY_BACKOFF_MS", "agent", "max_retry_backoff_ms", overrideInt},
 	{"SORTIE_AGENT_MAX_SESSIONS", "agent", "max_sessions", overrideInt},
+	{"SORTIE_AGENT_MAX_RETRIES", "agent", "max_retries", overrideInt},
 	{"SORTIE_AGENT_MAX_TOKENS", "agent", "max_tokens", overrideInt},
 	{"SORTIE_DB_PATH", "", "db_path", overrideString},
 }

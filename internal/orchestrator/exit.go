@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 
 	"sortie/internal/agent"
 	"sortie/internal/config"
@@ -46,11 +47,10 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 	case outcomeCancelled:
 		switch e.stop {
 		case stopStall:
-			retry.kind, retry.attempt = retryFailure, e.attempt+1
-			retry.reason = "stalled: no agent event within agent.stall_timeout_ms"
-			o.scheduleRetry(ctx, retry, BackoffDelay(retry.attempt, cfg.Agent.MaxRetryBackoff))
+			o.retryFailure(ctx, cfg, e, ex, retry, "stalled: no agent event within agent.stall_timeout_ms")
 		case stopShutdown:
 			retry.kind, retry.attempt, retry.sessionID = retryResume, e.attempt, ex.sessionID
+			retry.failures = e.failures
 			retry.reason = "interrupted by shutdown"
 			o.scheduleRetry(ctx, retry, 0)
 		default:
@@ -59,10 +59,8 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 	case outcomeFailed:
 		kind := errorKind(ex.err)
 		if retryable(ex.err) {
-			retry.kind, retry.attempt = retryFailure, e.attempt+1
-			retry.reason = ex.err.Error()
-			log.Warn("run failed; will retry", "error", ex.err, "kind", kind)
-			o.scheduleRetry(ctx, retry, BackoffDelay(retry.attempt, cfg.Agent.MaxRetryBackoff))
+			log.Warn("run failed", "error", ex.err, "kind", kind)
+			o.retryFailure(ctx, cfg, e, ex, retry, ex.err.Error())
 		} else {
 			log.Error("run failed with an error retrying cannot fix; holding the issue until it changes or the workflow is edited",
 				"error", ex.err, "kind", kind)
@@ -89,6 +87,21 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 			o.scheduleRetry(ctx, retry, ContinuationDelay)
 		}
 	}
+}
+
+// retryFailure schedules a backoff retry after a failed run, or holds the issue when
+// it has failed agent.max_retries times in a row: a permanently failing issue must not
+// spend money forever.
+func (o *Orchestrator) retryFailure(ctx context.Context, cfg *config.Config, e *runningEntry, ex workerExit, retry retryEntry, reason string) {
+	failures := e.failures + 1
+	if limit := cfg.Agent.MaxRetries; limit > 0 && failures > limit {
+		o.log.Error("run failed; agent.max_retries consecutive failures reached, holding the issue for a human",
+			"issue_identifier", e.issue.Identifier, "failures", failures, "error", reason)
+		o.addHold(e.issue, ex, holdRetries, fmt.Sprintf("%d consecutive failed runs; last: %s", failures, reason))
+		return
+	}
+	retry.kind, retry.attempt, retry.failures, retry.reason = retryFailure, e.attempt+1, failures, reason
+	o.scheduleRetry(ctx, retry, BackoffDelay(retry.attempt, cfg.Agent.MaxRetryBackoff))
 }
 
 // errorKind names the spec error kind of err, if it has one.

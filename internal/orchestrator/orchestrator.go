@@ -23,6 +23,9 @@ type Options struct {
 	// Reload re-reads WORKFLOW.md synchronously; called at the start of every tick so a
 	// missed file event cannot leave a stale config. Optional.
 	Reload func() error
+	// ConfigError reports why the last WORKFLOW.md edit was rejected (nil when the
+	// current file is in force); shown in snapshots. Optional.
+	ConfigError func() error
 	// ConfigChanges delivers each newly applied configuration. Optional.
 	ConfigChanges <-chan *config.Config
 
@@ -275,7 +278,7 @@ func (o *Orchestrator) startStallTicker() (stop func()) {
 func (o *Orchestrator) configChanged(cfg *config.Config) {
 	lifted := 0
 	for id, h := range o.holds {
-		if h.reason == holdError {
+		if h.reason == holdError || h.reason == holdRetries {
 			o.liftHold(id, "workflow configuration changed")
 			lifted++
 		}

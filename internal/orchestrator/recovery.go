@@ -39,7 +39,8 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	}
 	for _, r := range retries {
 		o.scheduleRetry(ctx, retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt,
-			kind: string(r.Kind), reason: r.Error, sessionID: r.SessionID, host: r.SSHHost}, r.DueAt.Sub(now))
+			failures: o.trailingFailures(ctx, r.IssueID), kind: string(r.Kind), reason: r.Error,
+			sessionID: r.SessionID, host: r.SSHHost}, r.DueAt.Sub(now))
 	}
 	var ids []int64
 	for _, r := range runs {
@@ -67,6 +68,28 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 		o.log.Warn("runs interrupted by a previous daemon found; their issues resume", "count", len(ids))
 	}
 	return nil
+}
+
+// trailingFailures counts an issue's most recent consecutive failed runs, so the
+// agent.max_retries budget survives a restart without being stored twice.
+func (o *Orchestrator) trailingFailures(ctx context.Context, issueID string) int {
+	limit := o.opts.Config().Agent.MaxRetries + 1
+	if limit < 2 {
+		return 0
+	}
+	runs, err := o.opts.Store.RunsForIssue(ctx, issueID, limit)
+	if err != nil {
+		o.log.Warn("reading run history for the retry budget failed", "issue_id", issueID, "error", err)
+		return 0
+	}
+	n := 0
+	for _, r := range runs {
+		if r.Status != store.StatusFailed && r.Status != store.StatusStalled && r.Status != store.StatusTimedOut {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // stopOrphanGroup stops process group pgid if, and only if, one of its members carries

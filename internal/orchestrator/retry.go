@@ -144,7 +144,7 @@ func (o *Orchestrator) handleRetryFetched(ctx context.Context, f retryFetched) {
 		o.scheduleRetry(ctx, next, BackoffDelay(next.attempt+1, maxBackoff))
 		return
 	}
-	attempt, session := e.attempt, e.sessionID
+	attempt, failures, session := e.attempt, e.failures, e.sessionID
 	o.releaseRetry(ctx, f.issueID)
-	o.startWorker(ctx, cfg, is, attempt, session, host)
+	o.startWorker(ctx, cfg, is, attempt, failures, session, host)
 }

@@ -25,6 +25,9 @@ type Snapshot struct {
 	LastError  string    `json:"last_error,omitempty"`
 	Draining   bool      `json:"draining"`
 	Candidates int       `json:"candidates"`
+	// WorkflowError says why the last edit of WORKFLOW.md was rejected; the previous
+	// configuration stays in force until the file is fixed. Empty when the file is good.
+	WorkflowError string `json:"workflow_error,omitempty"`
 }
 
 // RunningView describes one running session.
@@ -100,6 +103,11 @@ func (o *Orchestrator) snapshot() Snapshot {
 		MaxAgents: cfg.Agent.MaxConcurrentAgents, LastPollAt: o.lastPollAt, LastPollOK: o.lastPollOK,
 		LastError: o.lastError, Draining: o.draining, Candidates: len(o.candidates),
 		Running: []RunningView{}, Retrying: []RetryView{}, Held: []HeldView{},
+	}
+	if o.opts.ConfigError != nil {
+		if err := o.opts.ConfigError(); err != nil {
+			s.WorkflowError = err.Error()
+		}
 	}
 	for _, e := range o.running {
 		p := e.progress.snapshot()

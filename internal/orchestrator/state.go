@@ -25,6 +25,7 @@ const (
 type runningEntry struct {
 	issue       tracker.Issue
 	attempt     int // retry counter: 0 on a first dispatch
+	failures    int // consecutive failed runs before this one (agent.max_retries)
 	startedAt   time.Time
 	host        string
 	cancel      context.CancelFunc
@@ -40,6 +41,7 @@ type retryEntry struct {
 	issueID    string
 	identifier string
 	attempt    int
+	failures   int // consecutive failed runs so far
 	dueAt      time.Time
 	kind       string // "continuation", "failure", "resume"
 	reason     string
@@ -159,4 +161,5 @@ const (
 	holdBlocked     = "blocked"
 	holdHumanReview = "needs_human_review"
 	holdError       = "error"
+	holdRetries     = "retries_exhausted"
 )

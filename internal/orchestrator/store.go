@@ -13,6 +13,7 @@ type Store interface {
 	UpdateRunProgress(ctx context.Context, id int64, p store.Progress) error
 	FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	RunsInProgress(ctx context.Context) ([]store.Run, error)
+	RunsForIssue(ctx context.Context, issueID string, limit int) ([]store.Run, error)
 	MarkInterrupted(ctx context.Context, ids []int64) error
 	CountRuns(ctx context.Context, issueIDs []string) (map[string]int, error)
 	IssueTotals(ctx context.Context, issueIDs []string) (map[string]store.Totals, error)

@@ -202,7 +202,7 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 		if !ok {
 			return
 		}
-		o.startWorker(ctx, cfg, is, 0, "", host)
+		o.startWorker(ctx, cfg, is, 0, 0, "", host)
 	}
 }
 

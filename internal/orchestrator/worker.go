@@ -17,11 +17,12 @@ import (
 )
 
 // startWorker claims issue as running and starts its worker goroutine.
-func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is tracker.Issue, attempt int, resume, host string) {
+func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is tracker.Issue, attempt, failures int, resume, host string) {
 	wctx, cancel := context.WithCancel(ctx)
 	e := &runningEntry{
 		issue:       is,
 		attempt:     attempt,
+		failures:    failures,
 		startedAt:   o.clk.Now(),
 		host:        host,
 		cancel:      cancel,
@@ -476,6 +477,9 @@ func (w *worker) finish(ex workerExit) {
 func runStatus(ex workerExit, stop stopReason) (store.RunStatus, string) {
 	switch ex.outcome {
 	case outcomeFailed:
+		if agent.KindOf(ex.err) == agent.ErrTurnTimeout {
+			return store.StatusTimedOut, ex.err.Error()
+		}
 		return store.StatusFailed, ex.err.Error()
 	case outcomeCancelled:
 		if stop == stopStall {
