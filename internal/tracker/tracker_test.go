@@ -1,0 +1,69 @@
+package tracker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+type nopTracker struct{ Tracker }
+
+func TestNew_ChecksRequiredFieldsAndKnownKinds(t *testing.T) {
+	Register("test-remote", Meta{RequiresAPIKey: true, RequiresProject: true}, func(Config) (Tracker, error) { return nopTracker{}, nil })
+	cases := []struct {
+		name string
+		cfg  Config
+		kind ErrorKind
+		text string
+	}{
+		{"unknown kind", Config{Kind: "nope"}, ErrUnsupportedKind, "known: "},
+		{"missing key", Config{Kind: "test-remote", Project: "p"}, ErrMissingAPIKey, "tracker.api_key"},
+		{"missing project", Config{Kind: "test-remote", APIKey: "k"}, ErrMissingProject, "tracker.project"},
+	}
+	for _, c := range cases {
+		_, err := New(c.cfg)
+		if KindOf(err) != c.kind || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: error = %v, want kind %s mentioning %q", c.name, err, c.kind, c.text)
+		}
+	}
+	if _, err := New(Config{Kind: "test-remote", APIKey: "k", Project: "p"}); err != nil {
+		t.Fatalf("complete config: %v", err)
+	}
+}
+
+func TestErrorKind_Retryable(t *testing.T) {
+	for _, k := range []ErrorKind{ErrUnsupportedKind, ErrMissingAPIKey, ErrMissingProject, ErrAuth, ErrNotFound, ErrPayload} {
+		if k.Retryable() {
+			t.Errorf("%s should not be retryable", k)
+		}
+	}
+	for _, k := range []ErrorKind{ErrTransport, ErrAPI, ErrMissingEndCursor, ErrorKind("something_new")} {
+		if !k.Retryable() {
+			t.Errorf("%s should be retryable", k)
+		}
+	}
+}
+
+func TestError_MessageAndUnwrap(t *testing.T) {
+	cause := context.DeadlineExceeded
+	err := fmt.Errorf("poll: %w", &Error{Kind: ErrTransport, Op: "fetch_candidates", Message: "GET /issues", Err: cause})
+	if got, want := err.Error(), "poll: tracker_transport_error: fetch_candidates: GET /issues: context deadline exceeded"; got != want {
+		t.Fatalf("message = %q, want %q", got, want)
+	}
+	if KindOf(err) != ErrTransport {
+		t.Fatalf("KindOf = %q", KindOf(err))
+	}
+}
+
+func TestStateIn_IsCaseAndSpaceInsensitive(t *testing.T) {
+	states := []string{"To Do", " In Progress "}
+	for _, s := range []string{"to do", "IN PROGRESS", " in progress"} {
+		if !StateIn(s, states) {
+			t.Errorf("StateIn(%q) = false, want true", s)
+		}
+	}
+	if StateIn("Done", states) {
+		t.Error(`StateIn("Done") = true, want false`)
+	}
+}
