@@ -23,7 +23,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	dir := fset.String("dir", "", "write the demo here (default: a new temporary directory)")
 	keep := fset.Bool("keep-running", false, "keep running after the work is done (Ctrl-C stops)")
 	if err := fset.Parse(args); err != nil {
-		return exitUsage
+		return parseErrorCode(err)
 	}
 	if fset.NArg() > 0 {
 		fmt.Fprintln(stderr, "sortie demo: unexpected arguments; use --dir DIR")

@@ -18,7 +18,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("init", flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	if err := fset.Parse(args); err != nil {
-		return exitUsage
+		return parseErrorCode(err)
 	}
 	if fset.NArg() > 1 {
 		fmt.Fprintln(stderr, "sortie init: at most one directory")

@@ -46,7 +46,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	f.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseErrorCode(err)
 	}
 	if fs.NArg() > 1 {
 		fmt.Fprintf(stderr, "sortie: too many arguments: %s\n", strings.Join(fs.Args(), " "))
@@ -156,8 +156,19 @@ func pick(flagValue, configValue string) string {
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	// The names logging.level accepts (docs/configuration.md), "warning" included, and
+	// no others: slog's own parser would also take "info+2".
 	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
+	switch strings.ToLower(level) {
+	case "", "info":
+		lv = slog.LevelInfo
+	case "debug":
+		lv = slog.LevelDebug
+	case "warn", "warning":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	default:
 		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
 	hopts := &slog.HandlerOptions{Level: lv}
@@ -217,4 +228,12 @@ func dryRun(ctx context.Context, cfg *config.Config, trk tracker.Tracker, stdout
 	return exitOK
 }
 
-var _ = errors.New
+// parseErrorCode is the exit code for a flag parsing error: -h and --help asked for the
+// usage, which the flag package has printed, so they succeed; anything else is a bad
+// command line.
+func parseErrorCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}

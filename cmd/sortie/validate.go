@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"sortie/internal/config"
 	"sortie/internal/prompt"
@@ -24,7 +25,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "text", "output format: text or json")
 	envFile := fs.String("env-file", "", "read SORTIE_* overrides from this .env file")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseErrorCode(err)
 	}
 	if *format != "text" && *format != "json" {
 		fmt.Fprintf(stderr, "sortie validate: --format must be text or json (got %q)\n", *format)
@@ -39,7 +40,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	cfg, problems := config.Check(path, config.Options{EnvFile: *envFile})
 	if cfg != nil {
 		if _, err := prompt.Parse(cfg.Path, cfg.Prompt, cfg.PromptLine); err != nil {
-			problems = append(problems, config.Problem{Severity: "error", Field: "prompt", Message: err.Error()})
+			// The field already says "prompt"; the package prefix would say it twice.
+			problems = append(problems, config.Problem{Severity: config.SeverityError, Check: "prompt", Field: "prompt",
+				Message: strings.TrimPrefix(err.Error(), "prompt: ")})
 		}
 	}
 	v := validation{Path: path, Errors: []config.Problem{}, Warnings: []config.Problem{}}
@@ -58,10 +61,10 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		_ = enc.Encode(v)
 	} else {
 		for _, p := range v.Errors {
-			fmt.Fprintf(stderr, "error: %s: %s\n", p.Field, p.Message)
+			fmt.Fprintln(stderr, problemLine(p))
 		}
 		for _, p := range v.Warnings {
-			fmt.Fprintf(stderr, "warning: %s: %s\n", p.Field, p.Message)
+			fmt.Fprintln(stderr, problemLine(p))
 		}
 		if v.Valid {
 			fmt.Fprintf(stdout, "%s is valid (%d warnings)\n", path, len(v.Warnings))
@@ -73,4 +76,14 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// problemLine is the text form of a problem: `error: <field>: <message>`, or
+// `error: <message>` for a problem with the file as a whole (its message names the
+// file, and the line where there is one).
+func problemLine(p config.Problem) string {
+	if p.Field == "" {
+		return p.Severity + ": " + p.Message
+	}
+	return p.Severity + ": " + p.Field + ": " + p.Message
 }

@@ -29,7 +29,9 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		p := e.progress.snapshot()
 		o.totals.ToolCalls += int64(p.toolCalls)
 		o.totals.APIRequests += int64(p.apiRequests)
-		o.sessions[ex.issueID]++
+		// Not ++: a poll during the run has already counted its row (CountRuns counts
+		// running runs), and counting it twice would end the issue's sessions early.
+		o.sessions[ex.issueID] = e.sessionsBefore + 1
 		o.spent[ex.issueID] = e.spentBefore + ex.usage.Total
 	}
 	// The cached candidate copy of this issue is stale now (handed off, held, retrying):

@@ -38,18 +38,22 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 			message: h.Message, state: h.State, updatedAt: h.IssueUpdatedAt, since: h.Since}
 	}
 	for _, r := range retries {
-		o.scheduleRetry(ctx, retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt,
+		o.scheduleRetry(ctx, retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt - 1,
 			failures: o.trailingFailures(ctx, r.IssueID), kind: string(r.Kind), reason: r.Error,
 			sessionID: r.SessionID, host: r.SSHHost}, r.DueAt.Sub(now))
 	}
-	var ids []int64
+	var orphans []orphanGroup
 	for _, r := range runs {
 		if r.PGID > 0 {
-			if stopped := stopOrphanGroup(r.PGID, r.ID, 5*time.Second); stopped {
-				o.log.Warn("stopped an agent left running by a previous daemon", "issue_identifier", r.Identifier,
-					"pgid", r.PGID, "run_id", r.ID)
-			}
+			orphans = append(orphans, orphanGroup{pgid: r.PGID, runID: r.ID, identifier: r.Identifier})
 		}
+	}
+	for _, g := range stopOrphanGroups(orphans, 5*time.Second) {
+		o.log.Warn("stopped an agent left running by a previous daemon", "issue_identifier", g.identifier,
+			"pgid", g.pgid, "run_id", g.runID)
+	}
+	var ids []int64
+	for _, r := range runs {
 		ids = append(ids, r.ID)
 		if _, ok := o.retrying[r.IssueID]; ok {
 			continue
@@ -57,7 +61,9 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 		if _, ok := o.holds[r.IssueID]; ok {
 			continue
 		}
-		o.scheduleRetry(ctx, retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt,
+		// A resume runs the same attempt again: the run row's 1-based Attempt is the
+		// loop's 0-based counter plus one.
+		o.scheduleRetry(ctx, retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt - 1,
 			kind: retryResume, reason: "interrupted: the previous daemon stopped while this ran",
 			sessionID: r.SessionID, host: r.SSHHost}, 0)
 	}
@@ -92,42 +98,58 @@ func (o *Orchestrator) trailingFailures(ctx context.Context, issueID string) int
 	return n
 }
 
-// stopOrphanGroup stops process group pgid if, and only if, one of its members carries
-// SORTIE_RUN_ID=runID in its environment — so a recycled pid is never killed. It sends
-// SIGTERM, waits up to grace, then SIGKILL. It reports whether it signalled anything.
-func stopOrphanGroup(pgid int, runID int64, grace time.Duration) bool {
-	if !groupBelongsToRun(pgid, runID) {
-		return false
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(-pgid, 0) != nil {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond) // polling a foreign process group: no event to wait on
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	return true
+// orphanGroup is the process group of a run a dead daemon left running.
+type orphanGroup struct {
+	pgid       int
+	runID      int64
+	identifier string
 }
 
-// groupBelongsToRun scans /proc for members of process group pgid and checks their
-// environment for the run's marker.
+// stopOrphanGroups stops the groups that still belong to their run — a member carries
+// SORTIE_RUN_ID=<run id> in its environment, so a recycled pid is never signalled. All of
+// them get SIGTERM at once, then SIGKILL after grace if any member is still alive. It
+// returns the groups it signalled.
+func stopOrphanGroups(groups []orphanGroup, grace time.Duration) []orphanGroup {
+	var live []orphanGroup
+	for _, g := range groups {
+		if groupBelongsToRun(g.pgid, g.runID) {
+			live = append(live, g)
+			_ = syscall.Kill(-g.pgid, syscall.SIGTERM)
+		}
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		alive := false
+		for _, g := range live {
+			if groupAlive(g.pgid) {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			return live
+		}
+		time.Sleep(20 * time.Millisecond) // polling foreign processes: there is nothing to wait on
+	}
+	for _, g := range live {
+		_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+	}
+	return live
+}
+
+// groupAlive reports whether process group pgid has a member that is not a zombie.
+// Orphaned agents are reaped by init, which may take a while (or never, when sortie is
+// itself pid 1 in a container): a zombie can do no more work, so it counts as gone.
+func groupAlive(pgid int) bool {
+	return len(groupMembers(pgid, true)) > 0
+}
+
+// groupBelongsToRun checks the environment of the members of process group pgid for
+// the run's marker.
 func groupBelongsToRun(pgid int, runID int64) bool {
 	marker := []byte("SORTIE_RUN_ID=" + strconv.FormatInt(runID, 10) + "\x00")
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		if g, err := procPGID(pid); err != nil || g != pgid {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
+	for _, pid := range groupMembers(pgid, true) {
+		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
 		if err != nil {
 			continue
 		}
@@ -138,23 +160,46 @@ func groupBelongsToRun(pgid int, runID int64) bool {
 	return false
 }
 
-// procPGID reads a process's group id from /proc/<pid>/stat (field 5, after the
-// parenthesised command name, which may itself contain spaces or parentheses).
-func procPGID(pid int) (int, error) {
+// groupMembers lists the pids in process group pgid, scanning /proc; with liveOnly,
+// zombies are left out.
+func groupMembers(pgid int, liveOnly bool) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		g, state, err := procStat(pid)
+		if err != nil || g != pgid || (liveOnly && state == "Z") {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// procStat reads a process's group id and state from /proc/<pid>/stat (fields 5 and 3,
+// after the parenthesised command name, which may itself contain spaces or parentheses).
+func procStat(pid int) (pgid int, state string, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("malformed stat for pid %d", pid)
+		return 0, "", fmt.Errorf("malformed stat for pid %d", pid)
 	}
 	fields := strings.Fields(s[i+1:])
 	if len(fields) < 3 {
-		return 0, fmt.Errorf("malformed stat for pid %d", pid)
+		return 0, "", fmt.Errorf("malformed stat for pid %d", pid)
 	}
-	return strconv.Atoi(fields[2])
+	pgid, err = strconv.Atoi(fields[2])
+	return pgid, fields[0], err
 }
 
 func (o *Orchestrator) persistHold(h *hold) {

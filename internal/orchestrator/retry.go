@@ -42,7 +42,9 @@ func (o *Orchestrator) scheduleRetry(ctx context.Context, r retryEntry, delay ti
 	e := &r
 	o.retrying[r.issueID] = e
 	if err := o.opts.Store.SaveRetry(ctx, store.Retry{
-		IssueID: r.issueID, Identifier: r.identifier, Attempt: r.attempt, DueAt: r.dueAt,
+		// The store numbers attempts from 1 (the run the retry will start), the loop
+		// from 0 (the prompt's `attempt`, 0 on a first dispatch).
+		IssueID: r.issueID, Identifier: r.identifier, Attempt: r.attempt + 1, DueAt: r.dueAt,
 		Error: r.reason, SessionID: r.sessionID, Kind: store.RetryKind(r.kind), SSHHost: r.host,
 	}); err != nil {
 		o.log.Error("persisting retry failed; it will not survive a restart", "issue_identifier", r.identifier, "error", err)

@@ -33,7 +33,9 @@ type runningEntry struct {
 	cleanup     bool // remove the workspace once the worker exits
 	resumeFrom  string
 	spentBefore int64 // tokens the issue had used before this run, for agent.max_tokens
-	progress    *progress
+	// sessionsBefore is the issue's run count before this run, for agent.max_sessions.
+	sessionsBefore int
+	progress       *progress
 }
 
 // retryEntry is an issue waiting for its retry timer. It keeps the issue claimed.

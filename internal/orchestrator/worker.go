@@ -20,15 +20,16 @@ import (
 func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is tracker.Issue, attempt, failures int, resume, host string) {
 	wctx, cancel := context.WithCancel(ctx)
 	e := &runningEntry{
-		issue:       is,
-		attempt:     attempt,
-		failures:    failures,
-		startedAt:   o.clk.Now(),
-		host:        host,
-		cancel:      cancel,
-		resumeFrom:  resume,
-		spentBefore: o.spent[is.ID],
-		progress:    &progress{progressData: progressData{maxTurns: cfg.Agent.MaxTurns}},
+		issue:          is,
+		attempt:        attempt,
+		failures:       failures,
+		startedAt:      o.clk.Now(),
+		host:           host,
+		cancel:         cancel,
+		resumeFrom:     resume,
+		spentBefore:    o.spent[is.ID],
+		sessionsBefore: o.sessions[is.ID],
+		progress:       &progress{progressData: progressData{maxTurns: cfg.Agent.MaxTurns}},
 	}
 	o.running[is.ID] = e
 	if host != "" {
@@ -39,7 +40,8 @@ func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is t
 	o.workers.Add(1)
 	go func() {
 		defer o.workers.Done()
-		ex := o.runWorker(wctx, cfg, e)
+		// The worker gets its own copy of the issue: the loop keeps updating e.issue.
+		ex := o.runWorker(wctx, cfg, e, is)
 		ex.issueID, ex.entry = is.ID, e
 		o.exits <- ex // buffered; the loop drains exits until every worker has exited
 	}()
@@ -61,11 +63,11 @@ type worker struct {
 // runWorker runs one attempt: revalidate → workspace → run row → session → turns →
 // stop → handoff → after_run. It never touches loop state; it reports through e.progress
 // and its return value. A panic is turned into a failed exit.
-func (o *Orchestrator) runWorker(ctx context.Context, cfg *config.Config, e *runningEntry) (ex workerExit) {
-	w := &worker{o: o, cfg: cfg, e: e, issue: e.issue}
+func (o *Orchestrator) runWorker(ctx context.Context, cfg *config.Config, e *runningEntry, is tracker.Issue) (ex workerExit) {
+	w := &worker{o: o, cfg: cfg, e: e, issue: is}
 	defer func() {
 		if r := recover(); r != nil {
-			o.log.Error("worker panicked; recording the run as failed", "issue_identifier", e.issue.Identifier, "panic", r)
+			o.log.Error("worker panicked; recording the run as failed", "issue_identifier", is.Identifier, "panic", r)
 			ex.outcome, ex.err = outcomeFailed, fmt.Errorf("internal error: %v", r)
 			w.finish(ex)
 		}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// validateJSON is the document `sortie validate --format json` prints.
+type validateJSON struct {
+	Valid    bool          `json:"valid"`
+	Path     string        `json:"path"`
+	Errors   []problemJSON `json:"errors"`
+	Warnings []problemJSON `json:"warnings"`
+}
+
+type problemJSON struct {
+	Severity string `json:"severity"`
+	Check    string `json:"check"`
+	Field    string `json:"field"`
+	Message  string `json:"message"`
+}
+
+func parseValidateJSON(t *testing.T, r result) validateJSON {
+	t.Helper()
+	var v validateJSON
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("validate --format json: stdout is not the documented JSON document: %v\n%s", err, r)
+	}
+	if v.Errors == nil || v.Warnings == nil {
+		t.Errorf("validate --format json: errors and warnings must be arrays, never null\n%s", r.stdout)
+	}
+	return v
+}
+
+// copyDir copies the regular files of src into a new temporary directory, so a test
+// never writes next to the repository's testdata.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dst, e.Name(), string(data))
+	}
+	return dst
+}
+
+func TestValidate_ReferenceWorkflowIsValid(t *testing.T) {
+	t.Parallel()
+	dir := copyDir(t, filepath.Join("testdata", "reference"))
+	wf := filepath.Join(dir, "WORKFLOW.md")
+
+	text := runSortie(t, "", nil, "validate", wf)
+	if text.code != exitOK {
+		t.Fatalf("validate: want exit 0 for the reference workflow, got:\n%s", text)
+	}
+	if want := wf + " is valid (0 warnings)"; strings.TrimSpace(text.stdout) != want {
+		t.Errorf("validate stdout = %q, want %q", text.stdout, want)
+	}
+	if text.stderr != "" {
+		t.Errorf("validate printed problems for the reference workflow:\n%s", text.stderr)
+	}
+
+	js := runSortie(t, "", nil, "validate", "--format", "json", wf)
+	if js.code != exitOK {
+		t.Fatalf("validate --format json: want exit 0, got:\n%s", js)
+	}
+	v := parseValidateJSON(t, js)
+	if !v.Valid || v.Path != wf || len(v.Errors) != 0 || len(v.Warnings) != 0 {
+		t.Errorf("validate --format json = %+v, want valid, path %s, no errors or warnings", v, wf)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sortie.db")); err == nil {
+		t.Error("validate created the database; it must open none")
+	}
+}
+
+// badBase is a valid workflow that the table below breaks one way at a time.
+const badBase = `---
+tracker:
+  kind: file
+  path: issues.json
+  active_states: [Todo]
+  terminal_states: [Done]
+agent:
+  kind: mock
+`
+
+func TestValidate_ReportsEachProblemWithItsField(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		workflow string
+		// mark is a substring of the line the problem is reported on (in WORKFLOW.md),
+		// or "" when no line is expected.
+		mark     string
+		wantCode int
+		severity string
+		field    string   // "" for problems with the file as a whole
+		message  []string // substrings of the message
+	}{
+		{
+			name:     "malformed YAML names its WORKFLOW.md line",
+			workflow: badBase + "  max_turns: 3\n  command: a: b\n---\nhi\n",
+			mark:     "command: a: b",
+			wantCode: exitFailure, severity: "error",
+			message: []string{"invalid YAML front matter", "mapping values are not allowed"},
+		},
+		{
+			name:     "front matter that is a list",
+			workflow: "---\n- tracker\n- agent\n---\nhi\n",
+			wantCode: exitFailure, severity: "error",
+			message: []string{"front matter must be a YAML map (got list)"},
+		},
+		{
+			name:     "unknown agent kind lists the known ones",
+			workflow: strings.Replace(badBase, "kind: mock", "kind: codex", 1) + "---\nhi\n",
+			wantCode: exitFailure, severity: "error", field: "agent.kind",
+			message: []string{"unknown agent kind", "claude-code, copilot-cli, mock", `(got "codex")`},
+		},
+		{
+			name:     "unknown tracker kind lists the known ones",
+			workflow: strings.Replace(badBase, "kind: file", "kind: trello", 1) + "---\nhi\n",
+			wantCode: exitFailure, severity: "error", field: "tracker.kind",
+			message: []string{"unknown tracker kind", "file, github, jira", `(got "trello")`},
+		},
+		{
+			name:     "negative integer",
+			workflow: badBase + "  max_sessions: -1\n---\nhi\n",
+			wantCode: exitFailure, severity: "error", field: "agent.max_sessions",
+			message: []string{"must be non-negative (got -1)"},
+		},
+		{
+			name:     "fractional integer",
+			workflow: badBase + "  max_turns: 2.5\n---\nhi\n",
+			wantCode: exitFailure, severity: "error", field: "agent.max_turns",
+			message: []string{"whole number", "2.5"},
+		},
+		{
+			name: "missing $VAR in the GitHub api_key",
+			workflow: "---\ntracker:\n  kind: github\n  api_key: $E2E_UNSET_GITHUB_TOKEN\n  project: acme/widgets\n" +
+				"  active_states: [open]\n  terminal_states: [closed]\nagent:\n  kind: mock\n---\nhi\n",
+			wantCode: exitFailure, severity: "error", field: "tracker.api_key",
+			message: []string{"E2E_UNSET_GITHUB_TOKEN", "not set"},
+		},
+		{
+			name:     "unknown top-level key is only a warning",
+			workflow: badBase + "trackr:\n  kind: file\n---\nhi\n",
+			wantCode: exitOK, severity: "warning", field: "trackr",
+			message: []string{"unknown top-level key"},
+		},
+		{
+			name:     "template error names its WORKFLOW.md line",
+			workflow: badBase + "---\nYou are working on {{ .issue.identifier }}.\n\nThen {{ if }} this.\n",
+			mark:     "{{ if }}",
+			wantCode: exitFailure, severity: "error", field: "prompt",
+			message: []string{"template parse error", "missing value for if"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeFile(t, dir, "issues.json", "[]\n")
+			wf := writeFile(t, dir, "WORKFLOW.md", tt.workflow)
+			message := tt.message
+			if tt.mark != "" {
+				line := lineOf(t, tt.workflow, tt.mark)
+				if tt.field == "" {
+					message = append(message, wf+":"+strconv.Itoa(line)+":")
+				} else {
+					message = append(message, "(line "+strconv.Itoa(line)+")")
+				}
+			}
+			env := testEnv(t.TempDir())
+
+			text := runSortie(t, "", env, "validate", wf)
+			if text.code != tt.wantCode {
+				t.Fatalf("validate: want exit %d, got:\n%s", tt.wantCode, text)
+			}
+			prefix := tt.severity + ": "
+			if tt.field != "" {
+				prefix += tt.field + ": "
+			}
+			var line string
+			for _, l := range strings.Split(text.stderr, "\n") {
+				if strings.HasPrefix(l, prefix) && containsAll(l, message) {
+					line = l
+				}
+			}
+			if line == "" {
+				t.Errorf("validate: want a stderr line starting %q containing %q, got:\n%s", prefix, message, text.stderr)
+			}
+			if strings.Contains(text.stderr, ": : ") || strings.Contains(text.stderr, "prompt: prompt:") {
+				t.Errorf("validate: a problem line has an empty or repeated label:\n%s", text.stderr)
+			}
+			summary := " is invalid: "
+			if tt.wantCode == exitOK {
+				summary = " is valid (1 warnings)"
+			}
+			if !strings.Contains(text.stdout, wf+summary) {
+				t.Errorf("validate stdout = %q, want it to contain %q", text.stdout, wf+summary)
+			}
+
+			js := runSortie(t, "", env, "validate", "--format", "json", wf)
+			if js.code != tt.wantCode {
+				t.Fatalf("validate --format json: want exit %d, got:\n%s", tt.wantCode, js)
+			}
+			v := parseValidateJSON(t, js)
+			if v.Valid != (tt.wantCode == exitOK) || v.Path != wf {
+				t.Errorf("validate --format json: valid=%v path=%q, want valid=%v path=%q", v.Valid, v.Path, tt.wantCode == exitOK, wf)
+			}
+			list := v.Errors
+			if tt.severity == "warning" {
+				list = v.Warnings
+				if len(v.Errors) != 0 {
+					t.Errorf("validate --format json: want no errors, got %+v", v.Errors)
+				}
+			}
+			found := false
+			for _, p := range list {
+				if p.Severity == tt.severity && p.Field == tt.field && containsAll(p.Message, message) {
+					found = true
+				}
+				if p.Check == "" {
+					t.Errorf("validate --format json: problem %+v has no check", p)
+				}
+			}
+			if !found {
+				t.Errorf("validate --format json: want a %s with field %q and message containing %q, got %+v",
+					tt.severity, tt.field, message, list)
+			}
+		})
+	}
+}
+
+// lineOf returns the 1-based line of text that contains mark.
+func lineOf(t *testing.T, text, mark string) int {
+	t.Helper()
+	for i, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, mark) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%q is not in the workflow", mark)
+	return 0
+}
+
+// referenceExamples is Sortie 1.9's example directory (see ../../../shared/testdata).
+var referenceExamples = filepath.Join("..", "..", "..", "shared", "testdata", "sortie-1.9", "examples")
+
+// TestValidate_ReferenceExamples checks that workflows written for Sortie 1.9 validate
+// unchanged once the variables they document are set.
+func TestValidate_ReferenceExamples(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(referenceExamples); err != nil {
+		t.Skipf("reference examples not available: %v", err)
+	}
+	tests := []struct {
+		file string
+		env  []string
+	}{
+		{"WORKFLOW.md", []string{"SORTIE_JIRA_ENDPOINT=https://acme.atlassian.net", "SORTIE_JIRA_API_KEY=me@example.com:token",
+			"SORTIE_JIRA_PROJECT=ACME", "SORTIE_REPO_URL=https://example.com/acme.git"}},
+		{"WORKFLOW.copilot.md", []string{"GITHUB_TOKEN=github_pat_example", "SORTIE_GITHUB_PROJECT=acme/widgets",
+			"SORTIE_REPO_URL=https://example.com/acme.git"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			wf, err := filepath.Abs(filepath.Join(referenceExamples, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmp := t.TempDir()
+			env := testEnv(tmp, append(tt.env, "SORTIE_WORKSPACE_ROOT="+filepath.Join(tmp, "workspaces"))...)
+			r := runSortie(t, "", env, "validate", wf)
+			if r.code != exitOK {
+				t.Fatalf("validate %s: want exit 0, got:\n%s", tt.file, r)
+			}
+			v := parseValidateJSON(t, runSortie(t, "", env, "validate", "--format", "json", wf))
+			if !v.Valid {
+				t.Errorf("validate --format json %s: want valid, got %+v", tt.file, v)
+			}
+			for _, w := range v.Warnings {
+				t.Logf("warning (allowed): %s: %s", w.Field, w.Message)
+			}
+		})
+	}
+}
