@@ -70,6 +70,7 @@ type Orchestrator struct {
 	refresh    chan struct{}
 	snapshots  chan chan Snapshot
 	stallCheck chan struct{}
+	sweeps     chan sweepResult
 
 	// Loop-owned state. Only the goroutine running loop() touches these.
 	running    map[string]*runningEntry
@@ -81,6 +82,8 @@ type Orchestrator struct {
 	totals     Totals
 	hostLoad   map[string]int
 	tickBusy   bool
+	ticksDone  int
+	sweeping   bool
 	tickAgain  bool
 	pollTimer  clock.Timer
 	retryGen   uint64
@@ -133,6 +136,7 @@ func New(opts Options) (*Orchestrator, error) {
 		refresh:    make(chan struct{}, 1),
 		snapshots:  make(chan chan Snapshot),
 		stallCheck: make(chan struct{}, 1),
+		sweeps:     make(chan sweepResult, 1),
 		running:    map[string]*runningEntry{},
 		retrying:   map[string]*retryEntry{},
 		holds:      map[string]*hold{},
@@ -170,6 +174,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		go o.forwardWatch(workCtx, w)
 	}
 	o.startTick(workCtx)
+	o.startSweep(workCtx, o.opts.Config())
 
 	err := o.loop(ctx, workCtx)
 	o.shutdown(workCtx)
@@ -209,6 +214,9 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 		case <-o.stallCheck:
 			o.checkStalls()
 			step = Observation{Step: StepStallCheck}
+		case res := <-o.sweeps:
+			o.applySweep(res)
+			step = Observation{Step: StepSweep}
 		case cfg, ok := <-o.opts.ConfigChanges:
 			if !ok {
 				o.opts.ConfigChanges = nil
@@ -226,7 +234,7 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 
 // idle reports whether nothing is running, retrying, being fetched or eligible.
 func (o *Orchestrator) idle() bool {
-	if len(o.running) > 0 || len(o.retrying) > 0 || o.tickBusy || !o.lastPollOK {
+	if len(o.running) > 0 || len(o.retrying) > 0 || o.tickBusy || o.sweeping || !o.lastPollOK {
 		return false
 	}
 	cfg := o.opts.Config()

@@ -150,6 +150,7 @@ const (
 	StepRefresh      Step = "refresh"       // a poll was requested
 	StepStallCheck   Step = "stall_check"   // running sessions were checked for stalls
 	StepConfig       Step = "config"        // a new workflow configuration was applied
+	StepSweep        Step = "sweep"         // terminal issues' workspaces were looked for and removed
 )
 
 // Observation reports one step of the loop and the state right after it.

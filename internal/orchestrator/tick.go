@@ -57,7 +57,11 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 // lifts holds the tracker has answered, dispatches, and schedules the next poll.
 func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 	o.tickBusy = false
+	o.ticksDone++
 	cfg := o.opts.Config()
+	if o.ticksDone%sweepEvery == 0 {
+		o.startSweep(ctx, cfg)
+	}
 	if res.reloadErr != nil {
 		o.log.Warn("workflow reload rejected; keeping the last good configuration", "error", res.reloadErr)
 	}
