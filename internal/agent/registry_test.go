@@ -10,7 +10,9 @@ import (
 
 type nopAdapter struct{ cfg Config }
 
-func (nopAdapter) StartSession(context.Context, StartParams) (*Session, error) { return &Session{}, nil }
+func (nopAdapter) StartSession(context.Context, StartParams) (*Session, error) {
+	return &Session{}, nil
+}
 func (nopAdapter) RunTurn(context.Context, *Session, TurnParams) (TurnResult, error) {
 	return TurnResult{}, nil
 }
