@@ -3,6 +3,7 @@ package prompt
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 
 // exampleWorkflow is the reference system's sample WORKFLOW.md; its prompt must run
 // here unchanged.
-const exampleWorkflow = "/work/shared/testdata/sortie-1.9/examples/WORKFLOW.md"
+// It lives in the shared test data beside the repository (see ../shared/testdata).
+var exampleWorkflow = filepath.Join("..", "..", "..", "shared", "testdata", "sortie-1.9", "examples", "WORKFLOW.md")
 
 // splitWorkflow returns the template body after the front matter's closing `---` line
 // and the file line the body starts on.
