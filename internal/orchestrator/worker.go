@@ -42,6 +42,9 @@ func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is t
 		defer o.workers.Done()
 		// The worker gets its own copy of the issue: the loop keeps updating e.issue.
 		ex := o.runWorker(wctx, cfg, e, is)
+		// Release wctx: until it is cancelled it stays registered with workCtx (and
+		// keeps whatever registered with it), one per run, for the daemon's lifetime.
+		cancel()
 		ex.issueID, ex.entry = is.ID, e
 		o.exits <- ex // buffered; the loop drains exits until every worker has exited
 	}()
@@ -84,6 +87,10 @@ func (w *worker) run(ctx context.Context) workerExit {
 	if err != nil {
 		if tracker.KindOf(err) == tracker.ErrNotFound {
 			ex.outcome = outcomeSkipped
+			return ex
+		}
+		if ctx.Err() != nil {
+			ex.outcome = outcomeCancelled // stopped by the loop; no run row yet
 			return ex
 		}
 		ex.outcome, ex.err = outcomeFailed, fmt.Errorf("fetching issue before dispatch: %w", err)
@@ -252,6 +259,10 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 
 		states, err := o.opts.Tracker.FetchIssueStatesByIDs(ctx, []string{w.issue.ID})
 		if err != nil {
+			if ctx.Err() != nil {
+				// The loop stopped us between turns; the failed request is its doing.
+				return w.cancelled(ex)
+			}
 			if ex.softStop != "" || ex.budgetStop != "" {
 				break // the agent is done either way; the handoff decision copes
 			}
@@ -352,9 +363,11 @@ func (w *worker) onEvent(ev agent.Event) {
 	p.mu.Unlock()
 
 	if notable(ev.Type) {
-		if len(w.log) >= eventLogBuffer {
-			copy(w.log, w.log[1:])
-			w.log = w.log[:len(w.log)-1]
+		// Keep the newest eventLogBuffer events: let the slice run to twice that and
+		// then slide the newest half down, one copy per eventLogBuffer events instead
+		// of one per event.
+		if len(w.log) >= 2*eventLogBuffer {
+			w.log = w.log[:copy(w.log, w.log[len(w.log)-eventLogBuffer:])]
 		}
 		w.log = append(w.log, store.Event{Time: now, Type: string(ev.Type), Message: truncate(eventText(ev), 500)})
 	}
@@ -406,7 +419,7 @@ func (w *worker) flush(ctx context.Context, force bool) {
 		w.o.log.Warn("recording run progress failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
 	if len(w.log) > 0 {
-		if err := w.o.opts.Store.AppendEvents(ctx, w.runID, w.log); err != nil {
+		if err := w.o.opts.Store.AppendEvents(ctx, w.runID, w.log[max(len(w.log)-eventLogBuffer, 0):]); err != nil {
 			w.o.log.Warn("recording run events failed", "issue_identifier", w.issue.Identifier, "error", err)
 		}
 		w.log = w.log[:0]
@@ -464,7 +477,14 @@ func (w *worker) finish(ex workerExit) {
 	}
 	w.flush(context.Background(), true)
 	p := w.e.progress.snapshot()
-	status, msg := runStatus(ex, w.e.stop)
+	stop := stopNone
+	if ex.outcome == outcomeCancelled {
+		// Only a cancelled run reads why: the loop wrote e.stop before cancelling the
+		// context this worker saw end. Otherwise a stop arriving as the run ends on its
+		// own (a shutdown, a poll) would be a data race.
+		stop = w.e.stop
+	}
+	status, msg := runStatus(ex, stop)
 	rec := progressRecord(p)
 	rec.Turns = ex.turns
 	if err := w.o.opts.Store.FinishRun(context.Background(), w.runID, store.RunEnd{

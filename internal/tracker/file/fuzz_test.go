@@ -79,7 +79,7 @@ func roundTrip(t *testing.T, data, out []byte, before *document, i int) *documen
 	if err != nil {
 		t.Fatalf("edited file does not parse: %v\nbefore: %q\nafter:  %q", err, data, out)
 	}
-	if err := checkEdit(before, out); err != nil {
+	if _, err := checkEdit(before, out); err != nil {
 		t.Fatal(err)
 	}
 	sp := before.spans[i]

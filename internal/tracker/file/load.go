@@ -23,6 +23,7 @@ const racyWindow = 2 * time.Second
 type snapshot struct {
 	info   fs.FileInfo // of the file that was read
 	readAt time.Time   // taken before the read
+	data   []byte      // the bytes doc was parsed from
 	doc    *document
 	err    error // parse error; an unchanged broken file stays broken
 }
@@ -49,21 +50,49 @@ func (t *Tracker) load(ctx context.Context, op string) (*document, error) {
 			return c.doc, t.payloadErr(op, c.err)
 		}
 	}
+	prev := t.cache
 	t.cache = nil
 	data, info, err := readIssuesFile(op, t.path)
 	if err != nil {
 		return nil, err
 	}
+	if prev != nil && bytes.Equal(prev.data, data) {
+		// The stat could not prove the file unchanged (it was written moments ago),
+		// but its bytes are the ones already parsed.
+		t.cache = &snapshot{info: info, readAt: readAt, data: prev.data, doc: prev.doc, err: prev.err}
+		return prev.doc, t.payloadErr(op, prev.err)
+	}
 	doc, err := parse(data)
-	t.cache = &snapshot{info: info, readAt: readAt, doc: doc, err: err}
+	t.cache = &snapshot{info: info, readAt: readAt, data: data, doc: doc, err: err}
 	return doc, t.payloadErr(op, err)
 }
 
-// invalidate drops the cached parse, after a write of our own.
-func (t *Tracker) invalidate() {
+// parsed returns the parse of data, reusing the cached one when data is the cached
+// bytes.
+func (t *Tracker) parsed(data []byte) (*document, error) {
 	t.mu.Lock()
-	t.cache = nil
+	c := t.cache
 	t.mu.Unlock()
+	if c != nil && c.err == nil && bytes.Equal(c.data, data) {
+		return c.doc, nil
+	}
+	return parse(data)
+}
+
+// replace renames tmp, holding data (parsed as doc), over path and caches doc as the
+// file's content. Readers wait for both, so the watch event of the rename never finds
+// a cache that predates it.
+func (t *Tracker) replace(tmp, path string, data []byte, doc *document) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cache = nil
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if info, err := os.Stat(path); err == nil {
+		t.cache = &snapshot{info: info, readAt: t.now(), data: data, doc: doc}
+	}
+	return nil
 }
 
 func (t *Tracker) payloadErr(op string, err error) error {

@@ -99,7 +99,7 @@ func (t *Tracker) tryModify(op, id string, edit editFunc) (done bool, err error)
 	if err != nil {
 		return false, err
 	}
-	doc, err := parse(data)
+	doc, err := t.parsed(data)
 	if err != nil {
 		return false, &tracker.Error{Kind: tracker.ErrPayload, Op: op,
 			Message: fmt.Sprintf("issues file %s is not valid, so Sortie did not change it and this %s was not made; fix the file", t.path, op), Err: err}
@@ -109,8 +109,9 @@ func (t *Tracker) tryModify(op, id string, edit editFunc) (done bool, err error)
 		return false, t.notFound(op, id)
 	}
 	out, err := edit(data, doc, i)
+	var after *document
 	if err == nil && out != nil {
-		err = checkEdit(doc, out)
+		after, err = checkEdit(doc, out)
 	}
 	if err != nil {
 		// A file shape this code cannot edit, which is a bug here; retrying will not help.
@@ -134,33 +135,32 @@ func (t *Tracker) tryModify(op, id string, edit editFunc) (done bool, err error)
 		os.Remove(tmp)
 		return false, nil
 	}
-	if err := os.Rename(tmp, real); err != nil {
+	if err := t.replace(tmp, real, out, after); err != nil {
 		os.Remove(tmp)
 		return false, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "replacing issues file " + t.path, Err: err}
 	}
 	syncDir(filepath.Dir(real))
-	t.invalidate()
 	return true, nil
 }
 
 // checkEdit re-parses the edited content and confirms it still holds the same issues in
 // the same order, so a bug in the edit can never replace a good file with a broken or
 // shorter one.
-func checkEdit(before *document, out []byte) error {
+func checkEdit(before *document, out []byte) (*document, error) {
 	after, err := parse(out)
 	if err != nil {
-		return fmt.Errorf("edited content does not parse: %w", err)
+		return nil, fmt.Errorf("edited content does not parse: %w", err)
 	}
 	if len(after.issues) != len(before.issues) {
-		return fmt.Errorf("edited content has %d issues, want %d", len(after.issues), len(before.issues))
+		return nil, fmt.Errorf("edited content has %d issues, want %d", len(after.issues), len(before.issues))
 	}
 	for i := range after.issues {
 		a, b := &after.issues[i], &before.issues[i]
 		if a.ID != b.ID || a.Identifier != b.Identifier {
-			return fmt.Errorf("edited content has issue %q at position %d, want %q", a.ID, i+1, b.ID)
+			return nil, fmt.Errorf("edited content has issue %q at position %d, want %q", a.ID, i+1, b.ID)
 		}
 	}
-	return nil
+	return after, nil
 }
 
 // writeTemp writes data to a new hidden file beside path with the given permissions and
