@@ -59,9 +59,17 @@ type loadResult struct {
 	problems []Problem
 	hash     [sha256.Size]byte
 	readErr  bool // the WORKFLOW.md itself could not be read
+	// unchanged: the inputs hash to the one the caller already applied, so nothing
+	// was parsed (cfg is nil).
+	unchanged bool
 }
 
-func load(path string, opts Options) loadResult {
+func load(path string, opts Options) loadResult { return loadUnlessUnchanged(path, opts, nil) }
+
+// loadUnlessUnchanged is load, but when applied is non-nil and the inputs read from disk
+// hash to it, it stops before parsing and reports unchanged. The environment cannot change
+// while the process runs, so the file bytes (and the .env file's) decide the result.
+func loadUnlessUnchanged(path string, opts Options, applied *[sha256.Size]byte) loadResult {
 	env := opts.lookup()
 	r := loadResult{path: path}
 	fail := func(format string, a ...any) loadResult {
@@ -101,6 +109,10 @@ func load(path string, opts Options) loadResult {
 		h.Write(envData)
 	}
 	h.Sum(r.hash[:0])
+	if applied != nil && r.hash == *applied && len(r.problems) == 0 {
+		r.unchanged = true
+		return r
+	}
 
 	doc := SplitFrontMatter(data)
 	raw, problems := parseFrontMatter(abs, doc)

@@ -111,8 +111,8 @@ func (w *Watcher) Reload() error {
 	w.reloadMu.Lock()
 	defer w.reloadMu.Unlock()
 
-	r := load(w.path, w.opts)
-	if r.cfg != nil && r.hash == w.appliedHash {
+	r := loadUnlessUnchanged(w.path, w.opts, &w.appliedHash)
+	if r.unchanged || (r.cfg != nil && r.hash == w.appliedHash) {
 		if w.setErr(nil) != nil {
 			w.log.Info("workflow restored", "path", w.path)
 		}
