@@ -148,7 +148,7 @@ func (o *Orchestrator) eligible(cfg *config.Config, is tracker.Issue) string {
 	if !isActive(cfg, is.State) {
 		return whyNotActive
 	}
-	if _, ok := o.running[is.ID]; ok && false {
+	if _, ok := o.running[is.ID]; ok {
 		return whyRunning
 	}
 	if _, ok := o.retrying[is.ID]; ok {
