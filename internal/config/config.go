@@ -86,7 +86,7 @@ type AgentConfig struct {
 	MaxConcurrentAgents int   // global limit (default 10)
 	MaxTurns            int   // turns per run (default 20, at least 1)
 	MaxSessions         int   // runs per issue before giving up; 0 = unlimited
-	MaxRetries          int   // consecutive failed runs before the issue is held (default 10); 0 = unlimited
+	MaxRetries          int   // failure retries in a row before the issue is held (default 10); 0 = unlimited
 	MaxTokens           int64 // token budget per issue; 0 = unlimited
 
 	// MaxConcurrentAgentsByState limits running agents per tracker state. Keys are

@@ -91,7 +91,6 @@ type Orchestrator struct {
 	lastPollAt time.Time
 	lastError  string
 	draining   bool
-	cfgSeen    *config.Config
 	tmplCache  struct {
 		cfg  *config.Config
 		tmpl *prompt.Template

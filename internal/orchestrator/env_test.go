@@ -1,0 +1,129 @@
+package orchestrator
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sortie/internal/config"
+	"sortie/internal/store"
+)
+
+func TestAgentEnv_DropsDaemonVariablesAndSecretsAddsExtras(t *testing.T) {
+	environ := []string{
+		"PATH=/usr/bin",
+		"HOME=/home/op",
+		"ANTHROPIC_API_KEY=model-key", // the agent's own credential: kept
+		"GITHUB_TOKEN=tracker-secret", // named by WORKFLOW.md as a secret: dropped
+		"SORTIE_TRACKER_API_KEY=k",    // every SORTIE_* of the daemon: dropped
+		"SORTIE_REPO_URL=git@example.com:r.git",
+		"SORTIE_ISSUE_ID=stale",
+		"FOO=daemon",
+		"MALFORMED",
+	}
+	extra := map[string]string{"SORTIE_ISSUE_ID": "42", "SORTIE_RUN_ID": "7", "FOO": "extra"}
+	got := AgentEnv(environ, []string{"GITHUB_TOKEN"}, extra)
+	want := []string{"PATH=/usr/bin", "HOME=/home/op", "ANTHROPIC_API_KEY=model-key", "FOO=extra", "SORTIE_ISSUE_ID=42", "SORTIE_RUN_ID=7"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("AgentEnv =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestHookEnvLists_PassOperatorVariablesDropCredentials(t *testing.T) {
+	cfg := &config.Config{SecretEnv: []string{"GITHUB_TOKEN", "JIRA_PASSWORD"}}
+	environ := []string{
+		"PATH=/usr/bin",
+		"SORTIE_REPO_URL=git@example.com:r.git",
+		"SORTIE_WORKSPACE_ROOT=/w",
+		"SORTIE_TRACKER_API_KEY=k",
+		"SORTIE_TRACKER_ENDPOINT=https://t",
+		"SORTIE_DB_PATH=/db",
+		"SORTIE_ENV_FILE=/e",
+		"GITHUB_TOKEN=s",
+	}
+	pass, drop := hookEnvLists(cfg, environ)
+	if want := []string{"SORTIE_REPO_URL", "SORTIE_WORKSPACE_ROOT"}; !slices.Equal(pass, want) {
+		t.Errorf("pass = %q, want %q", pass, want)
+	}
+	for _, name := range []string{"GITHUB_TOKEN", "JIRA_PASSWORD", "SORTIE_TRACKER_API_KEY", "SORTIE_TRACKER_ENDPOINT", "SORTIE_DB_PATH", "SORTIE_ENV_FILE"} {
+		if !slices.Contains(drop, name) {
+			t.Errorf("drop = %q, want it to contain %s", drop, name)
+		}
+	}
+	for _, name := range pass {
+		if slices.Contains(drop, name) {
+			t.Errorf("%s is both passed and dropped", name)
+		}
+	}
+}
+
+// TestEnv_HooksAndAgentsSeeOnlyWhatTheyMay records the environment a real hook and a
+// real agent process get from a daemon whose environment holds secrets.
+func TestEnv_HooksAndAgentsSeeOnlyWhatTheyMay(t *testing.T) {
+	out := t.TempDir()
+	agentScript := filepath.Join(out, "agent.sh")
+	if err := os.WriteFile(agentScript, []byte(`env > '`+filepath.Join(out, "agent.env")+`'
+echo '{"type":"session_started"}'
+echo '{"type":"result","outcome":"success"}'
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Tracker.HandoffState = "Human Review"
+		c.SecretEnv = []string{"GITHUB_TOKEN"}
+		c.Agent.Command = "sh " + agentScript
+		c.Hooks.BeforeRun = `env > '` + filepath.Join(out, "hook.env") + `'`
+	})
+	environ := append(os.Environ(),
+		"GITHUB_TOKEN=tracker-secret",
+		"ANTHROPIC_API_KEY=model-key",
+		"SORTIE_TRACKER_API_KEY=sortie-secret",
+		"SORTIE_REPO_URL=git@example.com:r.git",
+	)
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, exitWhenIdle: true, environ: environ})
+	h.trk.Put(issue("ENV-1", "Todo"))
+	h.start()
+	if err := h.wait(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := h.statuses("ENV-1"); !slices.Equal(got, []store.RunStatus{store.StatusHandedOff}) {
+		t.Fatalf("runs = %v, want [handed_off]", got)
+	}
+	runID := h.runs("ENV-1")[0].ID
+	read := func(name string) map[string]string {
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatalf("reading %s: %v", name, err)
+		}
+		env := map[string]string{}
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				env[k] = v
+			}
+		}
+		return env
+	}
+	check := func(who string, env map[string]string, want map[string]string, absent []string) {
+		t.Helper()
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("%s: %s = %q, want %q", who, k, env[k], v)
+			}
+		}
+		for _, k := range absent {
+			if v, ok := env[k]; ok {
+				t.Errorf("%s: %s = %q, want it absent", who, k, v)
+			}
+		}
+	}
+	check("hook", read("hook.env"),
+		map[string]string{"SORTIE_REPO_URL": "git@example.com:r.git", "SORTIE_ISSUE_IDENTIFIER": "ENV-1", "SORTIE_ATTEMPT": "0"},
+		[]string{"GITHUB_TOKEN", "SORTIE_TRACKER_API_KEY", "ANTHROPIC_API_KEY"})
+	check("agent", read("agent.env"),
+		map[string]string{"ANTHROPIC_API_KEY": "model-key", "SORTIE_ISSUE_IDENTIFIER": "ENV-1", "SORTIE_ISSUE_ID": "ENV-1",
+			"SORTIE_RUN_ID": strconv.FormatInt(runID, 10), "SORTIE_WORKSPACE": workspacePath(t, cfg, "ENV-1")},
+		[]string{"GITHUB_TOKEN", "SORTIE_TRACKER_API_KEY", "SORTIE_REPO_URL"})
+}
