@@ -43,8 +43,11 @@ type Tracker struct {
 	now          func() time.Time // stamps updated_at and created_at; replaced in tests
 	newCommentID func() string
 
-	mu    sync.Mutex // guards cache
+	mu    sync.Mutex // guards cache and written
 	cache *snapshot
+	// written is the content of our last write; a watch event that finds exactly
+	// these bytes in the file is our own doing and wakes nobody.
+	written []byte
 
 	writeMu sync.Mutex // serialises read-modify-write cycles
 	// beforeRename, when set by a test, runs after the new content is safely in the

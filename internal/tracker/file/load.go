@@ -89,6 +89,7 @@ func (t *Tracker) replace(tmp, path string, data []byte, doc *document) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
+	t.written = data
 	if info, err := os.Stat(path); err == nil {
 		t.cache = &snapshot{info: info, readAt: t.now(), data: data, doc: doc}
 	}

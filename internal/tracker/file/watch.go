@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -64,7 +65,7 @@ func (t *Tracker) Watch(ctx context.Context) <-chan struct{} {
 				if !ok {
 					return
 				}
-				if slices.Contains(targets, filepath.Clean(ev.Name)) {
+				if slices.Contains(targets, filepath.Clean(ev.Name)) && !t.holdsOwnWrite() {
 					notify(ch)
 				}
 			case err, ok := <-w.Errors:
@@ -79,6 +80,21 @@ func (t *Tracker) Watch(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return ch
+}
+
+// holdsOwnWrite reports whether the issues file holds exactly the bytes of our own last
+// write. Sortie's own transitions and comments then need no poll: nothing they change
+// makes another issue eligible, and the orchestrator already knows about them. Any other
+// content, a hand edit racing ours included, does not match and notifies.
+func (t *Tracker) holdsOwnWrite() bool {
+	t.mu.Lock()
+	own := t.written
+	t.mu.Unlock()
+	if own == nil {
+		return false
+	}
+	data, _, err := readIssuesFile("watch", t.path)
+	return err == nil && bytes.Equal(data, own)
 }
 
 // notify leaves one value in ch unless one is already waiting.

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -81,9 +82,14 @@ func TestWatch_FiresOnChange(t *testing.T) {
 			},
 		},
 		{
-			name: "our own transition",
-			change: func(t *testing.T, tr *Tracker, _ string) {
+			// Our own write alone wakes nobody (TestWatch_OwnWriteIsRecognised); a hand
+			// edit right after it must still notify.
+			name: "hand edit right after our own transition",
+			change: func(t *testing.T, tr *Tracker, path string) {
 				if err := tr.TransitionIssue(context.Background(), "a", "Done"); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(twoIssues), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -210,5 +216,37 @@ func TestWatchTargets(t *testing.T) {
 				t.Errorf("watched dirs = %v, want %v", got, tt.wantDirs)
 			}
 		})
+	}
+}
+
+func TestWatch_OwnWriteIsRecognised(t *testing.T) {
+	path := writeIssues(t, twoIssues)
+	tr := newTestTracker(t, path)
+	if tr.holdsOwnWrite() {
+		t.Fatal("holdsOwnWrite before any write of ours = true, want false")
+	}
+	if err := tr.TransitionIssue(context.Background(), "a", "Done"); err != nil {
+		t.Fatal(err)
+	}
+	if !tr.holdsOwnWrite() {
+		t.Fatal("holdsOwnWrite right after our transition = false: our own write would trigger a poll")
+	}
+	if err := tr.CommentIssue(context.Background(), "b", "noted"); err != nil {
+		t.Fatal(err)
+	}
+	if !tr.holdsOwnWrite() {
+		t.Fatal("holdsOwnWrite right after our comment = false")
+	}
+	// Same length, different bytes: a human's edit.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(data, []byte(`"Done"`), []byte(`"Todo"`), 1)
+	if err := os.WriteFile(path, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tr.holdsOwnWrite() {
+		t.Fatal("holdsOwnWrite after a hand edit = true: the edit would be missed until the next poll")
 	}
 }
