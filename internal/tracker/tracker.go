@@ -6,6 +6,7 @@ package tracker
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -88,4 +89,22 @@ func StateIn(state string, states []string) bool {
 		}
 	}
 	return false
+}
+
+// Clone returns a deep copy of i: its slices and pointers are copied, so a caller that
+// changes the copy never changes i (or a tracker's cached issue). Nil comments stay nil.
+func (i Issue) Clone() Issue {
+	c := i
+	c.Labels = slices.Clone(i.Labels)
+	c.BlockedBy = slices.Clone(i.BlockedBy)
+	c.Comments = slices.Clone(i.Comments)
+	if i.Priority != nil {
+		p := *i.Priority
+		c.Priority = &p
+	}
+	if i.Parent != nil {
+		p := *i.Parent
+		c.Parent = &p
+	}
+	return c
 }

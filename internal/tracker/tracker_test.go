@@ -67,3 +67,17 @@ func TestStateIn_IsCaseAndSpaceInsensitive(t *testing.T) {
 		t.Error(`StateIn("Done") = true, want false`)
 	}
 }
+
+func TestIssue_CloneSharesNothing(t *testing.T) {
+	p := 2
+	orig := Issue{ID: "1", Priority: &p, Labels: []string{"a"}, BlockedBy: []BlockerRef{{ID: "2"}},
+		Parent: &ParentRef{ID: "0"}, Comments: []Comment{{ID: "c"}}}
+	c := orig.Clone()
+	*c.Priority, c.Labels[0], c.BlockedBy[0].ID, c.Parent.ID, c.Comments[0].ID = 9, "z", "z", "z", "z"
+	if *orig.Priority != 2 || orig.Labels[0] != "a" || orig.BlockedBy[0].ID != "2" || orig.Parent.ID != "0" || orig.Comments[0].ID != "c" {
+		t.Fatalf("changing the clone changed the original: %+v", orig)
+	}
+	if (Issue{}).Clone().Comments != nil {
+		t.Fatal("Clone turned nil comments (not fetched) into non-nil")
+	}
+}

@@ -457,23 +457,12 @@ func (t *Tracker) resolvedLocked(is *tracker.Issue, withComments bool) tracker.I
 }
 
 func clone(is tracker.Issue, withComments bool) tracker.Issue {
-	c := is
-	c.Labels = slices.Clone(is.Labels)
-	c.BlockedBy = slices.Clone(is.BlockedBy)
-	if is.Priority != nil {
-		p := *is.Priority
-		c.Priority = &p
-	}
-	if is.Parent != nil {
-		p := *is.Parent
-		c.Parent = &p
-	}
-	c.Comments = nil
-	if withComments {
-		c.Comments = slices.Clone(is.Comments)
-		if c.Comments == nil {
-			c.Comments = []tracker.Comment{}
-		}
+	c := is.Clone()
+	switch {
+	case !withComments:
+		c.Comments = nil
+	case c.Comments == nil:
+		c.Comments = []tracker.Comment{}
 	}
 	return c
 }

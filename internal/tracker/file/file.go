@@ -187,23 +187,12 @@ func (t *Tracker) notFound(op, id string) error {
 // cloneIssue copies an issue out of a cached document so a caller that modifies what it
 // was given cannot change what the next caller sees.
 func cloneIssue(src *tracker.Issue, withComments bool) tracker.Issue {
-	c := *src
-	c.Labels = slices.Clone(src.Labels)
-	c.BlockedBy = slices.Clone(src.BlockedBy)
-	if src.Priority != nil {
-		p := *src.Priority
-		c.Priority = &p
-	}
-	if src.Parent != nil {
-		p := *src.Parent
-		c.Parent = &p
-	}
-	c.Comments = nil
-	if withComments {
-		c.Comments = slices.Clone(src.Comments)
-		if c.Comments == nil {
-			c.Comments = []tracker.Comment{}
-		}
+	c := src.Clone()
+	switch {
+	case !withComments:
+		c.Comments = nil
+	case c.Comments == nil:
+		c.Comments = []tracker.Comment{}
 	}
 	return c
 }
