@@ -103,6 +103,11 @@ func TestHandoff_TerminalStateAfterTheLastTurnWinsOverHandoff(t *testing.T) {
 	if got := h.statuses("CLOSE-1"); !slices.Equal(got, []store.RunStatus{store.StatusSucceeded}) {
 		t.Fatalf("runs = %v, want [succeeded]", got)
 	}
+	// The run row names its workspace from the start (crash recovery needs it), even
+	// after the workspace is gone.
+	if ws, want := h.runs("CLOSE-1")[0].Workspace, filepath.Join(cfg.Workspace.Root, "CLOSE-1"); ws != want {
+		t.Fatalf("run workspace = %q, want %q", ws, want)
+	}
 	if _, err := os.Stat(workspacePath(t, cfg, "CLOSE-1")); !os.IsNotExist(err) {
 		t.Fatalf("workspace: stat error %v, want it removed (the issue is terminal)", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -103,12 +104,17 @@ func (w *worker) run(ctx context.Context) workerExit {
 	}
 	w.issue = is
 
+	mgr, mgrErr := o.workspaces(cfg)
+	wsPath := ""
+	if key, err := workspace.Key(is.Identifier); err == nil && mgrErr == nil {
+		wsPath = filepath.Join(mgr.Root(), key)
+	}
 	// Every attempt that gets this far has a run row, written before anything slow, so
 	// a crash at any later moment leaves a record behind.
 	w.runID, err = o.opts.Store.StartRun(ctx, store.Run{
 		IssueID: is.ID, Identifier: is.Identifier, Attempt: w.e.attempt + 1,
-		AgentKind: cfg.Agent.Kind, StartedAt: o.clk.Now(), SSHHost: w.e.host, WorkflowPath: cfg.Path,
-		Process: store.Process{CLIVersion: o.opts.AgentVersion},
+		AgentKind: cfg.Agent.Kind, Workspace: wsPath, StartedAt: o.clk.Now(), SSHHost: w.e.host,
+		WorkflowPath: cfg.Path, Process: store.Process{CLIVersion: o.opts.AgentVersion},
 	})
 	if err != nil {
 		ex.outcome, ex.err = outcomeFailed, fmt.Errorf("recording the run: %w", err)
@@ -117,13 +123,12 @@ func (w *worker) run(ctx context.Context) workerExit {
 	w.e.progress.mu.Lock()
 	w.e.progress.runID = w.runID
 	w.e.progress.mu.Unlock()
+	if mgrErr != nil {
+		return w.fail(ex, fmt.Errorf("workspace: %w", mgrErr))
+	}
 
 	w.transitionInProgress(ctx)
 
-	mgr, err := o.workspaces(cfg)
-	if err != nil {
-		return w.fail(ex, fmt.Errorf("workspace: %w", err))
-	}
 	wsIssue := workspace.Issue{ID: is.ID, Identifier: is.Identifier}
 	w.ws, err = mgr.Prepare(ctx, wsIssue, w.e.attempt)
 	if w.ws.Path != "" {
