@@ -97,6 +97,6 @@ func printDemoSummary(ctx context.Context, dir string, w io.Writer) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintf(w, "\nTry: move DEMO-1 to \"Done\" in %s and run `sortie %s` — DEMO-2 starts at once.\n",
-		filepath.Join(dir, "issues.json"), filepath.Join(dir, "WORKFLOW.md"))
+	fmt.Fprintf(w, "\nTry: move DEMO-1 to \"Done\" in %s and run `%s --exit-when-idle %s`: DEMO-2 starts at once.\n",
+		filepath.Join(dir, "issues.json"), os.Args[0], filepath.Join(dir, "WORKFLOW.md"))
 }
