@@ -5,6 +5,7 @@ COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
 DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME ?= 5s
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN      := bin/sortie
 
 .PHONY: help build run demo test unit fuzz fuzz-long bench lint clean
@@ -34,10 +35,11 @@ fuzz-long: ## run every fuzz target for 2 minutes each
 bench: ## benchmarks; figures go to docs/performance.md
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
-lint: ## gofmt and go vet must be clean
+lint: ## gofmt, go vet and staticcheck must be clean
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 clean:
 	rm -rf bin
