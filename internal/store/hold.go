@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"time"
 )
 
@@ -22,18 +21,10 @@ type Hold struct {
 
 // Validate checks the fields SaveHold needs.
 func (h Hold) Validate() error {
-	var errs []error
-	if h.IssueID == "" {
-		errs = append(errs, errors.New("issue id is empty"))
-	}
-	if h.Identifier == "" {
-		errs = append(errs, errors.New("identifier is empty"))
-	}
-	if h.Reason == "" {
-		errs = append(errs, errors.New("reason is empty"))
-	}
-	if h.Since.IsZero() {
-		errs = append(errs, errors.New("since is zero"))
-	}
-	return errors.Join(errs...)
+	var c checks
+	c.empty("issue id", h.IssueID)
+	c.empty("identifier", h.Identifier)
+	c.empty("reason", h.Reason)
+	c.zero("since", h.Since)
+	return c.err()
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
@@ -41,21 +40,13 @@ type Retry struct {
 
 // Validate checks the fields SaveRetry needs.
 func (r Retry) Validate() error {
-	var errs []error
-	if r.IssueID == "" {
-		errs = append(errs, errors.New("issue id is empty"))
-	}
-	if r.Identifier == "" {
-		errs = append(errs, errors.New("identifier is empty"))
-	}
-	if r.Attempt < 1 {
-		errs = append(errs, fmt.Errorf("attempt must be 1 or more (got %d)", r.Attempt))
-	}
-	if r.DueAt.IsZero() {
-		errs = append(errs, errors.New("due_at is zero"))
-	}
+	var c checks
+	c.empty("issue id", r.IssueID)
+	c.empty("identifier", r.Identifier)
+	c.attempt(r.Attempt)
+	c.zero("due_at", r.DueAt)
 	if !r.Kind.Valid() {
-		errs = append(errs, fmt.Errorf("kind must be %q, %q or %q (got %q)", RetryContinuation, RetryFailure, RetryResume, r.Kind))
+		c.add(fmt.Errorf("kind must be %q, %q or %q (got %q)", RetryContinuation, RetryFailure, RetryResume, r.Kind))
 	}
-	return errors.Join(errs...)
+	return c.err()
 }

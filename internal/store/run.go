@@ -121,23 +121,13 @@ type Run struct {
 
 // Validate checks the fields StartRun needs.
 func (r Run) Validate() error {
-	var errs []error
-	if r.IssueID == "" {
-		errs = append(errs, errors.New("issue id is empty"))
-	}
-	if r.Identifier == "" {
-		errs = append(errs, errors.New("identifier is empty"))
-	}
-	if r.Attempt < 1 {
-		errs = append(errs, fmt.Errorf("attempt must be 1 or more (got %d)", r.Attempt))
-	}
-	if r.AgentKind == "" {
-		errs = append(errs, errors.New("agent kind is empty"))
-	}
-	if r.StartedAt.IsZero() {
-		errs = append(errs, errors.New("started_at is zero"))
-	}
-	return errors.Join(errs...)
+	var c checks
+	c.empty("issue id", r.IssueID)
+	c.empty("identifier", r.Identifier)
+	c.attempt(r.Attempt)
+	c.empty("agent kind", r.AgentKind)
+	c.zero("started_at", r.StartedAt)
+	return c.err()
 }
 
 // RunEnd is how a run ended: the argument of FinishRun. The embedded Progress is the

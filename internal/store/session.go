@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"time"
 )
 
@@ -17,15 +16,9 @@ type Session struct {
 
 // Validate checks the fields SaveSession needs.
 func (s Session) Validate() error {
-	var errs []error
-	if s.IssueID == "" {
-		errs = append(errs, errors.New("issue id is empty"))
-	}
-	if s.SessionID == "" {
-		errs = append(errs, errors.New("session id is empty"))
-	}
-	if s.AgentKind == "" {
-		errs = append(errs, errors.New("agent kind is empty"))
-	}
-	return errors.Join(errs...)
+	var c checks
+	c.empty("issue id", s.IssueID)
+	c.empty("session id", s.SessionID)
+	c.empty("agent kind", s.AgentKind)
+	return c.err()
 }
