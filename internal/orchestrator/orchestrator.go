@@ -216,12 +216,12 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 		case res := <-o.sweeps:
 			o.applySweep(res)
 			step = Observation{Step: StepSweep}
-		case cfg, ok := <-o.opts.ConfigChanges:
+		case _, ok := <-o.opts.ConfigChanges:
 			if !ok {
 				o.opts.ConfigChanges = nil
 				continue
 			}
-			o.configChanged(cfg)
+			o.configChanged()
 			step = Observation{Step: StepConfig}
 		}
 		if o.opts.Observe != nil {
@@ -282,7 +282,7 @@ func (o *Orchestrator) startStallTicker() (stop func()) {
 }
 
 // configChanged lifts error holds: a new configuration may have fixed what failed.
-func (o *Orchestrator) configChanged(cfg *config.Config) {
+func (o *Orchestrator) configChanged() {
 	lifted := 0
 	for id, h := range o.holds {
 		if h.reason == holdError || h.reason == holdRetries {
@@ -293,7 +293,6 @@ func (o *Orchestrator) configChanged(cfg *config.Config) {
 	if lifted > 0 {
 		o.Refresh()
 	}
-	_ = cfg
 }
 
 // template returns the parsed prompt template of cfg, parsing it once per config.

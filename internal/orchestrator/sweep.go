@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"path/filepath"
 
 	"sortie/internal/config"
 	"sortie/internal/tracker"
@@ -86,7 +87,7 @@ func (o *Orchestrator) applySweep(res sweepResult) {
 		if busy[name] {
 			continue
 		}
-		path := mgr.Root() + "/" + name
+		path := filepath.Join(mgr.Root(), name)
 		o.log.Info("removing the workspace of a terminal issue", "workspace", name, "state", state)
 		o.cleanWorkspace(cfg, tracker.Issue{Identifier: name}, path)
 	}
