@@ -8,7 +8,7 @@ FUZZTIME ?= 5s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN      := bin/sortie
 
-.PHONY: help build run demo test unit fuzz fuzz-long bench lint clean
+.PHONY: help build run demo test unit fuzz fuzz-long bench lint clis clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -23,8 +23,11 @@ demo: run
 
 test: lint unit fuzz ## the whole suite: vet, race tests, a short run of every fuzz target
 
-unit: ## go test -race over every package
+unit: clis ## go test -race over every package (contract tests run the pinned real CLIs)
 	$(GO) test -race -count=1 ./...
+
+clis: ## install the pinned claude and copilot CLIs into .tools/ (once)
+	@scripts/install-clis.sh
 
 fuzz: ## run every fuzz target for FUZZTIME (default 5s) each
 	@scripts/fuzz-all.sh $(FUZZTIME)

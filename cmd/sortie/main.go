@@ -10,6 +10,7 @@ import (
 	"sortie/internal/agent/mock"
 
 	// Adapters register themselves by kind.
+	_ "sortie/internal/agent/claude"
 	_ "sortie/internal/tracker/file"
 )
 

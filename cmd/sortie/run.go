@@ -110,6 +110,15 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("agent: %v", err)
 	}
+	if w, ok := adapter.(agent.Warner); ok {
+		for _, msg := range w.Warnings() {
+			logger.Warn("agent configuration", "warning", msg)
+		}
+	}
+	agentVersion, err := preflightAgent(ctx, cfg, adapter)
+	if err != nil {
+		return fail("agent: %v", err)
+	}
 	st, err := sqlite.Open(ctx, cfg.DBPath)
 	if err != nil {
 		return fail("%v", err)
@@ -130,12 +139,13 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		Logger:        logger,
 		Environ:       os.Environ(),
 		ExitWhenIdle:  f.exitWhenIdle,
+		AgentVersion:  agentVersion,
 	})
 	if err != nil {
 		return fail("%v", err)
 	}
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
-		"agent", cfg.Agent.Kind, "db", cfg.DBPath, "pid", os.Getpid())
+		"agent", cfg.Agent.Kind, "agent_version", agentVersion, "db", cfg.DBPath, "pid", os.Getpid())
 	stopView := view.start(ctx, orch)
 	err = orch.Run(ctx)
 	stopView()
@@ -198,6 +208,21 @@ func trackerConfig(cfg *config.Config) tracker.Config {
 		HandoffState: cfg.Tracker.HandoffState, Options: opts, WorkflowDir: cfg.Dir,
 		UserAgent: "sortie/" + version,
 	}
+}
+
+// preflightAgent asks the agent CLI for its version, which is recorded with every run.
+// When agents run locally, a CLI that cannot say its version cannot run a turn either,
+// so the daemon refuses to start; with SSH hosts the local CLI does not matter.
+func preflightAgent(ctx context.Context, cfg *config.Config, a agent.Adapter) (string, error) {
+	v, ok := a.(agent.Versioner)
+	if !ok || len(cfg.Worker.SSHHosts) > 0 {
+		return "", nil
+	}
+	version, err := v.Version(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%s preflight: %w", cfg.Agent.Kind, err)
+	}
+	return version, nil
 }
 
 func agentConfig(cfg *config.Config) agent.Config {

@@ -11,12 +11,10 @@ package mock
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -79,7 +77,7 @@ type session struct {
 // resumed one, or a new random UUID. It spawns nothing. The mock always runs locally;
 // SSH settings are kept on the session but not used.
 func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent.Session, error) {
-	if err := checkWorkspace(p.Workspace); err != nil {
+	if err := agent.CheckWorkspace(p.Workspace); err != nil {
 		return nil, err
 	}
 	exe, err := exec.LookPath(a.exe)
@@ -88,7 +86,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	}
 	id := p.ResumeSessionID
 	if id == "" {
-		id = newSessionID()
+		id = agent.NewSessionID()
 	}
 	base := p.Env
 	if base == nil {
@@ -99,29 +97,6 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost,
 		Internal: &session{exe: exe, env: env},
 	}, nil
-}
-
-func checkWorkspace(ws string) error {
-	if ws == "" || !filepath.IsAbs(ws) {
-		return agent.Errorf(agent.ErrInvalidWorkspace, "workspace %q: must be an absolute path", ws)
-	}
-	fi, err := os.Stat(ws)
-	if err != nil {
-		return &agent.Error{Kind: agent.ErrInvalidWorkspace, Message: "workspace", Err: err}
-	}
-	if !fi.IsDir() {
-		return agent.Errorf(agent.ErrInvalidWorkspace, "workspace %s: not a directory", ws)
-	}
-	return nil
-}
-
-// newSessionID returns a random version 4 UUID.
-func newSessionID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // RunTurn runs one child process and translates its stdout into events, delivered in

@@ -46,6 +46,8 @@ type Command struct {
 	// Env is the complete environment (KEY=VALUE). nil inherits this process's
 	// environment, as in os/exec.
 	Env []string
+	// Stdin is the child's standard input; nil means /dev/null.
+	Stdin io.Reader
 	// Grace is the time between SIGTERM and SIGKILL when stopping; 0 means DefaultGrace.
 	Grace time.Duration
 	// StderrHead and StderrTail bound the stderr kept in memory, in bytes; 0 means the
@@ -123,6 +125,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
+	cmd.Stdin = c.Stdin
 	cmd.Stdout = w
 	stderr := NewHeadTailBuffer(head, tail)
 	cmd.Stderr = stderr

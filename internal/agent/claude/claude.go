@@ -1,0 +1,343 @@
+// Package claude is the `claude-code` agent adapter: it runs the Claude Code CLI once
+// per turn in headless mode (`-p --output-format stream-json --verbose`), locally or on
+// an SSH host, reads its JSONL stream and normalises it into agent events with
+// cumulative token usage, tool-call timing and cost. One adapter serves every session
+// concurrently; per-session state lives in the session handle.
+//
+// The behaviour is ../spec/claude-code-adapter.md's; docs/agents/claude-code.md is the
+// operator's reference, including where the real CLI made us depart from the spec.
+package claude
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"sortie/internal/agent"
+	"sortie/internal/agent/proc"
+	"sortie/internal/agent/remote"
+)
+
+// Kind is the agent.kind that selects this adapter.
+const Kind = "claude-code"
+
+// DefaultCommand is the CLI the adapter runs when agent.command is empty.
+const DefaultCommand = "claude"
+
+func init() {
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand}, New)
+}
+
+// adapter serves every claude-code session.
+type adapter struct {
+	program     []string // agent.command split into words; program[0] is looked up on PATH
+	opts        options
+	warnings    []string
+	readTimeout time.Duration
+	grace       time.Duration // SIGTERM → SIGKILL; proc.DefaultGrace outside tests
+	now         func() time.Time
+}
+
+// New builds the adapter. cfg.Options is the `claude-code:` block: a value of the wrong
+// type or an unknown enum value is an error naming the key.
+func New(cfg agent.Config) (agent.Adapter, error) {
+	opts, warnings, err := parseOptions(cfg.Options, cfg.WorkflowDir)
+	if err != nil {
+		return nil, err
+	}
+	program := strings.Fields(cfg.Command)
+	if len(program) == 0 {
+		program = []string{DefaultCommand}
+	}
+	readTimeout := cfg.ReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = 5 * time.Second
+	}
+	return &adapter{program: program, opts: opts, warnings: warnings, readTimeout: readTimeout,
+		grace: proc.DefaultGrace, now: time.Now}, nil
+}
+
+// Warnings lists what was ignored in the `claude-code:` block.
+func (a *adapter) Warnings() []string { return a.warnings }
+
+// Version runs `<command> --version` locally and returns its first line, e.g.
+// "2.1.330 (Claude Code)". An error means the CLI cannot run here.
+func (a *adapter) Version(ctx context.Context) (string, error) {
+	exe, err := exec.LookPath(a.program[0])
+	if err != nil {
+		return "", &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.readTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, append(a.program[1:], "--version")...)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", &agent.Error{Kind: agent.ErrNotFound, Message: fmt.Sprintf("claude-code: %s --version", exe), Err: err}
+	}
+	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return v, nil
+}
+
+// session is the adapter's per-session state (agent.Session.Internal).
+type session struct {
+	exe    string         // the resolved local binary: the CLI, or ssh in SSH mode
+	target *remote.Target // nil when local
+	strict string         // StrictHostKeyChecking in SSH mode
+	env    []string
+	mcp    []string // --mcp-config files, operator's first
+
+	mu      sync.Mutex // guards running, busy, stopped
+	running *proc.Process
+	busy    bool
+	stopped bool
+
+	// Touched only by the goroutine running the current turn; busy keeps turns apart.
+	created   bool        // the CLI has a conversation under the session id: --resume
+	usage     agent.Usage // cumulative for the session
+	cost      float64     // cumulative for the session
+	lastTotal float64     // the CLI's last total_cost_usd, 0 if unknown
+}
+
+// StartSession checks the workspace and resolves the binary (ssh in SSH mode, where the
+// CLI is looked up on the remote host when the turn runs). It spawns nothing. A resumed
+// session's turns all use --resume.
+func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent.Session, error) {
+	if err := agent.CheckWorkspace(p.Workspace); err != nil {
+		return nil, err
+	}
+	st := &session{env: p.Env, strict: p.SSHStrictHostKeyChecking}
+	if st.env == nil {
+		st.env = os.Environ()
+	}
+	var err error
+	if p.SSHHost != "" {
+		t, perr := remote.ParseTarget(p.SSHHost)
+		if perr != nil {
+			return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "claude-code: worker.ssh_hosts", Err: perr}
+		}
+		st.target = &t
+		if st.exe, err = exec.LookPath("ssh"); err != nil {
+			return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: ssh client for host " + p.SSHHost, Err: err}
+		}
+	} else if st.exe, err = exec.LookPath(a.program[0]); err != nil {
+		return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
+	}
+	if a.opts.MCPConfig != "" {
+		st.mcp = append(st.mcp, a.opts.MCPConfig)
+	}
+	if p.MCPConfigPath != "" {
+		st.mcp = append(st.mcp, p.MCPConfigPath)
+	}
+	id := p.ResumeSessionID
+	st.created = id != ""
+	if id == "" {
+		id = agent.NewSessionID()
+	}
+	return &agent.Session{ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost, Internal: st}, nil
+}
+
+// RunTurn runs the CLI once with the prompt on its standard input and translates its
+// stdout into events, delivered in order through p.OnEvent before it returns. The last
+// event is always the turn's terminal one, sent after the process has exited.
+func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnParams) (agent.TurnResult, error) {
+	st, ok := s.Internal.(*session)
+	if !ok {
+		return agent.TurnResult{}, fmt.Errorf("claude-code: session %q was not started by this adapter", s.ID)
+	}
+	if !a.opts.SessionPersistence && st.created {
+		// Without persistence nothing can be resumed: each turn is a new conversation.
+		s.ID, st.created = agent.NewSessionID(), false
+	}
+	t := &turn{s: s, st: st, onEvent: p.OnEvent, now: a.now}
+	t.tr = newTranslator(a.now, t.emit, st.usage, st.cost, st.lastTotal)
+
+	args := a.opts.args(s.ID, st.created, st.mcp)
+	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
+		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace}
+	if st.target != nil {
+		// The remote shell runs in the remote user's home; the local directory only has
+		// to exist for ssh to start.
+		c.Args = remote.Command(*st.target, st.strict, s.Workspace, a.program, args)
+	}
+	pr, err := st.start(ctx, c)
+	if err != nil {
+		reason := agent.EventStartupFailed
+		if agent.KindOf(err) == agent.ErrTurnCancelled {
+			reason = agent.EventTurnCancelled
+		}
+		return t.fail(reason, err)
+	}
+	defer st.finish()
+	t.pid, s.PID = pr.PID(), pr.PID()
+	defer func() { s.PID = 0 }()
+	waited := false
+	defer func() { // whatever happens below, nothing of the turn outlives RunTurn
+		if !waited {
+			pr.Stop()
+			pr.Wait()
+		}
+	}()
+
+	lr := proc.NewLineReader(pr.Stdout(), proc.DefaultMaxLine)
+	for lr.Next() {
+		t.tr.line(lr.Line())
+	}
+	readErr := lr.Err()
+	if readErr != nil {
+		pr.Stop() // spec: on a scanner failure, stop the group, then wait
+	}
+	exit := pr.Wait()
+	waited = true
+	return t.end(exit, readErr, pr.Stderr())
+}
+
+// StopSession stops the running turn, if any, gracefully, and makes later turns fail.
+func (a *adapter) StopSession(ctx context.Context, s *agent.Session) error {
+	st, ok := s.Internal.(*session)
+	if !ok {
+		return nil
+	}
+	st.mu.Lock()
+	st.stopped = true
+	running := st.running
+	st.mu.Unlock()
+	if running != nil {
+		running.Stop()
+	}
+	return nil
+}
+
+// start starts the turn's process unless the session is stopped or busy, holding the
+// lock across proc.Start so that a concurrent StopSession either prevents the start or
+// sees the process and stops it.
+func (st *session) start(ctx context.Context, c proc.Command) (*proc.Process, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case st.stopped:
+		return nil, agent.Errorf(agent.ErrTurnCancelled, "claude-code: session already stopped")
+	case st.busy:
+		return nil, agent.Errorf(agent.ErrResponse, "claude-code: a turn of this session is already running")
+	}
+	p, err := proc.Start(ctx, c)
+	if err != nil {
+		return nil, &agent.Error{Kind: proc.ClassifyStart(err), Message: "claude-code: starting " + c.Path, Err: err}
+	}
+	st.busy, st.running = true, p
+	return p, nil
+}
+
+func (st *session) finish() {
+	st.mu.Lock()
+	st.busy, st.running = false, nil
+	st.mu.Unlock()
+}
+
+// turn is one RunTurn.
+type turn struct {
+	s       *agent.Session
+	st      *session
+	tr      *translator
+	onEvent func(agent.Event)
+	now     func() time.Time
+	pid     int
+}
+
+func (t *turn) emit(e agent.Event) {
+	e.Time = t.now()
+	e.PID = t.pid
+	e.SessionID = t.s.ID
+	if t.tr != nil && t.tr.sessionID != "" {
+		e.SessionID = t.tr.sessionID
+	}
+	if t.onEvent != nil {
+		t.onEvent(e)
+	}
+}
+
+// end maps the exit and the result line to the turn's outcome (spec, "Exit code
+// mapping"), commits the turn's usage to the session, emits the terminal event and
+// builds the result.
+func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer) (agent.TurnResult, error) {
+	tr := t.tr
+	tr.openTools()
+	if tr.sessionID != "" {
+		t.s.ID = tr.sessionID
+		t.st.created = true // the CLI has a conversation under this id now
+	}
+	t.st.usage, t.st.cost = tr.usage(), tr.cost()
+	if tr.result != nil && tr.result.TotalCostUSD != nil {
+		t.st.lastTotal = *tr.result.TotalCostUSD
+	}
+
+	kind := proc.Classify(exit, readErr)
+	switch {
+	case kind == agent.ErrTurnCancelled:
+		return t.fail(agent.EventTurnCancelled, agent.Errorf(kind, "claude (pid %d): turn cancelled (%s)", t.pid, exit))
+	case kind != "":
+		msg := fmt.Sprintf("claude (pid %d): %s", t.pid, exit)
+		if readErr != nil {
+			msg = fmt.Sprintf("claude (pid %d): reading its output: %v (%s)", t.pid, readErr, exit)
+		}
+		if kind == agent.ErrNotFound {
+			msg += "; the CLI was not found (check agent.command and PATH, on the SSH host in SSH mode)"
+		}
+		if tr.result != nil && tr.result.IsError {
+			msg += "; " + resultError(tr.result)
+		}
+		if tail := stderrTail(stderr); tail != "" {
+			msg += "; stderr: " + tail
+		}
+		return t.fail(agent.EventTurnFailed, agent.Errorf(kind, "%s", msg))
+	case tr.result == nil && tr.turn.output > 0:
+		// Partial output without a result line counts as success (spec).
+		return t.complete("exited without a result line after producing output")
+	case tr.result == nil:
+		msg := fmt.Sprintf("claude (pid %d): exited 0 without a result line or any output", t.pid)
+		if tail := stderrTail(stderr); tail != "" {
+			msg += "; stderr: " + tail
+		}
+		return t.fail(agent.EventTurnFailed, agent.Errorf(agent.ErrTurnFailed, "%s", msg))
+	case tr.result.IsError || tr.result.Subtype != "success":
+		return t.fail(agent.EventTurnFailed, agent.Errorf(agent.ErrTurnFailed, "claude: %s", resultError(tr.result)))
+	}
+	return t.complete(tr.result.Result)
+}
+
+func (t *turn) complete(msg string) (agent.TurnResult, error) {
+	t.emit(agent.Event{Type: agent.EventTurnCompleted, Usage: t.st.usage, CostUSD: t.st.cost,
+		APIDurationMS: t.tr.pendingAPI, Message: truncate(msg, maxSummary)})
+	return t.resultOf(agent.EventTurnCompleted), nil
+}
+
+// fail emits the terminal event of type reason carrying err's text and returns err.
+func (t *turn) fail(reason agent.EventType, err error) (agent.TurnResult, error) {
+	ev := agent.Event{Type: reason, Usage: t.st.usage, CostUSD: t.st.cost, Message: err.Error()}
+	if t.tr != nil {
+		ev.APIDurationMS = t.tr.pendingAPI
+	}
+	t.emit(ev)
+	return t.resultOf(reason), err
+}
+
+func (t *turn) resultOf(reason agent.EventType) agent.TurnResult {
+	return agent.TurnResult{SessionID: t.s.ID, ExitReason: reason, Usage: t.st.usage, CostUSD: t.st.cost, PID: t.pid}
+}
+
+// stderrTail is the end of the CLI's stderr, enough to explain a failure in one line.
+func stderrTail(b *proc.HeadTailBuffer) string {
+	s := strings.TrimSpace(stripANSI(b.String()))
+	const keep = 1024
+	if len(s) > keep {
+		cut := len(s) - keep
+		for cut < len(s) && (s[cut]&0xC0) == 0x80 {
+			cut++
+		}
+		s = "…" + s[cut:]
+	}
+	return s
+}
