@@ -221,14 +221,10 @@ func (t *translator) assistant(l *wireLine) {
 		return
 	}
 	now := t.now()
-	for _, c := range m.Content {
-		if c.Type == "tool_use" && c.ID != "" {
-			t.inflight[c.ID] = inflightTool{name: c.Name, start: now}
-		}
-	}
 	if s := summarize(m.Content); s != "" {
 		t.emit(agent.Event{Type: agent.EventNotification, Message: s})
 	}
+	t.tools(m.Content) // older CLIs put tool results in assistant messages too
 	if m.Usage == nil || m.Model == syntheticModel {
 		return
 	}
@@ -282,10 +278,18 @@ func summarize(blocks []wireBlock) string {
 
 func (t *translator) user(l *wireLine) {
 	t.apiStart = t.now() // the CLI sends the tool results back: the next API call starts
-	if l.Message == nil {
-		return
+	if l.Message != nil {
+		t.tools(l.Message.Content)
 	}
-	for _, c := range l.Message.Content {
+}
+
+// tools follows a message's blocks in order: a tool_use starts a tool call, a
+// tool_result ends one with a tool_result event timed from its tool_use.
+func (t *translator) tools(content []wireBlock) {
+	for _, c := range content {
+		if c.Type == "tool_use" && c.ID != "" {
+			t.inflight[c.ID] = inflightTool{name: c.Name, start: t.now()}
+		}
 		if c.Type != "tool_result" {
 			continue
 		}

@@ -14,7 +14,7 @@ func formatToolError(s string) string {
 	if strings.HasPrefix(s, "<tool_use_error>") && strings.HasSuffix(s, "</tool_use_error>") {
 		s = strings.TrimSpace(s[len("<tool_use_error>") : len(s)-len("</tool_use_error>")])
 	}
-	s = stripANSI(s)
+	s = strings.TrimSpace(stripANSI(s))
 	if len(s) <= maxToolError {
 		return s
 	}

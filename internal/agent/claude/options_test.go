@@ -1,0 +1,105 @@
+package claude
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseOptions_AllFieldsMapToTheirFlags(t *testing.T) {
+	o, warnings, err := parseOptions(map[string]any{
+		"permission_mode":     "bypassPermissions",
+		"model":               "claude-sonnet-4-20250514",
+		"fallback_model":      "claude-haiku-4-5",
+		"max_turns":           50,
+		"max_budget_usd":      5,
+		"effort":              "high",
+		"allowed_tools":       "Edit,Write,Bash",
+		"disallowed_tools":    []any{"WebFetch", "WebSearch"},
+		"system_prompt":       "Be brief.",
+		"mcp_config":          "./mcp-servers.json",
+		"session_persistence": false,
+	}, "/etc/sortie")
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("parseOptions: %v, warnings %v", err, warnings)
+	}
+	got := o.args("11111111-2222-4333-8444-555555555555", false, []string{"/ws/.sortie/mcp.json"})
+	want := []string{"-p", "--output-format", "stream-json", "--verbose",
+		"--session-id", "11111111-2222-4333-8444-555555555555",
+		"--permission-mode", "bypassPermissions",
+		"--model", "claude-sonnet-4-20250514",
+		"--fallback-model", "claude-haiku-4-5",
+		"--max-turns", "50",
+		"--max-budget-usd", "5",
+		"--effort", "high",
+		"--allowedTools", "Edit,Write,Bash",
+		"--disallowedTools", "WebFetch,WebSearch",
+		"--append-system-prompt", "Be brief.",
+		"--mcp-config", "/ws/.sortie/mcp.json",
+		"--no-session-persistence",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("args =\n%q\nwant\n%q", got, want)
+	}
+	if o.MCPConfig != "/etc/sortie/mcp-servers.json" {
+		t.Errorf("mcp_config = %q, want it resolved against the WORKFLOW.md directory", o.MCPConfig)
+	}
+}
+
+func TestParseOptions_Defaults(t *testing.T) {
+	o, _, err := parseOptions(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := o.args("id", true, nil)
+	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--resume", "id", "--dangerously-skip-permissions"}
+	if !slices.Equal(got, want) {
+		t.Errorf("default args = %q, want %q", got, want)
+	}
+	if !o.SessionPersistence {
+		t.Error("session_persistence defaults to true")
+	}
+}
+
+func TestParseOptions_Errors(t *testing.T) {
+	cases := []struct {
+		raw  map[string]any
+		want string
+	}{
+		{map[string]any{"permission_mode": "yolo"}, `claude-code.permission_mode: unknown value "yolo"`},
+		{map[string]any{"effort": 3}, "claude-code.effort: must be a string (got 3)"},
+		{map[string]any{"max_turns": -1}, "claude-code.max_turns: must be a non-negative whole number (got -1)"},
+		{map[string]any{"max_turns": 2.5}, "claude-code.max_turns: must be a non-negative whole number"},
+		{map[string]any{"max_budget_usd": "lots"}, "claude-code.max_budget_usd: must be an amount in USD"},
+		{map[string]any{"max_budget_usd": -5}, "claude-code.max_budget_usd: must be a non-negative amount"},
+		{map[string]any{"session_persistence": "no"}, "claude-code.session_persistence: must be true or false"},
+		{map[string]any{"allowed_tools": []any{"Edit", 7}}, "claude-code.allowed_tools: [1]: must be a non-empty tool name"},
+		{map[string]any{"model": "x", "fallback_model": "x"}, "claude-code.fallback_model: must differ"},
+	}
+	for _, c := range cases {
+		_, _, err := parseOptions(c.raw, "")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want %q", c.raw, err, c.want)
+		}
+	}
+}
+
+func TestParseOptions_UnknownKeysWarn(t *testing.T) {
+	_, warnings, err := parseOptions(map[string]any{"modle": "x", "permission_mode": "acceptEdits"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "claude-code.modle: unknown key") {
+		t.Errorf("warnings = %q", warnings)
+	}
+}
+
+func TestParseOptions_ReferenceExampleBlock(t *testing.T) {
+	// The claude-code block of the reference's examples/WORKFLOW.md.
+	_, warnings, err := parseOptions(map[string]any{
+		"permission_mode": "bypassPermissions", "model": "claude-sonnet-4-20250514", "max_turns": 50, "max_budget_usd": 5,
+	}, "")
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("reference block: %v %v", err, warnings)
+	}
+}
