@@ -105,8 +105,9 @@ func RemoteLine(workspace string, program []string, args []string) string {
 	return b.String()
 }
 
-// Quote single-quotes s for a POSIX shell: every character stands for itself, and an
-// embedded single quote becomes '\''.
+// Quote single-quotes s for a POSIX shell: every character stands for itself. An
+// embedded single quote closes the quoting, is escaped with a backslash, and reopens
+// it (the standard POSIX pattern).
 func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
