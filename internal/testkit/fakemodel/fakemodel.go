@@ -46,10 +46,12 @@ type Reply struct {
 	ErrorType    string
 	ErrorMessage string
 
-	// Stall sends the headers and message_start, then nothing more until the client
-	// goes away or the server is closed. Each stall is announced on Server.Stalled.
+	// Stall, on a stream, sends the headers, message_start and a ping, then nothing
+	// more until the client goes away or the server is closed; a non-streaming stall
+	// sends nothing at all. Each stall is announced on Server.Stalled.
 	Stall bool
-	// Malformed sends a stream whose first event's data is not JSON.
+	// Malformed sends a stream whose first event's data is not JSON (a non-streaming
+	// request gets a 200 with a truncated JSON body).
 	Malformed bool
 
 	// Times repeats this reply for that many requests (0 and 1 mean once).
@@ -164,6 +166,7 @@ type Server struct {
 	def      Reply
 	requests []Request
 	toolSeq  int
+	msgSeq   int
 }
 
 // New starts a fake serving script, then the default reply ("done", end_turn) once the
@@ -301,6 +304,16 @@ func (s *Server) toolID() string {
 	return fmt.Sprintf("toolu_fake%04d", s.toolSeq)
 }
 
+// messageID returns a fresh msg_ id. It is not derived from the number of recorded
+// requests: two concurrent requests would share it, and the CLIs' usage accounting
+// counts each message id once.
+func (s *Server) messageID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgSeq++
+	return fmt.Sprintf("msg_fake%04d", s.msgSeq)
+}
+
 func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request, idx int, r Reply) {
 	if r.Status != 0 && r.Status != http.StatusOK {
 		typ := r.ErrorType
@@ -330,7 +343,7 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request,
 		}
 	}
 	blocks := s.blocks(r)
-	msgID := fmt.Sprintf("msg_fake%04d", len(s.Requests()))
+	msgID := s.messageID()
 
 	if !req.Stream {
 		if r.Stall {
@@ -454,10 +467,16 @@ func errorType(status int) string {
 		return "permission_error"
 	case http.StatusNotFound:
 		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
 	case http.StatusTooManyRequests:
 		return "rate_limit_error"
 	case 529:
 		return "overloaded_error"
+	}
+	// The API documents invalid_request_error for the 4xx codes it does not list.
+	if status >= 400 && status < 500 {
+		return "invalid_request_error"
 	}
 	return "api_error"
 }
