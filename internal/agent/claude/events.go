@@ -1,14 +1,20 @@
 package claude
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"sortie/internal/agent"
 )
+
+// decodeOpts are lenient where the CLI's output may be: a lone surrogate in a tool's
+// output, or a repeated key, must not turn a whole event into a malformed line.
+var decodeOpts = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 
 // Limits on what an event carries.
 const (
@@ -36,7 +42,7 @@ type wireLine struct {
 	MaxRetries   int             `json:"max_retries"`
 	RetryDelayMS float64         `json:"retry_delay_ms"`
 	ErrorStatus  *int            `json:"error_status"`
-	Error        json.RawMessage `json:"error"`
+	Error        jsontext.Value `json:"error"`
 	Status       string          `json:"status"`
 
 	// result
@@ -67,7 +73,7 @@ type wireBlock struct {
 	Name      string          `json:"name"`
 	ToolUseID string          `json:"tool_use_id"`
 	IsError   bool            `json:"is_error"`
-	Content   json.RawMessage `json:"content"`
+	Content   jsontext.Value `json:"content"`
 }
 
 type wireUsage struct {
@@ -85,6 +91,10 @@ type turnUsage struct{ input, output, cacheRead int64 }
 
 func (u turnUsage) add(o turnUsage) turnUsage {
 	return turnUsage{u.input + o.input, u.output + o.output, u.cacheRead + o.cacheRead}
+}
+
+func (u turnUsage) sub(o turnUsage) turnUsage {
+	return turnUsage{u.input - o.input, u.output - o.output, u.cacheRead - o.cacheRead}
 }
 
 func (u turnUsage) max(o turnUsage) turnUsage {
@@ -115,8 +125,8 @@ type translator struct {
 	lastCost float64     // the CLI's total_cost_usd after the previous turn, 0 if unknown
 
 	perMessage map[string]turnUsage // usage by message id
-	unnamed    turnUsage            // usage of messages without an id
-	turn       turnUsage            // Σ perMessage + unnamed, or the result's totals
+	sum        turnUsage            // Σ perMessage, plus messages without an id
+	turn       turnUsage            // max(sum, the result's totals)
 	model      string
 	inflight   map[string]inflightTool
 
@@ -154,7 +164,7 @@ func (t *translator) cost() float64 { return t.costBase + t.turnCost }
 // malformed event, and types it does not know are ignored.
 func (t *translator) line(b []byte) {
 	var l wireLine
-	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
+	if err := json.Unmarshal(b, &l, decodeOpts); err != nil || l.Type == "" {
 		t.emit(agent.Event{Type: agent.EventMalformed, Message: excerpt(b)})
 		return
 	}
@@ -231,20 +241,18 @@ func (t *translator) assistant(l *wireLine) {
 	if m.Model != "" {
 		t.model = m.Model
 	}
-	u := turnUsage{m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadInputToken}
+	u := turnUsage{max(m.Usage.InputTokens, 0), max(m.Usage.OutputTokens, 0), max(m.Usage.CacheReadInputToken, 0)}
 	first := true
 	if m.ID == "" {
-		t.unnamed = t.unnamed.add(u)
+		t.sum = t.sum.add(u)
 	} else {
 		prev, seen := t.perMessage[m.ID]
 		first = !seen
-		t.perMessage[m.ID] = prev.max(u)
+		next := prev.max(u)
+		t.perMessage[m.ID] = next
+		t.sum = t.sum.add(next.sub(prev))
 	}
-	sum := t.unnamed
-	for _, v := range t.perMessage {
-		sum = sum.add(v)
-	}
-	grown := sum.max(t.turn)
+	grown := t.sum.max(t.turn)
 	if grown == t.turn && !first {
 		return // another content block of a message already counted
 	}
@@ -381,19 +389,19 @@ func resultError(l *wireLine) string {
 }
 
 // contentText is the text of a tool_result's content: a string, or text blocks.
-func contentText(raw json.RawMessage) string {
+func contentText(raw jsontext.Value) string {
 	if len(raw) == 0 {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if json.Unmarshal(raw, &s, decodeOpts) == nil {
 		return s
 	}
 	var blocks []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	if json.Unmarshal(raw, &blocks) == nil {
+	if json.Unmarshal(raw, &blocks, decodeOpts) == nil {
 		var parts []string
 		for _, b := range blocks {
 			if b.Text != "" {
@@ -406,12 +414,12 @@ func contentText(raw json.RawMessage) string {
 }
 
 // rawText is a JSON value as text: a string's contents, anything else verbatim.
-func rawText(raw json.RawMessage) string {
+func rawText(raw jsontext.Value) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if json.Unmarshal(raw, &s, decodeOpts) == nil {
 		return s
 	}
 	return string(raw)

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,11 +14,23 @@ import (
 // FuzzTranslate feeds arbitrary stream-json lines to the translator: it must never
 // panic, cumulative usage must never go down, and every message must be valid UTF-8.
 func FuzzTranslate(f *testing.F) {
+	// Seeds are single lines of the captured transcripts, short enough for the fuzzer
+	// to minimise quickly, plus pairs that exercise correlation across lines.
 	for _, dir := range []string{"testdata", sharedTestdata} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 		for _, p := range files {
-			if data, err := os.ReadFile(p); err == nil && len(data) < 64<<10 {
-				f.Add(data)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			lines := bytes.Split(data, []byte("\n"))
+			for i, l := range lines {
+				if len(l) > 0 && len(l) <= 2048 {
+					f.Add(l)
+					if i+1 < len(lines) && len(l)+len(lines[i+1]) <= 2048 {
+						f.Add(bytes.Join(lines[i:i+2], []byte("\n")))
+					}
+				}
 			}
 		}
 	}

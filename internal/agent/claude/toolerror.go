@@ -24,7 +24,10 @@ func formatToolError(s string) string {
 		first = first[:validCut(first, maxToolError/2)]
 	}
 	keep := maxToolError - len(first) - len(sep)
-	tail := rest[len(rest)-keep:]
+	tail := rest
+	if len(rest) > keep {
+		tail = rest[len(rest)-keep:]
+	}
 	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
 		tail = tail[1:]
 	}

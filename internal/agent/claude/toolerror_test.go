@@ -42,3 +42,10 @@ func TestFormatToolError_TruncationKeepsFirstLineAndTail(t *testing.T) {
 		t.Errorf("len %d valid %v", len(got), utf8.ValidString(got))
 	}
 }
+
+func TestFormatToolError_LongFirstLineShortRest(t *testing.T) {
+	got := formatToolError(strings.Repeat("x", 3000) + "\nshort tail")
+	if len(got) > maxToolError || !strings.HasSuffix(got, "short tail") {
+		t.Errorf("len %d, suffix %q", len(got), got[len(got)-12:])
+	}
+}
