@@ -152,7 +152,10 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		// Without persistence nothing can be resumed: each turn is a new conversation.
 		s.ID, st.created = agent.NewSessionID(), false
 	}
-	t := &turn{s: s, st: st, onEvent: p.OnEvent, now: a.now}
+	t := &turn{s: s, st: st, onEvent: p.OnEvent, now: a.now, name: "claude"}
+	if st.target != nil {
+		t.name = "ssh to " + st.target.Host
+	}
 	t.tr = newTranslator(a.now, t.emit, st.usage, st.cost, st.lastTotal)
 
 	args := a.opts.args(s.ID, st.created, st.mcp)
@@ -192,7 +195,26 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	exit := pr.Wait()
 	waited = true
+	if st.target != nil && (exit.Stopped || readErr != nil || exit.Code == 255) {
+		a.stopRemote(st, pr.Stderr().String())
+	}
 	return t.end(exit, readErr, pr.Stderr())
+}
+
+// stopRemote ends the remote agent of a turn that was stopped locally. Killing the
+// local ssh does not reach it: without a terminal the remote shell gets no hangup, and
+// the agent would go on changing the workspace while the issue is retried. It runs
+// until the remote group is gone or the connection attempt fails.
+func (a *adapter) stopRemote(st *session, stderr string) {
+	pgid, ok := remote.ParsePGID(stderr)
+	if !ok {
+		return // the remote shell never started
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.grace+45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, st.exe, remote.KillCommand(*st.target, st.strict, pgid, a.grace)...)
+	cmd.Env = st.env
+	cmd.Run() // best effort: an unreachable host has nothing we can stop
 }
 
 // StopSession stops the running turn, if any, gracefully, and makes later turns fail.
@@ -245,6 +267,7 @@ type turn struct {
 	onEvent func(agent.Event)
 	now     func() time.Time
 	pid     int
+	name    string // what ran: "claude", or "ssh to <host>" (whose pid is the local ssh's)
 }
 
 func (t *turn) emit(e agent.Event) {
@@ -277,11 +300,11 @@ func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer) (
 	kind := proc.Classify(exit, readErr)
 	switch {
 	case kind == agent.ErrTurnCancelled:
-		return t.fail(agent.EventTurnCancelled, agent.Errorf(kind, "claude (pid %d): turn cancelled (%s)", t.pid, exit))
+		return t.fail(agent.EventTurnCancelled, agent.Errorf(kind, "%s (pid %d): turn cancelled (%s)", t.name, t.pid, exit))
 	case kind != "":
-		msg := fmt.Sprintf("claude (pid %d): %s", t.pid, exit)
+		msg := fmt.Sprintf("%s (pid %d): %s", t.name, t.pid, exit)
 		if readErr != nil {
-			msg = fmt.Sprintf("claude (pid %d): reading its output: %v (%s)", t.pid, readErr, exit)
+			msg = fmt.Sprintf("%s (pid %d): reading its output: %v (%s)", t.name, t.pid, readErr, exit)
 		}
 		if kind == agent.ErrNotFound {
 			msg += "; the CLI was not found (check agent.command and PATH, on the SSH host in SSH mode)"
@@ -297,7 +320,7 @@ func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer) (
 		// Partial output without a result line counts as success (spec).
 		return t.complete("exited without a result line after producing output")
 	case tr.result == nil:
-		msg := fmt.Sprintf("claude (pid %d): exited 0 without a result line or any output", t.pid)
+		msg := fmt.Sprintf("%s (pid %d): exited 0 without a result line or any output", t.name, t.pid)
 		if tail := stderrTail(stderr); tail != "" {
 			msg += "; stderr: " + tail
 		}
@@ -330,7 +353,7 @@ func (t *turn) resultOf(reason agent.EventType) agent.TurnResult {
 
 // stderrTail is the end of the CLI's stderr, enough to explain a failure in one line.
 func stderrTail(b *proc.HeadTailBuffer) string {
-	s := strings.TrimSpace(stripANSI(b.String()))
+	s := strings.TrimSpace(stripANSI(remote.StripPGID(b.String())))
 	const keep = 1024
 	if len(s) > keep {
 		cut := len(s) - keep

@@ -395,3 +395,66 @@ func sshNoPwned(t *testing.T, dirs ...string) {
 		})
 	}
 }
+
+// Cancelling a turn stops the agent on the remote host too, not only the local ssh:
+// without a terminal the remote shell gets no hangup, so the adapter kills the remote
+// process group it announced.
+func TestSSH_CancelStopsTheRemoteAgent(t *testing.T) {
+	fx := startSSHD(t)
+	fm := fakemodel.Start(t, fakemodel.Reply{Stall: true})
+	command, _ := sshRemoteClaude(t, fm)
+	a, err := New(agent.Config{Kind: Kind, Command: command, Options: map[string]any{"permission_mode": "bypassPermissions"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.(*adapter).grace = time.Second
+	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: "127.0.0.1:" + strconv.Itoa(fx.port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.RunTurn(ctx, s, agent.TurnParams{Prompt: "hang", TurnNumber: 1})
+		done <- err
+	}()
+	fm.WaitStall(t, time.Minute)
+	if len(processesWithEnv(t, fm.URL)) == 0 {
+		t.Fatal("no remote claude process found while the model stalls; the check below would prove nothing")
+	}
+	cancel()
+	if err := <-done; agent.KindOf(err) != agent.ErrTurnCancelled {
+		t.Fatalf("RunTurn = %v, want turn_cancelled", err)
+	}
+	if left := processesWithEnv(t, fm.URL); len(left) > 0 {
+		t.Errorf("remote agent processes still running after the cancelled turn returned: %v", left)
+	}
+}
+
+// processesWithEnv lists live processes whose environment mentions s (the fake model's
+// URL is only in the remote agent's).
+func processesWithEnv(t *testing.T, s string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !strings.Contains(string(env), s) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+				continue
+			}
+		}
+		out = append(out, pid)
+	}
+	return out
+}

@@ -6,8 +6,10 @@ package remote
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // StrictHostKeyChecking values accepted by Command; "" means DefaultStrictHostKeyChecking.
@@ -34,35 +36,46 @@ func ParseTarget(s string) (Target, error) {
 	if s == "" {
 		return Target{}, fmt.Errorf("ssh host is empty")
 	}
-	if strings.ContainsAny(s, " \t\r\n") || strings.HasPrefix(s, "-") {
-		return Target{}, fmt.Errorf("ssh host %q: must not contain whitespace or start with '-'", s)
-	}
 	user, hostport := "", s
 	if i := strings.LastIndex(s, "@"); i >= 0 {
 		user, hostport = s[:i+1], s[i+1:]
 	}
-	host, port := hostport, ""
+	if strings.HasPrefix(s, "-") || strings.HasPrefix(hostport, "-") {
+		return Target{}, fmt.Errorf("ssh host %q: must not start with '-'", s)
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c == 0x7f {
+			return Target{}, fmt.Errorf("ssh host %q: must not contain whitespace or control characters", s)
+		}
+	}
+	host, port, hasPort := hostport, "", false
 	switch {
 	case strings.HasPrefix(hostport, "["):
 		end := strings.Index(hostport, "]")
 		if end < 0 {
 			return Target{}, fmt.Errorf("ssh host %q: unclosed '['", s)
 		}
-		host, port = hostport[1:end], strings.TrimPrefix(hostport[end+1:], ":")
-		if rest := hostport[end+1:]; rest != "" && !strings.HasPrefix(rest, ":") {
+		rest := hostport[end+1:]
+		if rest != "" && !strings.HasPrefix(rest, ":") {
 			return Target{}, fmt.Errorf("ssh host %q: unexpected %q after ']'", s, rest)
 		}
+		host, port, hasPort = hostport[1:end], strings.TrimPrefix(rest, ":"), rest != ""
 	case strings.Count(hostport, ":") == 1:
 		i := strings.Index(hostport, ":")
-		host, port = hostport[:i], hostport[i+1:]
+		host, port, hasPort = hostport[:i], hostport[i+1:], true
+	case strings.Contains(hostport, ":"):
+		addr, _, _ := strings.Cut(hostport, "%") // a zone: fe80::1%eth0
+		if net.ParseIP(addr) == nil {
+			return Target{}, fmt.Errorf("ssh host %q: several ':' but not an IPv6 address (write [addr]:port for a port)", s)
+		}
 	}
 	if host == "" {
 		return Target{}, fmt.Errorf("ssh host %q: no host name", s)
 	}
 	t := Target{Host: user + host}
-	if port != "" {
+	if hasPort {
 		p, err := strconv.Atoi(port)
-		if err != nil || p < 1 || p > 65535 {
+		if err != nil || p < 1 || p > 65535 || strings.TrimLeft(port, "0123456789") != "" {
 			return Target{}, fmt.Errorf("ssh host %q: port %q is not a number from 1 to 65535", s, port)
 		}
 		t.Port = p
@@ -72,9 +85,63 @@ func ParseTarget(s string) (Target, error) {
 
 // Command returns the arguments for the local ssh binary (without the program name)
 // that run program with args in workspace on target: `cd '<workspace>' && '<program>'
-// '<arg>'…`. program may hold several words (e.g. "npx claude"); each is quoted on
+// '<arg>'…`, preceded by a line on stderr naming the remote process group (see
+// PGIDMarker). program may hold several words (e.g. "npx claude"); each is quoted on
 // its own. strict is the StrictHostKeyChecking value: accept-new, yes or no.
 func Command(target Target, strict, workspace string, program []string, args []string) []string {
+	return sshArgs(target, strict, announcePGID+RemoteLine(workspace, program, args))
+}
+
+// PGIDMarker starts the stderr line in which the remote shell names its process group.
+// sshd runs a command without a terminal in a new session, so the shell's pid is the
+// group of everything the agent starts; and without a terminal, closing the connection
+// sends it no hangup. KillCommand is how a stopped turn ends it.
+const PGIDMarker = "sortie-remote-pgid="
+
+const announcePGID = "echo " + PGIDMarker + "$$ >&2 && "
+
+// ParsePGID finds the remote process group that Command's line announced in the
+// session's stderr.
+func ParsePGID(stderr string) (int, bool) {
+	i := strings.Index(stderr, PGIDMarker)
+	if i < 0 {
+		return 0, false
+	}
+	digits := stderr[i+len(PGIDMarker):]
+	if end := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); end >= 0 {
+		digits = digits[:end]
+	}
+	pgid, err := strconv.Atoi(digits)
+	if err != nil || pgid <= 1 {
+		return 0, false
+	}
+	return pgid, true
+}
+
+// StripPGID removes the PGIDMarker line from captured stderr, for error messages.
+func StripPGID(stderr string) string {
+	i := strings.Index(stderr, PGIDMarker)
+	if i < 0 {
+		return stderr
+	}
+	end := strings.IndexByte(stderr[i:], '\n')
+	if end < 0 {
+		return stderr[:i]
+	}
+	return stderr[:i] + stderr[i+end+1:]
+}
+
+// KillCommand returns the ssh arguments that stop remote process group pgid the way a
+// local one is stopped: SIGTERM, up to grace for it to go, then SIGKILL.
+func KillCommand(target Target, strict string, pgid int, grace time.Duration) []string {
+	g := strconv.Itoa(pgid)
+	secs := strconv.Itoa(max(int(grace.Round(time.Second)/time.Second), 1))
+	script := "kill -TERM -- -" + g + " 2>/dev/null || exit 0; i=0; while [ $i -lt " + secs +
+		" ] && kill -0 -- -" + g + " 2>/dev/null; do sleep 1; i=$((i+1)); done; kill -KILL -- -" + g + " 2>/dev/null; exit 0"
+	return sshArgs(target, strict, script)
+}
+
+func sshArgs(target Target, strict, line string) []string {
 	if strict == "" {
 		strict = DefaultStrictHostKeyChecking
 	}
@@ -85,7 +152,7 @@ func Command(target Target, strict, workspace string, program []string, args []s
 	if target.Port != 0 {
 		argv = append(argv, "-p", strconv.Itoa(target.Port))
 	}
-	return append(argv, "--", target.Host, RemoteLine(workspace, program, args))
+	return append(argv, "--", target.Host, line)
 }
 
 // RemoteLine is the shell command line run on the remote host.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,20 +142,20 @@ func TestCommand_Argv(t *testing.T) {
 			target: Target{Host: "worker1"}, workspace: "/srv/ws/ABC-1", program: []string{"claude"},
 			args: []string{"-p", "--output-format", "stream-json"},
 			want: join([]string{"-o", "StrictHostKeyChecking=accept-new"}, opts,
-				[]string{"--", "worker1", "cd '/srv/ws/ABC-1' && 'claude' '-p' '--output-format' 'stream-json'"}),
+				[]string{"--", "worker1", announcePGID + "cd '/srv/ws/ABC-1' && 'claude' '-p' '--output-format' 'stream-json'"}),
 		},
 		{
 			name:   "explicit strictness and port",
 			target: Target{Host: "deploy@worker1", Port: 2222}, strict: "yes", workspace: "/w", program: []string{"claude"},
 			want: join([]string{"-o", "StrictHostKeyChecking=yes"}, opts,
-				[]string{"-p", "2222", "--", "deploy@worker1", "cd '/w' && 'claude'"}),
+				[]string{"-p", "2222", "--", "deploy@worker1", announcePGID + "cd '/w' && 'claude'"}),
 		},
 		{
 			name:   "IPv6 host, several program words, hostile argument",
 			target: Target{Host: "::1", Port: 22}, strict: "no", workspace: "/w/it's", program: []string{"npx", "claude"},
 			args: []string{"--append-system-prompt", "say 'hi'; $(rm -rf /)"},
 			want: join([]string{"-o", "StrictHostKeyChecking=no"}, opts,
-				[]string{"-p", "22", "--", "::1", `cd '/w/it'\''s' && 'npx' 'claude' '--append-system-prompt' 'say '\''hi'\''; $(rm -rf /)'`}),
+				[]string{"-p", "22", "--", "::1", announcePGID + `cd '/w/it'\''s' && 'npx' 'claude' '--append-system-prompt' 'say '\''hi'\''; $(rm -rf /)'`}),
 		},
 	}
 	for _, tc := range tests {
@@ -428,4 +429,60 @@ func posixTokens(line string) ([]string, error) {
 	}
 	end()
 	return toks, nil
+}
+
+func TestParsePGID(t *testing.T) {
+	cases := []struct {
+		stderr string
+		pgid   int
+		ok     bool
+	}{
+		{PGIDMarker + "4242\nWarning: Permanently added 'h' to known hosts\n", 4242, true},
+		{"Warning: first\n" + PGIDMarker + "17\n", 17, true},
+		{PGIDMarker + "1\n", 0, false}, // never init
+		{PGIDMarker + "\n", 0, false},
+		{"nothing here", 0, false},
+	}
+	for _, c := range cases {
+		pgid, ok := ParsePGID(c.stderr)
+		if pgid != c.pgid || ok != c.ok {
+			t.Errorf("ParsePGID(%q) = %d, %v; want %d, %v", c.stderr, pgid, ok, c.pgid, c.ok)
+		}
+	}
+	if got := StripPGID("a\n" + PGIDMarker + "12\nb\n"); got != "a\nb\n" {
+		t.Errorf("StripPGID = %q", got)
+	}
+}
+
+// The announcing prefix really names the shell's process group when the shell leads
+// its own session, as sshd starts it.
+func TestCommand_AnnouncesTheProcessGroup(t *testing.T) {
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("setsid not found")
+	}
+	line := Command(Target{Host: "h"}, "", t.TempDir(), []string{"sh"}, []string{"-c", "ps -o pgid= -p $$"})
+	cmd := exec.Command(setsid, "sh", "-c", line[len(line)-1])
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Skipf("running under setsid: %v (%s)", err, stderr.String())
+	}
+	pgid, ok := ParsePGID(stderr.String())
+	if !ok || strings.TrimSpace(stdout.String()) != strconv.Itoa(pgid) {
+		t.Errorf("announced %d (%v), the agent's group is %q", pgid, ok, strings.TrimSpace(stdout.String()))
+	}
+}
+
+func TestKillCommand(t *testing.T) {
+	argv := KillCommand(Target{Host: "h", Port: 2200}, "yes", 4242, 5*time.Second)
+	script := argv[len(argv)-1]
+	for _, want := range []string{"kill -TERM -- -4242", "-lt 5 ]", "kill -KILL -- -4242"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("kill script %q lacks %q", script, want)
+		}
+	}
+	if argv[len(argv)-2] != "h" || !slices.Contains(argv, "StrictHostKeyChecking=yes") || !slices.Contains(argv, "2200") {
+		t.Errorf("argv = %q", argv)
+	}
 }

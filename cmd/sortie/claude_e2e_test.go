@@ -1,0 +1,145 @@
+package main
+
+// End-to-end: the sortie binary runs the real claude CLI (pinned, from .tools/) against
+// the fake model API, through the whole daemon: dispatch, turns, status protocol,
+// handoff, run history with the CLI's version, and a stalled agent killed and retried.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sortie/internal/store"
+	"sortie/internal/testkit/clis"
+	"sortie/internal/testkit/fakemodel"
+)
+
+// claudeWorkflow is a file-tracker workflow running claude with extra agent settings.
+func claudeWorkflow(claude string, maxTurns int, agentExtra string) string {
+	return fmt.Sprintf(`---
+tracker:
+  kind: file
+  path: issues.json
+  active_states: [Todo]
+  terminal_states: [Done]
+  handoff_state: Review
+agent:
+  kind: claude-code
+  command: %s
+  max_turns: %d
+  max_retry_backoff_ms: 1000
+%sworkspace:
+  root: ./ws
+db_path: ./sortie.db
+claude-code:
+  permission_mode: bypassPermissions
+  model: claude-sonnet-4-5
+---
+Fix {{ .issue.identifier }}: {{ .issue.title }}.
+`, claude, maxTurns, agentExtra)
+}
+
+// claudeEnv is the daemon's environment for a claude run against the fake model.
+func claudeEnv(t *testing.T, m *fakemodel.Server) []string {
+	var env []string
+	for _, kv := range testEnv(t.TempDir()) {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "CLAUDE_") || k == "HOME" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+m.URL, "ANTHROPIC_API_KEY=sk-ant-fake",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=1", "IS_SANDBOX=1")
+}
+
+const oneClaudeIssue = `[{"id": "1", "identifier": "C-1", "title": "add hello.txt", "priority": 1, "state": "Todo"}]
+`
+
+func TestClaude_DaemonRunsAnIssueToHandoff(t *testing.T) {
+	t.Parallel()
+	claude := clis.Claude(t)
+	m := fakemodel.Start(t,
+		fakemodel.Reply{Text: "Adding the file.", ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{
+			"command":     `printf hello > hello.txt && mkdir -p .sortie && echo needs-human-review > .sortie/status`,
+			"description": "write hello.txt and ask for review"}}},
+			Usage: fakemodel.Usage{InputTokens: 1000, OutputTokens: 60, CacheReadInputTokens: 40}},
+		fakemodel.Reply{Text: "Done; ready for review.", Usage: fakemodel.Usage{InputTokens: 1200, OutputTokens: 15}},
+	)
+	dir := t.TempDir()
+	writeFile(t, dir, "issues.json", oneClaudeIssue)
+	wf := writeFile(t, dir, "WORKFLOW.md", claudeWorkflow(claude, 3, ""))
+
+	r := runSortie(t, dir, claudeEnv(t, m), "--exit-when-idle", wf)
+	if r.code != exitOK {
+		t.Fatalf("sortie: %s", r)
+	}
+	runs := runsByIssue(t, filepath.Join(dir, "sortie.db"))["1"]
+	if len(runs) != 1 {
+		t.Fatalf("runs = %+v, want one", runs)
+	}
+	run := runs[0]
+	if run.Status != store.StatusHandedOff {
+		t.Errorf("run status = %s, want handed_off\n%s", run.Status, r)
+	}
+	if !strings.HasSuffix(run.CLIVersion, "(Claude Code)") {
+		t.Errorf("run CLI version = %q, want the pinned claude's --version", run.CLIVersion)
+	}
+	if run.Turns != 1 {
+		t.Errorf("turns = %d, want 1 (the agent asked for review after the first)", run.Turns)
+	}
+	if want := (store.Tokens{Input: 2200, Output: 75, Total: 2275, CacheRead: 40}); run.Tokens != want {
+		t.Errorf("run tokens = %+v, want %+v (what the fake model reported)", run.Tokens, want)
+	}
+	if run.Model != "claude-sonnet-4-5" || run.CostUSD <= 0 {
+		t.Errorf("model %q cost %v", run.Model, run.CostUSD)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "issues.json")); err != nil || !strings.Contains(string(data), `"Review"`) {
+		t.Errorf("issues.json after the run: %s (%v); want C-1 in Review", data, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(run.Workspace, "hello.txt")); err != nil || string(data) != "hello" {
+		t.Errorf("hello.txt = %q, %v", data, err)
+	}
+	// The first prompt carried the issue and the status protocol.
+	reqs := m.Messages()
+	if len(reqs) == 0 || !strings.Contains(reqs[0].Transcript(), "Fix C-1: add hello.txt.") ||
+		!strings.Contains(reqs[0].Transcript(), ".sortie/status") {
+		t.Errorf("first request lacks the rendered prompt:\n%s", reqs[0].Transcript())
+	}
+}
+
+func TestClaude_StalledAgentIsKilledAndRetried(t *testing.T) {
+	t.Parallel()
+	claude := clis.Claude(t)
+	m := fakemodel.Start(t, fakemodel.Reply{Stall: true}) // then the default reply, "done"
+	dir := t.TempDir()
+	writeFile(t, dir, "issues.json", oneClaudeIssue)
+	wf := writeFile(t, dir, "WORKFLOW.md", claudeWorkflow(claude, 1, "  stall_timeout_ms: 2000\n"))
+
+	r := runSortie(t, dir, claudeEnv(t, m), "--exit-when-idle", wf)
+	if r.code != exitOK {
+		t.Fatalf("sortie: %s", r)
+	}
+	runs := runsByIssue(t, filepath.Join(dir, "sortie.db"))["1"]
+	if len(runs) != 2 {
+		t.Fatalf("runs = %+v, want a stalled one and its retry", runs)
+	}
+	stalled, retry := runs[0], runs[1]
+	if stalled.Attempt > retry.Attempt {
+		stalled, retry = retry, stalled
+	}
+	if stalled.Status != store.StatusStalled || retry.Status != store.StatusHandedOff {
+		t.Fatalf("statuses = %s, %s; want stalled then handed_off\n%s", stalled.Status, retry.Status, r)
+	}
+	if stalled.PGID == 0 {
+		t.Fatalf("stalled run has no process group recorded")
+	}
+	if left := groupMembers(stalled.PGID); len(left) > 0 {
+		t.Errorf("the stalled agent's group %d still has processes %v", stalled.PGID, left)
+	}
+	if n := len(m.Messages()); n != 2 {
+		t.Errorf("model requests = %d, want 2 (the stalled one and the retry's)", n)
+	}
+}
