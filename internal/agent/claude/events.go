@@ -38,12 +38,12 @@ type wireLine struct {
 	Message   *wireMessage `json:"message"`
 
 	// system/api_retry
-	Attempt      int             `json:"attempt"`
-	MaxRetries   int             `json:"max_retries"`
-	RetryDelayMS float64         `json:"retry_delay_ms"`
-	ErrorStatus  *int            `json:"error_status"`
+	Attempt      int            `json:"attempt"`
+	MaxRetries   int            `json:"max_retries"`
+	RetryDelayMS float64        `json:"retry_delay_ms"`
+	ErrorStatus  *int           `json:"error_status"`
 	Error        jsontext.Value `json:"error"`
-	Status       string          `json:"status"`
+	Status       string         `json:"status"`
 
 	// result
 	Result         string                    `json:"result"`
@@ -67,12 +67,12 @@ type wireMessage struct {
 }
 
 type wireBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	ToolUseID string          `json:"tool_use_id"`
-	IsError   bool            `json:"is_error"`
+	Type      string         `json:"type"`
+	Text      string         `json:"text"`
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	ToolUseID string         `json:"tool_use_id"`
+	IsError   bool           `json:"is_error"`
 	Content   jsontext.Value `json:"content"`
 }
 
