@@ -45,6 +45,10 @@ type Reply struct {
 	RetryAfter   string // Retry-After header with an error status
 	ErrorType    string
 	ErrorMessage string
+	// NoRetry marks the error as final (X-Should-Retry: false, as the API sends for
+	// errors not worth retrying), so that a client that honours the header, such as the
+	// Copilot CLI, gives up at once instead of retrying with backoff.
+	NoRetry bool
 
 	// Stall, on a stream, sends the headers, message_start and a ping, then nothing
 	// more until the client goes away or the server is closed; a non-streaming stall
@@ -323,6 +327,9 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request,
 		msg := r.ErrorMessage
 		if msg == "" {
 			msg = fmt.Sprintf("fakemodel: scripted %d", r.Status)
+		}
+		if r.NoRetry {
+			w = finalError{w}
 		}
 		writeError(w, r.Status, typ, msg, r.RetryAfter)
 		return
