@@ -143,3 +143,42 @@ func TestClaude_StalledAgentIsKilledAndRetried(t *testing.T) {
 		t.Errorf("model requests = %d, want 2 (the stalled one and the retry's)", n)
 	}
 }
+
+// examples/claude-code runs as shipped, with `command: claude` found on PATH: CC-1 is
+// worked for agent.max_turns turns and handed off; CC-2 waits for its blocker.
+func TestExamplesClaudeCode_Runs(t *testing.T) {
+	t.Parallel()
+	claude := clis.Claude(t)
+	m := fakemodel.Start(t) // every request gets the default reply
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "examples", "claude-code")
+	for _, name := range []string{"WORKFLOW.md", "issues.json"} {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, name, string(data))
+	}
+	env := claudeEnv(t, m)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + filepath.Dir(claude) + ":" + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+
+	r := runSortie(t, dir, env, "--exit-when-idle", filepath.Join(dir, "WORKFLOW.md"))
+	if r.code != exitOK {
+		t.Fatalf("sortie: %s", r)
+	}
+	runs := runsByIssue(t, filepath.Join(dir, "sortie.db"))
+	if len(runs["1"]) != 1 || runs["1"][0].Status != store.StatusHandedOff || runs["1"][0].Turns != 5 {
+		t.Errorf("CC-1 runs = %+v, want one handed off after 5 turns\n%s", runs["1"], r)
+	}
+	if len(runs["2"]) != 0 {
+		t.Errorf("CC-2 ran although its blocker is not done: %+v", runs["2"])
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "issues.json"))
+	if !strings.Contains(string(data), `"Human Review"`) {
+		t.Errorf("issues.json: CC-1 not in Human Review:\n%s", data)
+	}
+}
