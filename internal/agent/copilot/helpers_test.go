@@ -1,0 +1,67 @@
+package copilot
+
+import (
+	"bufio"
+	"os"
+	"testing"
+	"time"
+
+	"sortie/internal/agent"
+)
+
+// clock is a fake time source that moves only when told to.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+// readLines returns the non-empty lines of a transcript.
+func readLines(t testing.TB, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 10<<20)
+	var lines []string
+	for sc.Scan() {
+		if len(sc.Bytes()) > 0 {
+			lines = append(lines, sc.Text())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// run feeds lines to a fresh translator and returns what it emitted.
+func run(t testing.TB, lines ...string) ([]agent.Event, *translator) {
+	t.Helper()
+	var events []agent.Event
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	tr := newTranslator(c.now, func(e agent.Event) { events = append(events, e) }, agent.Usage{})
+	for _, l := range lines {
+		tr.line([]byte(l))
+	}
+	return events, tr
+}
+
+func ofType(events []agent.Event, typ agent.EventType) []agent.Event {
+	var out []agent.Event
+	for _, e := range events {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func types(events []agent.Event) []agent.EventType {
+	out := make([]agent.EventType, len(events))
+	for i, e := range events {
+		out[i] = e.Type
+	}
+	return out
+}

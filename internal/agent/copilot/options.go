@@ -1,0 +1,276 @@
+package copilot
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// DefaultMaxAutopilotContinues is --max-autopilot-continues when the block leaves it out
+// (the CLI's own default, 5, would stop most real tasks half-way).
+const DefaultMaxAutopilotContinues = 50
+
+// options is the validated `copilot-cli:` block of WORKFLOW.md. Every field maps to a
+// Copilot CLI flag (docs/agents/copilot-cli.md has the table).
+type options struct {
+	Model                 string // --model
+	MaxAutopilotContinues int64  // --max-autopilot-continues
+	Agent                 string // --agent
+	AllowedTools          string // --allow-tool=, comma-separated
+	DeniedTools           string // --deny-tool=
+	AvailableTools        string // --available-tools=
+	ExcludedTools         string // --excluded-tools=
+	MCPConfig             string // --additional-mcp-config @<path>, absolute
+	DisableBuiltinMCPs    bool   // --disable-builtin-mcps
+	NoCustomInstructions  bool   // --no-custom-instructions
+	Experimental          bool   // --experimental
+}
+
+var optionKeys = []string{
+	"agent", "allowed_tools", "available_tools", "denied_tools", "disable_builtin_mcps",
+	"excluded_tools", "experimental", "max_autopilot_continues", "mcp_config", "model",
+	"no_custom_instructions",
+}
+
+// parseOptions validates the block. A wrong type or value is an error naming the key;
+// an unknown key is returned as a warning, since the reference system ignores such keys
+// and an existing WORKFLOW.md must keep starting.
+func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
+	o := options{MaxAutopilotContinues: DefaultMaxAutopilotContinues}
+	var problems, warnings []string
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := raw[k]
+		at := Kind + "." + k
+		var err error
+		switch k {
+		case "model":
+			o.Model, err = asWord(v)
+		case "max_autopilot_continues":
+			if v != nil {
+				o.MaxAutopilotContinues, err = asCount(v)
+			}
+		case "agent":
+			o.Agent, err = asWord(v)
+		case "allowed_tools":
+			o.AllowedTools, err = asToolList(v)
+		case "denied_tools":
+			o.DeniedTools, err = asToolList(v)
+		case "available_tools":
+			o.AvailableTools, err = asToolList(v)
+		case "excluded_tools":
+			o.ExcludedTools, err = asToolList(v)
+		case "mcp_config":
+			o.MCPConfig, err = asString(v)
+			// The CLI reads "@path" as a file; accept the operator writing it that way.
+			o.MCPConfig = strings.TrimPrefix(o.MCPConfig, "@")
+			if err == nil && o.MCPConfig != "" && !filepath.IsAbs(o.MCPConfig) && workflowDir != "" {
+				o.MCPConfig = filepath.Join(workflowDir, o.MCPConfig)
+			}
+		case "disable_builtin_mcps":
+			o.DisableBuiltinMCPs, err = asBool(v)
+		case "no_custom_instructions":
+			o.NoCustomInstructions, err = asBool(v)
+		case "experimental":
+			o.Experimental, err = asBool(v)
+		default:
+			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
+		}
+		if err != nil {
+			problems = append(problems, at+": "+err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return options{}, warnings, fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return o, warnings, nil
+}
+
+// scoped reports whether any tool-scoping key is set, which replaces --allow-all.
+func (o options) scoped() bool {
+	return o.AllowedTools != "" || o.DeniedTools != "" || o.AvailableTools != "" || o.ExcludedTools != ""
+}
+
+// resumeMode is how a turn continues the conversation (spec, "Session resume mechanism").
+type resumeMode int
+
+const (
+	resumeNone     resumeMode = iota // first turn of a new session: neither flag
+	resumeID                         // --resume <id>: the id came from a result event
+	resumeContinue                   // --continue: no id was ever captured
+)
+
+// turnArgs are the per-turn inputs of args.
+type turnArgs struct {
+	prompt     string // "" when the prompt goes to standard input instead
+	mode       resumeMode
+	sessionID  string   // with resumeID
+	mcpConfigs []string // each passed as --additional-mcp-config @<path>
+	usageFile  string   // --usage-output-file, "" for none
+}
+
+// args builds the CLI arguments of one turn.
+//
+// Forms the pinned CLI (1.0.102) requires, each pinned by a test:
+//   - --prompt=<text>, not "-p <text>": the CLI's parser rejects a separate value that
+//     starts with '-', and a rendered prompt may well start with a Markdown list item.
+//   - --allow-tool=<list> and the other tool flags take a variadic value; the joined
+//     form keeps it from swallowing what follows. Lists are comma-separated.
+//   - --additional-mcp-config @<path>: without the '@' the value is parsed as JSON.
+func (o options) args(t turnArgs) []string {
+	var a []string
+	if t.prompt != "" {
+		a = append(a, "--prompt="+t.prompt)
+	}
+	a = append(a, "--output-format", "json", "-s", "--autopilot", "--no-ask-user",
+		"--max-autopilot-continues", strconv.FormatInt(o.MaxAutopilotContinues, 10))
+	if o.scoped() {
+		if o.AllowedTools != "" {
+			a = append(a, "--allow-tool="+o.AllowedTools)
+		}
+		if o.DeniedTools != "" {
+			a = append(a, "--deny-tool="+o.DeniedTools)
+		}
+		if o.AvailableTools != "" {
+			a = append(a, "--available-tools="+o.AvailableTools)
+		}
+		if o.ExcludedTools != "" {
+			a = append(a, "--excluded-tools="+o.ExcludedTools)
+		}
+	} else {
+		a = append(a, "--allow-all")
+	}
+	switch t.mode {
+	case resumeID:
+		a = append(a, "--resume", t.sessionID)
+	case resumeContinue:
+		a = append(a, "--continue")
+	}
+	if o.Model != "" {
+		a = append(a, "--model", o.Model)
+	}
+	if o.Agent != "" {
+		a = append(a, "--agent", o.Agent)
+	}
+	if o.DisableBuiltinMCPs {
+		a = append(a, "--disable-builtin-mcps")
+	}
+	if o.NoCustomInstructions {
+		a = append(a, "--no-custom-instructions")
+	}
+	if o.Experimental {
+		a = append(a, "--experimental")
+	}
+	for _, c := range t.mcpConfigs {
+		a = append(a, "--additional-mcp-config", "@"+c)
+	}
+	if t.usageFile != "" {
+		a = append(a, "--usage-output-file", t.usageFile)
+	}
+	return a
+}
+
+func asString(v any) (string, error) {
+	switch s := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return strings.TrimSpace(s), nil
+	}
+	return "", fmt.Errorf("must be a string (got %s)", describe(v))
+}
+
+// asWord is a string that becomes the value of a flag of its own: it must not start
+// with '-', which the CLI would read as another flag.
+func asWord(v any) (string, error) {
+	s, err := asString(v)
+	if err == nil && strings.HasPrefix(s, "-") {
+		return "", fmt.Errorf("must not start with '-' (got %q)", s)
+	}
+	return s, err
+}
+
+func asBool(v any) (bool, error) {
+	switch b := v.(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return b, nil
+	}
+	return false, fmt.Errorf("must be true or false (got %s)", describe(v))
+}
+
+// asToolList takes a comma-separated string or a YAML list of tool names or permission
+// patterns (shell, write, shell(git:*), MyMCP(tool)) and returns the CLI's
+// comma-separated form.
+func asToolList(v any) (string, error) {
+	var names []string
+	switch t := v.(type) {
+	case []any:
+		for i, item := range t {
+			s, ok := item.(string)
+			if !ok || strings.TrimSpace(s) == "" {
+				return "", fmt.Errorf("[%d]: must be a non-empty tool name (got %s)", i, describe(item))
+			}
+			names = append(names, strings.TrimSpace(s))
+		}
+	default:
+		s, err := asString(v)
+		if err != nil {
+			return "", err
+		}
+		for _, n := range strings.Split(s, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return strings.Join(names, ","), nil
+}
+
+func asCount(v any) (int64, error) {
+	switch n := v.(type) {
+	case int:
+		if n >= 0 {
+			return int64(n), nil
+		}
+	case int64:
+		if n >= 0 {
+			return n, nil
+		}
+	case uint64:
+		if n <= math.MaxInt32 {
+			return int64(n), nil
+		}
+	case float64:
+		if n >= 0 && n == math.Trunc(n) && n <= math.MaxInt32 {
+			return int64(n), nil
+		}
+	case string:
+		if i, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64); err == nil && i >= 0 {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("must be a non-negative whole number (got %s)", describe(v))
+}
+
+func describe(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "nothing"
+	case string:
+		return strconv.Quote(t)
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%v", v)
+}
