@@ -1,0 +1,404 @@
+// Package agentsock is the local channel between the daemon and the MCP sidecars its
+// agents start (`sortie mcp-server`). Tier 2 tools (tracker_api, notify_operator) need
+// the tracker's and the notification backends' credentials; those stay in the daemon.
+// The sidecar sends each call over a unix socket (mode 0600, in a 0700 directory) to
+// the daemon, authenticated by a capability token that the daemon grants per agent
+// session, scopes to that session's issue and revokes when the session ends.
+//
+// The protocol is HTTP/1.1 over the socket, JSON bodies, `Authorization: Bearer
+// <token>`:
+//
+//	GET  /v1/session   → SessionInfo
+//	POST /v1/tracker   TrackerRequest → Reply
+//	POST /v1/notify    NotifyRequest  → Reply
+//
+// Every answer is a Reply (status 200), except an unknown, revoked or missing token
+// (401 with a Reply whose error kind is "unauthorized") and a malformed request (400,
+// kind "invalid_input").
+package agentsock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Environment variables through which the daemon tells a sidecar how to reach it. They
+// are written into the env block of the generated .sortie/mcp.json.
+const (
+	EnvSocket = "SORTIE_AGENT_SOCKET" // absolute path of the socket
+	EnvToken  = "SORTIE_AGENT_TOKEN"  // the session's capability token
+)
+
+// Session is what a token grants: one agent session of one issue.
+type Session struct {
+	IssueID    string `json:"issue_id"`
+	Identifier string `json:"issue_identifier"`
+	RunID      int64  `json:"run_id"`
+}
+
+// Capabilities are the Tier 2 tools the daemon can serve.
+type Capabilities struct {
+	TrackerAPI     bool `json:"tracker_api"`
+	NotifyOperator bool `json:"notify_operator"`
+}
+
+// SessionInfo answers GET /v1/session: who the token is for and what it may call.
+type SessionInfo struct {
+	Session
+	Capabilities Capabilities `json:"capabilities"`
+	// TrackerKind and Project describe the tracker the tracker_api tool reaches.
+	TrackerKind string `json:"tracker_kind"`
+	Project     string `json:"project,omitempty"`
+}
+
+// TrackerRequest is a tracker_api call. The fields are the tool's input schema.
+type TrackerRequest struct {
+	Operation   string `json:"operation"`
+	IssueID     string `json:"issue_id,omitempty"`
+	TargetState string `json:"target_state,omitempty"`
+}
+
+// NotifyRequest is a notify_operator call. The fields are the tool's input schema.
+type NotifyRequest struct {
+	Message  string `json:"message"`
+	Severity string `json:"severity,omitempty"` // info (default), warning, critical
+	Title    string `json:"title,omitempty"`
+}
+
+// Reply is every answer: Data on success, Error otherwise.
+type Reply struct {
+	OK    bool            `json:"ok"`
+	Data  json.RawMessage `json:"data,omitempty"`
+	Error *Error          `json:"error,omitempty"`
+}
+
+// Error is a failure the tool reports to the agent: a machine-readable kind (the
+// tracker_api kinds of spec/agent-extensions.md, or unauthorized, invalid_input,
+// unsupported_operation, notify_error, internal_error) and a message for humans.
+type Error struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Kind + ": " + e.Message }
+
+// Errorf builds an *Error.
+func Errorf(kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// Handler serves the calls of granted sessions. Its methods run concurrently.
+type Handler interface {
+	// Tracker performs a tracker_api call for sess and returns the response data.
+	Tracker(ctx context.Context, sess Session, req TrackerRequest) (any, *Error)
+	// Notify delivers a notify_operator call for sess.
+	Notify(ctx context.Context, sess Session, req NotifyRequest) *Error
+	// Info describes what the daemon can serve to sessions.
+	Info() SessionInfo
+}
+
+// MaxBody bounds a request body.
+const MaxBody = 64 << 10
+
+// Server listens on the socket and serves granted sessions.
+type Server struct {
+	path string
+	ln   net.Listener
+	srv  *http.Server
+	h    Handler
+
+	mu     sync.RWMutex
+	grants map[string]Session
+}
+
+// Listen creates the socket at path (its directory is created with mode 0700, a stale
+// socket from a crashed daemon is removed) and starts serving h.
+func Listen(path string, h Handler) (*Server, error) {
+	if len(path) > MaxPathLen {
+		return nil, fmt.Errorf("agent socket %s: path longer than %d bytes (see SocketPath)", path, MaxPathLen)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("agent socket: %w", err)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("agent socket: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("agent socket %s: exists and is not a socket; remove it", path)
+		}
+		os.Remove(path) // stale: the flock on the database guarantees no other daemon owns it
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("agent socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("agent socket: %w", err)
+	}
+	s := &Server{path: path, ln: ln, h: h, grants: map[string]Session{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/session", s.session)
+	mux.HandleFunc("POST /v1/tracker", s.tracker)
+	mux.HandleFunc("POST /v1/notify", s.notify)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// Path is the socket's path.
+func (s *Server) Path() string { return s.path }
+
+// Close stops serving and removes the socket.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	os.Remove(s.path)
+	return err
+}
+
+// Grant issues a new capability token for sess.
+func (s *Server) Grant(sess Session) string {
+	var b [32]byte
+	rand.Read(b[:])
+	tok := hex.EncodeToString(b[:])
+	s.mu.Lock()
+	s.grants[tok] = sess
+	s.mu.Unlock()
+	return tok
+}
+
+// Revoke makes token invalid. Calls already running finish.
+func (s *Server) Revoke(token string) {
+	s.mu.Lock()
+	delete(s.grants, token)
+	s.mu.Unlock()
+}
+
+// Granted is the number of live tokens (for tests and metrics).
+func (s *Server) Granted() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.grants)
+}
+
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (Session, bool) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok {
+		// A map lookup keyed by a 256-bit random value leaks nothing useful through
+		// its timing.
+		s.mu.RLock()
+		sess, found := s.grants[tok]
+		s.mu.RUnlock()
+		if found {
+			return sess, true
+		}
+	}
+	writeReply(w, http.StatusUnauthorized, Reply{Error: Errorf("unauthorized",
+		"the session's token is missing, unknown or revoked (the agent session has ended)")})
+	return Session{}, false
+}
+
+func (s *Server) session(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	info := s.h.Info()
+	info.Session = sess
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) tracker(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	var req TrackerRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	data, e := s.h.Tracker(r.Context(), sess, req)
+	reply(w, data, e)
+}
+
+func (s *Server) notify(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	var req NotifyRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	reply(w, map[string]bool{"delivered": true}, s.h.Notify(r.Context(), sess, req))
+}
+
+// decode reads a strict JSON body: unknown fields and trailing data are invalid_input.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err != nil {
+		writeReply(w, http.StatusBadRequest, Reply{Error: Errorf("invalid_input", "request body: %v", err)})
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, data any, e *Error) {
+	if e != nil {
+		writeReply(w, http.StatusOK, Reply{Error: e})
+		return
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		writeReply(w, http.StatusOK, Reply{Error: Errorf("internal_error", "encoding the reply: %v", err)})
+		return
+	}
+	writeReply(w, http.StatusOK, Reply{OK: true, Data: b})
+}
+
+func writeReply(w http.ResponseWriter, status int, r Reply) { writeJSON(w, status, r) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// MaxPathLen is the longest socket path Linux accepts (sun_path is 108 bytes with its
+// terminating NUL).
+const MaxPathLen = 107
+
+// SocketPath picks where the daemon's socket lives: in stateDir (the database's
+// directory) when the path fits, else in a per-user 0700 directory under the system's
+// temporary directory, named after stateDir so that two daemons never share it.
+func SocketPath(stateDir string) string {
+	p := filepath.Join(stateDir, ".sortie", "agent.sock")
+	if len(p) <= MaxPathLen {
+		return p
+	}
+	sum := shortHash(stateDir)
+	return filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()), sum+".sock")
+}
+
+func shortHash(s string) string {
+	// FNV-1a, 64 bits: enough to keep the state directories of one user apart.
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return fmt.Sprintf("%016x", h)
+}
+
+// Client is a sidecar's connection to the daemon.
+type Client struct {
+	token string
+	http  *http.Client
+}
+
+// Dial returns a client for the socket at path with token. It connects lazily; each
+// call is bounded by its context.
+func Dial(path, token string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		MaxIdleConns:    2,
+		IdleConnTimeout: 30 * time.Second,
+	}
+	return &Client{token: token, http: &http.Client{Transport: tr}}
+}
+
+// FromEnv returns a client from EnvSocket and EnvToken, or nil when either is unset.
+func FromEnv(getenv func(string) string) *Client {
+	path, tok := getenv(EnvSocket), getenv(EnvToken)
+	if path == "" || tok == "" {
+		return nil
+	}
+	return Dial(path, tok)
+}
+
+// Session asks the daemon who this token is for and what it may call.
+func (c *Client) Session(ctx context.Context) (SessionInfo, error) {
+	var info SessionInfo
+	err := c.do(ctx, http.MethodGet, "/v1/session", nil, &info)
+	return info, err
+}
+
+// Tracker performs a tracker_api call. A tool failure is returned as *Error; any other
+// error means the daemon could not be asked.
+func (c *Client) Tracker(ctx context.Context, req TrackerRequest) (json.RawMessage, error) {
+	return c.call(ctx, "/v1/tracker", req)
+}
+
+// Notify performs a notify_operator call, with errors as for Tracker.
+func (c *Client) Notify(ctx context.Context, req NotifyRequest) (json.RawMessage, error) {
+	return c.call(ctx, "/v1/notify", req)
+}
+
+func (c *Client) call(ctx context.Context, path string, body any) (json.RawMessage, error) {
+	var r Reply
+	if err := c.do(ctx, http.MethodPost, path, body, &r); err != nil {
+		return nil, err
+	}
+	if !r.OK {
+		if r.Error == nil {
+			return nil, Errorf("internal_error", "the daemon answered neither data nor an error")
+		}
+		return nil, r.Error
+	}
+	return r.Data, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://sortie"+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching the sortie daemon: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("reading the daemon's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var r Reply
+		if json.Unmarshal(data, &r) == nil && r.Error != nil {
+			return r.Error
+		}
+		return fmt.Errorf("the daemon answered %s", resp.Status)
+	}
+	return json.Unmarshal(data, out)
+}
