@@ -26,7 +26,7 @@ var (
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms"}
-	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_retries"}
+	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries"}
 	serverKeys    = []string{"host", "port"}
 	loggingKeys   = []string{"level", "format"}
 	workerKeys    = []string{"ssh_hosts", "max_concurrent_agents_per_host", "ssh_strict_host_key_checking"}
@@ -508,6 +508,18 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 			} else {
 				a.MaxTokens = n
 			}
+		}
+	}
+
+	if v, ok := b.value(sec, "agent.max_cost_usd"); ok {
+		f, isNum := toFloat(v)
+		switch {
+		case !isNum:
+			b.invalid("agent.max_cost_usd", "must be an amount in USD", v)
+		case f < 0:
+			b.invalid("agent.max_cost_usd", "must be non-negative", v)
+		default:
+			a.MaxCostUSD = f
 		}
 	}
 

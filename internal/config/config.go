@@ -88,6 +88,9 @@ type AgentConfig struct {
 	MaxSessions         int   // runs per issue before giving up; 0 = unlimited
 	MaxRetries          int   // failure retries in a row before the issue is held (default 10); 0 = unlimited
 	MaxTokens           int64 // token budget per issue; 0 = unlimited
+	// MaxCostUSD is the spend budget per issue in USD, priced with token_rates for the
+	// agent kind when set, else with the cost the agent CLI reports; 0 = unlimited.
+	MaxCostUSD float64
 
 	// MaxConcurrentAgentsByState limits running agents per tracker state. Keys are
 	// lower-cased states; entries that were not positive integers are dropped.

@@ -60,6 +60,7 @@ var envOverrides = []envOverride{
 	{"SORTIE_AGENT_MAX_SESSIONS", "agent", "max_sessions", overrideInt},
 	{"SORTIE_AGENT_MAX_RETRIES", "agent", "max_retries", overrideInt},
 	{"SORTIE_AGENT_MAX_TOKENS", "agent", "max_tokens", overrideInt},
+	{"SORTIE_AGENT_MAX_COST_USD", "agent", "max_cost_usd", overrideInt},
 	{"SORTIE_DB_PATH", "", "db_path", overrideString},
 }
 

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"sortie/internal/agent"
@@ -32,7 +33,7 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		// Not ++: a poll during the run has already counted its row (CountRuns counts
 		// running runs), and counting it twice would end the issue's sessions early.
 		o.sessions[ex.issueID] = e.sessionsBefore + 1
-		o.spent[ex.issueID] = e.spentBefore + ex.usage.Total
+		o.spent[ex.issueID] = e.spentBefore.add(ex.usage, ex.costUSD)
 	}
 	// The cached candidate copy of this issue is stale now (handed off, held, retrying):
 	// dispatching from it before the next poll would only be wasted work.
@@ -80,6 +81,9 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 			o.addHold(e.issue, ex, holdBlocked, "agent signalled blocked")
 		case ex.budgetStop != "":
 			log.Warn("issue budget used up; not dispatching it again until the budget is raised", "why", ex.budgetStop)
+			o.alert(Alert{Event: "budget_exhausted", Severity: "warning", Issue: e.issue,
+				Title: e.issue.Identifier + " used up its budget; Sortie will not run it again until the budget is raised",
+				Message: ex.budgetStop})
 		case ex.handedOff:
 			log.Info("run finished and handed off")
 		case ex.softStop == "needs-human-review":
@@ -113,6 +117,10 @@ func (o *Orchestrator) retryFailure(ctx context.Context, cfg *config.Config, e *
 
 // errorKind names the spec error kind of err, if it has one.
 func errorKind(err error) string {
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return "config_error"
+	}
 	if k := agent.KindOf(err); k != "" {
 		return string(k)
 	}
@@ -124,6 +132,10 @@ func errorKind(err error) string {
 
 // retryable classifies a worker error. Unclassified errors are retryable.
 func retryable(err error) bool {
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return false
+	}
 	if k := agent.KindOf(err); k != "" {
 		return k.Retryable()
 	}
@@ -142,6 +154,7 @@ func (o *Orchestrator) addHold(is tracker.Issue, ex workerExit, reason, msg stri
 		state: state, updatedAt: ex.updatedAt, since: o.clk.Now()}
 	o.holds[is.ID] = h
 	o.persistHold(h)
+	o.alert(holdAlert(is, reason, msg))
 }
 
 func (o *Orchestrator) liftHold(id, why string) {

@@ -38,6 +38,12 @@ type Options struct {
 	Environ []string
 	// AgentVersion is recorded with every run (e.g. the CLI's --version), "" if unknown.
 	AgentVersion string
+	// Extensions are the agent's MCP tools and their files (extensions.go). Optional.
+	Extensions Extensions
+	// Alert sends the daemon's own alerts (an issue blocked, its budget or its retries
+	// used up) to the operator's notification backends. Optional; it is called on its
+	// own goroutine and must respect ctx.
+	Alert func(ctx context.Context, a Alert) error
 
 	// ExitWhenIdle makes Run return once nothing is running, retrying or eligible.
 	ExitWhenIdle bool
@@ -78,7 +84,7 @@ type Orchestrator struct {
 	holds      map[string]*hold
 	candidates []tracker.Issue // from the last successful poll, sorted for dispatch
 	sessions   map[string]int  // finished sessions per issue, for agent.max_sessions
-	spent      map[string]int64
+	spent      map[string]spend
 	totals     Totals
 	hostLoad   map[string]int
 	tickBusy   bool
@@ -140,7 +146,7 @@ func New(opts Options) (*Orchestrator, error) {
 		retrying:   map[string]*retryEntry{},
 		holds:      map[string]*hold{},
 		sessions:   map[string]int{},
-		spent:      map[string]int64{},
+		spent:      map[string]spend{},
 		hostLoad:   map[string]int{},
 	}, nil
 }

@@ -107,7 +107,7 @@ func (o *Orchestrator) liftAnsweredHolds(candidates []tracker.Issue) {
 // token spend that agent.max_sessions and agent.max_tokens are checked against. On a
 // store error the previous figures are kept.
 func (o *Orchestrator) refreshBudgets(ctx context.Context, cfg *config.Config) {
-	if cfg.Agent.MaxSessions <= 0 && cfg.Agent.MaxTokens <= 0 {
+	if cfg.Agent.MaxSessions <= 0 && !hasSpendBudget(cfg) {
 		return
 	}
 	ids := make([]string, 0, len(o.candidates))
@@ -127,25 +127,23 @@ func (o *Orchestrator) refreshBudgets(ctx context.Context, cfg *config.Config) {
 			}
 		}
 	}
-	if cfg.Agent.MaxTokens > 0 {
+	if hasSpendBudget(cfg) {
 		totals, err := o.opts.Store.IssueTotals(ctx, ids)
 		if err != nil {
-			o.log.Warn("reading token spend for agent.max_tokens failed; using the previous figures", "error", err)
+			o.log.Warn("reading the issues' spend for agent.max_tokens and agent.max_cost_usd failed; using the previous figures", "error", err)
 		} else {
 			for _, id := range ids {
-				o.spent[id] = totals[id].Tokens.Total
+				o.spent[id] = spend{tokens: totals[id].Tokens, reportedUSD: totals[id].CostUSD}
 			}
 		}
 	}
 }
 
-// overBudget returns whether issue id has used up agent.max_sessions or agent.max_tokens.
+// overBudget returns whether issue id has used up agent.max_sessions, agent.max_tokens
+// or agent.max_cost_usd.
 func (o *Orchestrator) overBudget(cfg *config.Config, id string) bool {
 	if cfg.Agent.MaxSessions > 0 && o.sessions[id] >= cfg.Agent.MaxSessions {
 		return true
 	}
-	if cfg.Agent.MaxTokens > 0 && o.spent[id] >= cfg.Agent.MaxTokens {
-		return true
-	}
-	return false
+	return o.spent[id].exceeded(cfg) != ""
 }

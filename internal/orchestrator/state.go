@@ -32,7 +32,7 @@ type runningEntry struct {
 	stop        stopReason
 	cleanup     bool // remove the workspace once the worker exits
 	resumeFrom  string
-	spentBefore int64 // tokens the issue had used before this run, for agent.max_tokens
+	spentBefore spend // what the issue had used before this run, for its budgets
 	// sessionsBefore is the issue's run count before this run, for agent.max_sessions.
 	sessionsBefore int
 	progress       *progress

@@ -62,6 +62,14 @@ type worker struct {
 	sess    *agent.Session
 	log     []store.Event // recent notable events not yet written
 	flushAt time.Time
+	state   *stateFile // .sortie/state.json; nil before the session starts
+}
+
+// stateChanged records new token usage in .sortie/state.json (coalesced).
+func (w *worker) stateChanged() {
+	if w.state != nil {
+		w.state.write(false)
+	}
 }
 
 // runWorker runs one attempt: revalidate → workspace → run row → session → turns →
@@ -181,9 +189,16 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	if err != nil {
 		return w.fail(ex, err)
 	}
+	mcpPath, revoke, err := w.prepareExtensions()
+	if err != nil {
+		return w.fail(ex, err)
+	}
+	defer revoke() // the session's token dies with it
+	w.state = &stateFile{w: w, started: o.clk.Now()}
 	sess, err := o.opts.Agent.StartSession(ctx, agent.StartParams{
 		Workspace:                w.ws.Path,
 		ResumeSessionID:          w.e.resumeFrom,
+		MCPConfigPath:            mcpPath,
 		Env:                      w.agentEnv(),
 		SSHHost:                  w.e.host,
 		SSHStrictHostKeyChecking: cfg.Worker.SSHStrictHostKeyChecking,
@@ -196,6 +211,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	}
 	w.sess = sess
 	w.setSession(sess.ID)
+	w.state.write(true)
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout(cfg))
 		defer cancel()
@@ -219,7 +235,8 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if err != nil {
 			return w.fail(ex, err)
 		}
-		text := prompt.TurnPrompt(rendered, turn, nil)
+		text := prompt.TurnPrompt(rendered, turn, o.promptTools())
+		w.state.write(true)
 
 		turnCtx, cancel := ctx, context.CancelFunc(func() {})
 		if cfg.Agent.TurnTimeout > 0 {
@@ -231,6 +248,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		timedOut := errors.Is(turnCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		w.absorbResult(res, &ex)
+		w.state.flushPending()
 		if ctx.Err() != nil {
 			return w.cancelled(ex)
 		}
@@ -323,17 +341,9 @@ func (w *worker) transitionInProgress(ctx context.Context) {
 	w.issue.State = target
 }
 
-// budgetExceeded reports why the issue's token budget is used up, or "".
+// budgetExceeded reports why the issue's token or cost budget is used up, or "".
 func (w *worker) budgetExceeded(ex workerExit) string {
-	limit := w.cfg.Agent.MaxTokens
-	if limit <= 0 {
-		return ""
-	}
-	before := w.e.spentBefore
-	if used := before + ex.usage.Total; used >= limit {
-		return fmt.Sprintf("agent.max_tokens reached: %d of %d tokens used", used, limit)
-	}
-	return ""
+	return w.e.spentBefore.add(ex.usage, ex.costUSD).exceeded(w.cfg)
 }
 
 func (w *worker) onEvent(ev agent.Event) {
@@ -359,6 +369,7 @@ func (w *worker) onEvent(ev agent.Event) {
 		if ev.Model != "" {
 			p.model = ev.Model
 		}
+		defer w.stateChanged()
 	case agent.EventToolResult:
 		p.toolCalls++
 	}

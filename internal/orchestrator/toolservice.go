@@ -1,0 +1,227 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"sortie/internal/config"
+	"sortie/internal/server/agentsock"
+	"sortie/internal/tracker"
+)
+
+// DefaultToolTimeout bounds one Tier 2 tool call in the daemon.
+const DefaultToolTimeout = 30 * time.Second
+
+// ToolService serves the Tier 2 agent tools over the agent socket: tracker_api with
+// the daemon's tracker and credentials, scoped to the configured project, and
+// notify_operator through the operator's notification backends. Its methods run on the
+// socket's goroutines, never on the loop.
+type ToolService struct {
+	// Config returns the current configuration (project, active states, tracker kind).
+	Config func() *config.Config
+	// Issues is the daemon's tracker; nil means no tracker_api.
+	Issues tracker.Tracker
+	// Deliver sends an agent's notification to the operator's backends; nil means no
+	// backend is configured.
+	Deliver func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) error
+	// Refresh wakes the loop after the agent changed the tracker (a transition), since
+	// Sortie's own tracker writes do not notify it. Optional.
+	Refresh func()
+	// Timeout bounds each call; 0 means DefaultToolTimeout.
+	Timeout time.Duration
+}
+
+// Info describes the Tier 2 tools this daemon serves.
+func (t *ToolService) Info() agentsock.SessionInfo {
+	cfg := t.Config()
+	return agentsock.SessionInfo{
+		Capabilities: agentsock.Capabilities{TrackerAPI: t.Issues != nil, NotifyOperator: t.Deliver != nil},
+		TrackerKind:  cfg.Tracker.Kind,
+		Project:      cfg.Tracker.Project,
+	}
+}
+
+func (t *ToolService) timeout() time.Duration {
+	if t.Timeout > 0 {
+		return t.Timeout
+	}
+	return DefaultToolTimeout
+}
+
+// Tracker performs one tracker_api operation (spec/agent-extensions.md).
+func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req agentsock.TrackerRequest) (any, *agentsock.Error) {
+	if t.Issues == nil {
+		return nil, agentsock.Errorf("unsupported_operation", "this daemon serves no tracker_api")
+	}
+	needsID := req.Operation == "fetch_issue" || req.Operation == "fetch_comments" || req.Operation == "transition_issue"
+	switch {
+	case req.Operation == "":
+		return nil, agentsock.Errorf("invalid_input", "operation is required")
+	case req.Operation != "search_issues" && !needsID:
+		return nil, agentsock.Errorf("unsupported_operation",
+			"unknown operation %q (valid: fetch_issue, fetch_comments, search_issues, transition_issue)", req.Operation)
+	case needsID && strings.TrimSpace(req.IssueID) == "":
+		return nil, agentsock.Errorf("invalid_input", "issue_id is required for %s", req.Operation)
+	case req.Operation == "transition_issue" && strings.TrimSpace(req.TargetState) == "":
+		return nil, agentsock.Errorf("invalid_input", "target_state is required for transition_issue")
+	case req.Operation == "search_issues" && (req.IssueID != "" || req.TargetState != ""):
+		return nil, agentsock.Errorf("invalid_input", "search_issues takes no issue_id or target_state")
+	case req.Operation != "transition_issue" && req.TargetState != "":
+		return nil, agentsock.Errorf("invalid_input", "target_state is only for transition_issue")
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	defer cancel()
+	cfg := t.Config()
+
+	switch req.Operation {
+	case "search_issues":
+		issues, err := t.Issues.FetchCandidateIssues(ctx)
+		if err != nil {
+			return nil, trackerError(err)
+		}
+		out := make([]issueJSON, 0, len(issues))
+		for _, is := range issues {
+			if inProject(cfg, is) {
+				out = append(out, toIssueJSON(is))
+			}
+		}
+		return out, nil
+	case "fetch_comments":
+		if _, e := t.scoped(ctx, cfg, req.IssueID); e != nil {
+			return nil, e
+		}
+		comments, err := t.Issues.FetchIssueComments(ctx, req.IssueID)
+		if err != nil {
+			return nil, trackerError(err)
+		}
+		if comments == nil {
+			comments = []tracker.Comment{}
+		}
+		return comments, nil
+	case "fetch_issue":
+		is, e := t.scoped(ctx, cfg, req.IssueID)
+		if e != nil {
+			return nil, e
+		}
+		return toIssueJSON(is), nil
+	}
+	// transition_issue: the scope is checked before anything changes.
+	if _, e := t.scoped(ctx, cfg, req.IssueID); e != nil {
+		return nil, e
+	}
+	if err := t.Issues.TransitionIssue(ctx, req.IssueID, strings.TrimSpace(req.TargetState)); err != nil {
+		return nil, trackerError(err)
+	}
+	if t.Refresh != nil {
+		t.Refresh()
+	}
+	return map[string]bool{"transitioned": true}, nil
+}
+
+// scoped fetches an issue and refuses one outside tracker.project.
+func (t *ToolService) scoped(ctx context.Context, cfg *config.Config, id string) (tracker.Issue, *agentsock.Error) {
+	is, err := t.Issues.FetchIssueByID(ctx, id)
+	if err != nil {
+		return tracker.Issue{}, trackerError(err)
+	}
+	if !inProject(cfg, is) {
+		return tracker.Issue{}, agentsock.Errorf("project_scope_violation",
+			"issue %s is not in the configured project %s", is.Identifier, cfg.Tracker.Project)
+	}
+	return is, nil
+}
+
+// inProject is the tool-level project check, a second line behind the tracker's own
+// scoping (spec: "Project scoping"). Jira keys carry their project (PROJ-12); a GitHub
+// project is the repository the adapter is bound to; without a project there is no
+// scope to check.
+func inProject(cfg *config.Config, is tracker.Issue) bool {
+	project := strings.TrimSpace(cfg.Tracker.Project)
+	if project == "" {
+		return true
+	}
+	if cfg.Tracker.Kind == "jira" {
+		prefix, _, ok := strings.Cut(is.Identifier, "-")
+		return ok && strings.EqualFold(prefix, project)
+	}
+	return true
+}
+
+// Notify delivers a notify_operator call.
+func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) *agentsock.Error {
+	if t.Deliver == nil {
+		return agentsock.Errorf("unsupported_operation", "no notification backend is configured")
+	}
+	msg := strings.TrimSpace(req.Message)
+	switch {
+	case msg == "":
+		return agentsock.Errorf("invalid_input", "message is required")
+	case len(msg) > 4000:
+		return agentsock.Errorf("invalid_input", "message is %d bytes; the limit is 4000", len(msg))
+	}
+	switch req.Severity {
+	case "", "info", "warning", "critical":
+	default:
+		return agentsock.Errorf("invalid_input", "severity %q is not one of info, warning, critical", req.Severity)
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	defer cancel()
+	if err := t.Deliver(ctx, sess, req); err != nil {
+		return agentsock.Errorf("notify_error", "%v", err)
+	}
+	return nil
+}
+
+// trackerError maps a tracker failure to the tool's error kinds; a call that ran out
+// of time is a transport error (spec).
+func trackerError(err error) *agentsock.Error {
+	switch k := tracker.KindOf(err); k {
+	case tracker.ErrAuth, tracker.ErrNotFound, tracker.ErrPayload, tracker.ErrTransport, tracker.ErrAPI:
+		return agentsock.Errorf(string(k), "%v", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return agentsock.Errorf("tracker_transport_error", "%v", err)
+	}
+	return agentsock.Errorf("internal_error", "%v", err)
+}
+
+// issueJSON is an issue as tracker_api returns it: absent lists are [] and absent
+// priority, parent and comments are null (spec: fetch_issue).
+type issueJSON struct {
+	ID          string               `json:"id"`
+	Identifier  string               `json:"identifier"`
+	Title       string               `json:"title"`
+	Description string               `json:"description"`
+	State       string               `json:"state"`
+	Priority    *int                 `json:"priority"`
+	Labels      []string             `json:"labels"`
+	Assignee    string               `json:"assignee"`
+	IssueType   string               `json:"issue_type"`
+	URL         string               `json:"url"`
+	BranchName  string               `json:"branch_name"`
+	Parent      *tracker.ParentRef   `json:"parent"`
+	Comments    []tracker.Comment    `json:"comments"`
+	BlockedBy   []tracker.BlockerRef `json:"blocked_by"`
+	CreatedAt   string               `json:"created_at"`
+	UpdatedAt   string               `json:"updated_at"`
+}
+
+func toIssueJSON(is tracker.Issue) issueJSON {
+	j := issueJSON{
+		ID: is.ID, Identifier: is.Identifier, Title: is.Title, Description: is.Description, State: is.State,
+		Priority: is.Priority, Labels: is.Labels, Assignee: is.Assignee, IssueType: is.IssueType, URL: is.URL,
+		BranchName: is.BranchName, Parent: is.Parent, Comments: is.Comments, BlockedBy: is.BlockedBy,
+		CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt,
+	}
+	if j.Labels == nil {
+		j.Labels = []string{}
+	}
+	if j.BlockedBy == nil {
+		j.BlockedBy = []tracker.BlockerRef{}
+	}
+	return j
+}
+
+var _ agentsock.Handler = (*ToolService)(nil)
