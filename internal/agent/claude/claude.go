@@ -88,7 +88,7 @@ type session struct {
 	target *remote.Target // nil when local
 	strict string         // StrictHostKeyChecking in SSH mode
 	env    []string
-	mcp    []string // --mcp-config files, operator's first
+	mcp    []string // --mcp-config files
 
 	mu      sync.Mutex // guards running, busy, stopped
 	running *proc.Process
@@ -126,11 +126,13 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	} else if st.exe, err = exec.LookPath(a.program[0]); err != nil {
 		return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
 	}
-	if a.opts.MCPConfig != "" {
-		st.mcp = append(st.mcp, a.opts.MCPConfig)
-	}
-	if p.MCPConfigPath != "" {
-		st.mcp = append(st.mcp, p.MCPConfigPath)
+	// The daemon's generated .sortie/mcp.json already holds the operator's servers
+	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
+	switch {
+	case p.MCPConfigPath != "":
+		st.mcp = []string{p.MCPConfigPath}
+	case a.opts.MCPConfig != "":
+		st.mcp = []string{a.opts.MCPConfig}
 	}
 	id := p.ResumeSessionID
 	st.created = id != ""

@@ -409,19 +409,31 @@ func TestContract_MCPConfigsArePassed(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := func(name string) string {
-		return fmt.Sprintf(`{"mcpServers":{%q:{"command":%q,"args":[],"env":{%q:"1"}}}}`, name, self, mcpServerEnv)
+		return fmt.Sprintf(`{"mcpServers":{%q:%s}}`, name, serverDef(self))
 	}
 	operator := filepath.Join(t.TempDir(), "operator-mcp.json")
 	if err := os.WriteFile(operator, []byte(server("ops")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Without a generated file, the operator's mcp_config is passed as it is.
+	{
+		r := newRig(t, map[string]any{"mcp_config": operator})
+		s := r.start(t, agent.StartParams{})
+		r.turn(t, context.Background(), s, 1, "hi")
+		if got, _ := flagValue(r.argvs(t)[0], "--mcp-config"); got != operator {
+			t.Errorf("--mcp-config = %q, want the operator's %s", got, operator)
+		}
+	}
+	// The daemon's generated file holds the operator's servers and sortie-tools; it is
+	// the only one passed.
 	r := newRig(t, map[string]any{"mcp_config": operator},
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: "mcp__sortie-tools__ping", Input: map[string]any{"text": "hi"}}}},
 		fakemodel.Reply{Text: "pinged"},
 	)
 	generated := filepath.Join(r.ws, ".sortie", "mcp.json")
 	os.MkdirAll(filepath.Dir(generated), 0o755)
-	if err := os.WriteFile(generated, []byte(server("sortie-tools")), 0o644); err != nil {
+	both := fmt.Sprintf(`{"mcpServers":{"ops":%s,"sortie-tools":%s}}`, serverDef(self), serverDef(self))
+	if err := os.WriteFile(generated, []byte(both), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r.env = append(r.env, "ENABLE_TOOL_SEARCH=false", "MCP_TIMEOUT=20000")
@@ -436,8 +448,8 @@ func TestContract_MCPConfigsArePassed(t *testing.T) {
 			configs = append(configs, argv[i+1])
 		}
 	}
-	if len(configs) != 2 || configs[0] != operator || configs[1] != generated {
-		t.Errorf("--mcp-config values = %q, want the operator's then the generated file", configs)
+	if len(configs) != 1 || configs[0] != generated {
+		t.Errorf("--mcp-config values = %q, want only the generated file", configs)
 	}
 	reqs := r.model.Messages()
 	if len(reqs) != 2 {
@@ -519,4 +531,10 @@ func scrub(b []byte, ws, home string) []byte {
 	dashed := strings.NewReplacer("/", "-", ".", "-", "_", "-")
 	s := strings.NewReplacer(ws, "/workspace", home, "/home/agent", dashed.Replace(ws), "-workspace").Replace(string(b))
 	return []byte(s)
+}
+
+// serverDef is an MCP server entry running this test binary as the ping server, in the
+// shape the daemon writes into .sortie/mcp.json.
+func serverDef(self string) string {
+	return fmt.Sprintf(`{"type":"stdio","command":%q,"args":[],"env":{%q:"1"}}`, self, mcpServerEnv)
 }
