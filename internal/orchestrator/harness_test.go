@@ -126,6 +126,8 @@ type harnessOptions struct {
 	environ      []string
 	stallCheck   time.Duration
 	flush        time.Duration // Options.ProgressFlushInterval
+	ext          Extensions
+	alert        func(context.Context, Alert) error
 }
 
 func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
@@ -171,6 +173,8 @@ func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
 		StallCheckInterval:    ho.stallCheck,
 		ProgressFlushInterval: ho.flush,
 		Observe:               h.observe,
+		Extensions:            ho.ext,
+		Alert:                 ho.alert,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -630,6 +634,7 @@ type tapAdapter struct {
 
 	mu       sync.Mutex
 	starts   []startRecord
+	prompts  []startRecord
 	sessions map[*agent.Session]string // → issue identifier
 	open     map[string]int            // issue identifier → sessions started and not stopped
 	overlaps []string                  // a session started while another of its issue was open
@@ -641,6 +646,7 @@ type tapAdapter struct {
 type startRecord struct {
 	identifier string
 	params     agent.StartParams
+	prompt     string // for turn records
 }
 
 type agentEvent struct {
@@ -687,6 +693,9 @@ func (a *tapAdapter) RunTurn(ctx context.Context, s *agent.Session, p agent.Turn
 	a.mu.Lock()
 	ident := a.sessions[s]
 	a.mu.Unlock()
+	a.mu.Lock()
+	a.prompts = append(a.prompts, startRecord{identifier: ident, prompt: p.Prompt})
+	a.mu.Unlock()
 	onEvent := p.OnEvent
 	p.OnEvent = func(ev agent.Event) {
 		if onEvent != nil {
@@ -707,6 +716,19 @@ func (a *tapAdapter) StopSession(ctx context.Context, s *agent.Session) error {
 	a.open[a.sessions[s]]--
 	a.mu.Unlock()
 	return err
+}
+
+// promptsOf returns the prompt of every turn run for an issue, in order.
+func (a *tapAdapter) promptsOf(ident string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, p := range a.prompts {
+		if p.identifier == ident {
+			out = append(out, p.prompt)
+		}
+	}
+	return out
 }
 
 // startsOf returns the StartParams of every session started for an issue, in order.

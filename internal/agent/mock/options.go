@@ -125,7 +125,9 @@ func parseOptions(raw map[string]any) (options, error) {
 	o := options{Default: defaultProfile()}
 	top := make(map[string]any, len(raw))
 	for k, v := range raw {
-		if k != "issues" {
+		// mcp_config is the daemon's: it merges that file into .sortie/mcp.json, as for
+		// every adapter. The mock itself starts no MCP server.
+		if k != "issues" && k != "mcp_config" {
 			top[k] = v
 		}
 	}

@@ -1,0 +1,238 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"sortie/internal/config"
+	"sortie/internal/prompt"
+	"sortie/internal/server/agentsock"
+	"sortie/internal/store"
+)
+
+// fakeGranter records the tokens the worker asks for and gives back.
+type fakeGranter struct {
+	mu      sync.Mutex
+	granted []agentsock.Session
+	live    map[string]agentsock.Session
+}
+
+func (g *fakeGranter) Grant(s agentsock.Session) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.live == nil {
+		g.live = map[string]agentsock.Session{}
+	}
+	g.granted = append(g.granted, s)
+	tok := "token-" + s.Identifier
+	g.live[tok] = s
+	return tok
+}
+
+func (g *fakeGranter) Revoke(tok string) {
+	g.mu.Lock()
+	delete(g.live, tok)
+	g.mu.Unlock()
+}
+
+func (g *fakeGranter) Path() string { return "/run/sortie/agent.sock" }
+
+func (g *fakeGranter) counts() (granted, live int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.granted), len(g.live)
+}
+
+type mcpFile struct {
+	MCPServers map[string]struct {
+		Type    string            `json:"type"`
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
+	} `json:"mcpServers"`
+}
+
+func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
+	operator := filepath.Join(t.TempDir(), "mcp-servers.json")
+	os.WriteFile(operator, []byte(`{"mcpServers":{"github":{"command":"gh-mcp","args":["--stdio"]}}}`), 0o644)
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Agent.MaxTurns = 2
+		c.SecretEnv = []string{"SORTIE_TRACKER_API_KEY", "SLACK_HOOK"}
+		c.Extensions = map[string]any{"mock": map[string]any{
+			"mcp_config": operator, "input_tokens_per_turn": 100, "output_tokens_per_turn": 10,
+		}}
+	})
+	g := &fakeGranter{}
+	docs := []prompt.ToolDoc{{Name: "sortie_status", Description: "turns and tokens of this session"}}
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
+		environ: append(os.Environ(), "SORTIE_TRACKER_API_KEY=tracker-secret", "SLACK_HOOK=https://hooks.example/secret", "SORTIE_REPO_URL=https://git.example/repo"),
+		ext:     Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: g, PromptTools: docs}})
+	h.trk.Put(issue("EXT-1", "Todo"))
+	h.start()
+	h.awaitStep(StepExit, "EXT-1")
+
+	starts := h.agent.startsOf("EXT-1")
+	if len(starts) != 1 {
+		t.Fatalf("sessions = %d", len(starts))
+	}
+	ws := starts[0].Workspace
+	wantPath := filepath.Join(ws, ".sortie", "mcp.json")
+	if starts[0].MCPConfigPath != wantPath {
+		t.Errorf("MCPConfigPath = %q, want %q", starts[0].MCPConfigPath, wantPath)
+	}
+	raw, err := os.ReadFile(wantPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"tracker-secret", "hooks.example/secret"} {
+		if strings.Contains(string(raw), secret) {
+			t.Errorf(".sortie/mcp.json contains the secret %q:\n%s", secret, raw)
+		}
+	}
+	if fi, _ := os.Stat(wantPath); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mcp.json mode = %v, want 0600", fi.Mode().Perm())
+	}
+	var f mcpFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	tools, ok := f.MCPServers[ToolsServerName]
+	if !ok || tools.Command != "/opt/sortie/bin/sortie" || !slices.Equal(tools.Args, []string{"mcp-server", "--workflow", cfg.Path}) {
+		t.Errorf("sortie-tools entry = %+v", tools)
+	}
+	if _, ok := f.MCPServers["github"]; !ok {
+		t.Errorf("the operator's server was not merged: %v", f.MCPServers)
+	}
+	env := tools.Env
+	want := map[string]string{
+		"SORTIE_WORKSPACE": ws, "SORTIE_DB_PATH": cfg.DBPath, "SORTIE_ISSUE_ID": "EXT-1", "SORTIE_ISSUE_IDENTIFIER": "EXT-1",
+		"SORTIE_ATTEMPT": "", "SORTIE_REPO_URL": "https://git.example/repo",
+		agentsock.EnvSocket: "/run/sortie/agent.sock", agentsock.EnvToken: "token-EXT-1",
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+	if _, leaked := env["SORTIE_TRACKER_API_KEY"]; leaked {
+		t.Error("the tracker key override reached the sidecar's env")
+	}
+	if env["SORTIE_RUN_ID"] == "" || env["SORTIE_RUN_ID"] == "0" {
+		t.Errorf("SORTIE_RUN_ID = %q", env["SORTIE_RUN_ID"])
+	}
+
+	if gi, err := os.ReadFile(filepath.Join(ws, ".sortie", ".gitignore")); err != nil || strings.TrimSpace(string(gi)) != "*" {
+		t.Errorf(".sortie/.gitignore = %q, %v", gi, err)
+	}
+
+	var st stateJSON
+	data, err := os.ReadFile(filepath.Join(ws, ".sortie", "state.json"))
+	if err != nil || json.Unmarshal(data, &st) != nil {
+		t.Fatalf("state.json: %s, %v", data, err)
+	}
+	if st.TurnNumber != 2 || st.MaxTurns != 2 || st.IssueID != "EXT-1" || st.Attempt != nil || st.SessionID == "" {
+		t.Errorf("state.json = %+v", st)
+	}
+	if st.Tokens.Total != 220 {
+		t.Errorf("state.json tokens = %+v, want 220 in total after two turns", st.Tokens)
+	}
+
+	if granted, live := g.counts(); granted != 1 || live != 0 {
+		t.Errorf("tokens granted %d, still live %d; want 1 and 0 (revoked with the session)", granted, live)
+	}
+	// The first turn's prompt lists the tools; the second does not.
+	prompts := h.agent.promptsOf("EXT-1")
+	if len(prompts) != 2 || !strings.Contains(prompts[0], "sortie_status") || strings.Contains(prompts[1], "sortie_status") {
+		t.Errorf("prompts = %q", prompts)
+	}
+}
+
+func TestExtensions_ReservedOperatorServerNameHoldsTheIssue(t *testing.T) {
+	operator := filepath.Join(t.TempDir(), "mcp.json")
+	os.WriteFile(operator, []byte(`{"mcpServers":{"sortie-tools":{"command":"evil"}}}`), 0o644)
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Extensions = map[string]any{"mock": map[string]any{"mcp_config": operator}}
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
+		ext: Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: &fakeGranter{}}})
+	h.trk.Put(issue("EXT-2", "Todo"))
+	h.start()
+	o := h.awaitStep(StepExit, "EXT-2")
+	hd, held := heldOf(o.Snapshot, "EXT-2")
+	if !held || !strings.Contains(hd.Message, "reserved") {
+		t.Fatalf("EXT-2 held = %v (%+v), want held with the reserved-name error", held, hd)
+	}
+	if runs := h.runs("EXT-2"); len(runs) != 1 || runs[0].Status != store.StatusFailed || !strings.Contains(runs[0].Error, "config_error: mock.mcp_config") {
+		t.Errorf("runs = %+v", runs)
+	}
+	if n := len(h.agent.startsOf("EXT-2")); n != 0 {
+		t.Errorf("an agent session started despite the bad mcp_config")
+	}
+}
+
+func TestBudget_MaxCostUSDPricedWithTokenRates(t *testing.T) {
+	var mu sync.Mutex
+	var alerts []Alert
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Agent.MaxCostUSD = 0.3
+		c.Agent.MaxTurns = 5
+		// $1000 and $2000 per million: each turn's 100 in and 50 out cost $0.20.
+		c.TokenRates = map[string]config.TokenRate{"mock": {InputPerMTok: 1000, OutputPerMTok: 2000}}
+		c.Extensions = map[string]any{"mock": map[string]any{"input_tokens_per_turn": 100, "output_tokens_per_turn": 50}}
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, alert: func(_ context.Context, a Alert) error {
+		mu.Lock()
+		alerts = append(alerts, a)
+		mu.Unlock()
+		return nil
+	}})
+	h.trk.Put(issue("USD-1", "Todo"))
+	h.start()
+	h.awaitStep(StepExit, "USD-1")
+	runs := h.runs("USD-1")
+	if len(runs) != 1 || runs[0].Status != store.StatusBudgetExhausted || runs[0].Turns != 2 {
+		t.Fatalf("runs = %+v, want budget_exhausted after 2 turns ($0.40 ≥ $0.30)", runs)
+	}
+	if !strings.Contains(runs[0].Error, "agent.max_cost_usd reached") {
+		t.Errorf("run error = %q", runs[0].Error)
+	}
+	h.advance(cfg.Polling.Interval)
+	if o := h.awaitStep(StepTick, ""); isRunning(o.Snapshot, "USD-1") {
+		t.Fatal("dispatched again over its cost budget")
+	}
+	h.stop() // alerts are delivered in the background; stopping waits for them
+	mu.Lock()
+	defer mu.Unlock()
+	if len(alerts) != 1 || alerts[0].Event != "budget_exhausted" || alerts[0].Issue.Identifier != "USD-1" {
+		t.Errorf("alerts = %+v, want one budget_exhausted for USD-1", alerts)
+	}
+}
+
+func TestAlerts_HoldsAlertTheOperator(t *testing.T) {
+	var mu sync.Mutex
+	var alerts []Alert
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Extensions = map[string]any{"mock": map[string]any{"status": "blocked"}}
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, alert: func(_ context.Context, a Alert) error {
+		mu.Lock()
+		alerts = append(alerts, a)
+		mu.Unlock()
+		return nil
+	}})
+	h.trk.Put(issue("BLK-1", "Todo"))
+	h.start()
+	h.awaitStep(StepExit, "BLK-1")
+	h.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(alerts) != 1 || alerts[0].Event != holdBlocked || alerts[0].Severity != "warning" || !strings.Contains(alerts[0].Title, "BLK-1") {
+		t.Errorf("alerts = %+v, want one blocked alert", alerts)
+	}
+}
