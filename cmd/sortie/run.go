@@ -81,6 +81,9 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		_, err := prompt.Parse(c.Path, c.Prompt, c.PromptLine)
 		return err
 	}
+	if err := hideEnviron(); err != nil {
+		logStartupWarning(stderr, "cannot hide the daemon's environment from other processes of this user: %v", err)
+	}
 	first, err := config.Load(path, opts)
 	if err != nil {
 		return fail("%v", err)
@@ -261,4 +264,9 @@ func parseErrorCode(err error) int {
 		return exitOK
 	}
 	return exitUsage
+}
+
+// logStartupWarning reports a problem found before the logger exists.
+func logStartupWarning(stderr io.Writer, format string, args ...any) {
+	fmt.Fprintf(stderr, "sortie: warning: "+format+"\n", args...)
 }
