@@ -70,7 +70,8 @@ func (w *worker) prepareExtensions() (string, func(), error) {
 	}
 	token := ""
 	revoke := func() {}
-	if x.Socket != nil {
+	// The socket is local: an agent on an SSH host could not reach it.
+	if x.Socket != nil && w.e.host == "" {
 		token = x.Socket.Grant(agentsock.Session{IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID})
 		revoke = func() { x.Socket.Revoke(token) }
 	}
