@@ -46,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdInit(args[1:], stdout, stderr)
 		case "demo":
 			return cmdDemo(args[1:], stdout, stderr)
+		case "mcp-server":
+			return cmdMCPServer(args[1:], os.Stdin, stdout, stderr)
 		case "version", "--version", "-V":
 			fmt.Fprintln(stdout, versionLine())
 			return exitOK
@@ -71,6 +73,8 @@ Usage:
                                       check a workflow file; exit 0 valid, 1 invalid
   sortie init [DIR]                   write a commented WORKFLOW.md and issues.json that
                                       run with the file tracker and the mock agent
+  sortie mcp-server --workflow PATH   the sortie-tools MCP server (stdio) that agent CLIs
+                                      start from .sortie/mcp.json; not run by hand
   sortie version                      print the version
   sortie help                         print this help
 

@@ -150,3 +150,14 @@ func setPath(raw map[string]any, section, key string, value any) bool {
 	m[keys[len(keys)-1]] = value
 	return true
 }
+
+// OverrideEnv returns the names of the SORTIE_* variables that replace WORKFLOW.md
+// values, in the order they are applied. SORTIE_ENV_FILE, which names a .env file, is
+// not among them.
+func OverrideEnv() []string {
+	names := make([]string, len(envOverrides))
+	for i, o := range envOverrides {
+		names[i] = o.Env
+	}
+	return names
+}

@@ -1,0 +1,63 @@
+package mcp
+
+import (
+	"slices"
+
+	"sortie/internal/mcp/tools"
+	"sortie/internal/prompt"
+)
+
+// Gates are the conditions under which the sidecar offers each tool
+// (spec/agent-tools-tiers.md: the agent is never offered a tool it cannot use).
+type Gates struct {
+	// Workspace: SORTIE_WORKSPACE is set. Offers sortie_status.
+	Workspace bool
+	// DB: SORTIE_DB_PATH and SORTIE_ISSUE_ID are set and the database opens
+	// read-only. Offers workspace_history and cost_budget.
+	DB bool
+	// TrackerAPI and NotifyOperator: SORTIE_AGENT_SOCKET and SORTIE_AGENT_TOKEN are
+	// set, the daemon answers the session query, and grants the capability. Offer
+	// tracker_api and notify_operator.
+	TrackerAPI, NotifyOperator bool
+}
+
+// Offered returns the tools a sidecar whose gates are g registers, in registration
+// order. It is the one decision both the sidecar and the daemon (for the first-turn
+// prompt) use.
+func Offered(g Gates) []string {
+	var names []string
+	if g.Workspace {
+		names = append(names, tools.NameStatus)
+	}
+	if g.DB {
+		names = append(names, tools.NameHistory, tools.NameBudget)
+	}
+	if g.TrackerAPI {
+		names = append(names, tools.NameTracker)
+	}
+	if g.NotifyOperator {
+		names = append(names, tools.NameNotify)
+	}
+	return names
+}
+
+// ToolDocs returns the first-turn prompt's description of each named tool, in the order
+// given; names of tools that do not exist are skipped. Tools without arguments carry no
+// schema, so the prompt stays short.
+func ToolDocs(names []string) []prompt.ToolDoc {
+	specs := tools.Specs()
+	var docs []prompt.ToolDoc
+	for _, name := range names {
+		i := slices.IndexFunc(specs, func(s tools.Spec) bool { return s.Name == name })
+		if i < 0 {
+			continue
+		}
+		s := specs[i]
+		doc := prompt.ToolDoc{Name: s.Name, Description: s.Description}
+		if len(s.Params()) > 0 {
+			doc.InputSchema = s.InputSchema
+		}
+		docs = append(docs, doc)
+	}
+	return docs
+}

@@ -1,0 +1,185 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"sortie/internal/config"
+	"sortie/internal/mcp/tools"
+	"sortie/internal/server/agentsock"
+	"sortie/internal/store/sqlite"
+)
+
+// Start-up bounds. The agent CLI waits for the sidecar before its first model call, so
+// a dependency that does not answer quickly is treated as absent.
+const (
+	DefaultProbeTimeout = 3 * time.Second // the agent socket's session query
+	dbOpenTimeout       = 5 * time.Second // opening the database read-only
+)
+
+// Options configures a sidecar.
+type Options struct {
+	Env    Env
+	Config *config.Config // the loaded WORKFLOW.md (see ConfigEnv)
+	// Version is reported in serverInfo.
+	Version string
+	Log     *slog.Logger
+	// Now is sortie_status's clock; nil means time.Now.
+	Now func() time.Time
+	// ProbeTimeout bounds the start-up query to the daemon's agent socket; 0 means
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+}
+
+// Sidecar is a started sortie-tools server: the tools its gates allowed and what they
+// hold open. Close it when the session ends.
+type Sidecar struct {
+	Gates    Gates
+	registry Registry
+	server   *sdk.Server
+	db       *sqlite.Store
+}
+
+// Start decides the gates and registers the tools they allow. An absent dependency only
+// leaves its tools out, with a log line saying why: a database that does not open, an
+// agent socket that does not answer or does not grant a capability. It fails only on
+// programming errors; configuration errors are caught earlier by ParseEnv and
+// config.Load.
+func Start(ctx context.Context, o Options) (*Sidecar, error) {
+	if o.Config == nil {
+		return nil, errors.New("mcp: Start needs the loaded workflow configuration")
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := o.Env
+	s := &Sidecar{}
+
+	s.Gates.Workspace = e.Workspace != ""
+	if !s.Gates.Workspace {
+		log.Info("sortie_status not offered: SORTIE_WORKSPACE is not set")
+	}
+
+	switch {
+	case e.DBPath == "" || e.IssueID == "":
+		log.Info("workspace_history and cost_budget not offered: SORTIE_DB_PATH and SORTIE_ISSUE_ID must both be set",
+			"db_path_set", e.DBPath != "", "issue_id_set", e.IssueID != "")
+	default:
+		octx, cancel := context.WithTimeout(ctx, dbOpenTimeout)
+		db, err := sqlite.OpenReadOnly(octx, e.DBPath)
+		cancel()
+		if err != nil {
+			log.Warn("workspace_history and cost_budget not offered: the database does not open read-only", "error", err)
+		} else {
+			s.db, s.Gates.DB = db, true
+		}
+	}
+
+	var daemon *agentsock.Client
+	if e.AgentSocket == "" || e.AgentToken == "" {
+		log.Info("tracker_api and notify_operator not offered: SORTIE_AGENT_SOCKET and SORTIE_AGENT_TOKEN must both be set",
+			"socket_set", e.AgentSocket != "", "token_set", e.AgentToken != "")
+	} else {
+		daemon = agentsock.Dial(e.AgentSocket, e.AgentToken)
+		timeout := o.ProbeTimeout
+		if timeout <= 0 {
+			timeout = DefaultProbeTimeout
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		info, err := daemon.Session(pctx)
+		cancel()
+		switch {
+		case err != nil:
+			log.Warn("tracker_api and notify_operator not offered: the daemon's agent socket did not answer the session query",
+				"socket", e.AgentSocket, "error", err)
+		default:
+			if e.IssueID != "" && info.IssueID != e.IssueID {
+				log.Warn("the daemon's token belongs to another issue than SORTIE_ISSUE_ID; Tier 2 calls act on the token's issue",
+					"token_issue_id", info.IssueID, "issue_id", e.IssueID)
+			}
+			s.Gates.TrackerAPI = info.Capabilities.TrackerAPI
+			s.Gates.NotifyOperator = info.Capabilities.NotifyOperator
+			if !s.Gates.TrackerAPI {
+				log.Info("tracker_api not offered: the daemon grants no tracker_api capability (no tracker project configured)")
+			}
+			if !s.Gates.NotifyOperator {
+				log.Info("notify_operator not offered: the daemon grants no notify_operator capability (no notification backend configured)")
+			}
+		}
+	}
+
+	cfg := o.Config
+	for _, name := range Offered(s.Gates) {
+		var t tools.Tool
+		switch name {
+		case tools.NameStatus:
+			t = tools.NewStatus(e.Workspace, cfg.Agent.MaxTurns, o.Now)
+		case tools.NameHistory:
+			t = tools.NewHistory(s.db, e.IssueID)
+		case tools.NameBudget:
+			t = tools.NewBudget(tools.BudgetOptions{
+				Runs:      s.db,
+				IssueID:   e.IssueID,
+				Budget:    budgetOf(cfg),
+				Rate:      rateOf(cfg),
+				Workspace: e.Workspace,
+				RunID:     e.RunID,
+				Live:      e.RunID != 0 || e.SessionID != "",
+			})
+		case tools.NameTracker:
+			t = tools.NewTracker(daemon, e.ToolTimeout)
+		case tools.NameNotify:
+			t = tools.NewNotify(daemon, e.ToolTimeout)
+		default:
+			panic("mcp: Offered returned " + name + ", which Start cannot build")
+		}
+		s.registry.Register(t)
+	}
+	s.server = NewServer(&s.registry, o.Version, log)
+	log.Info("sortie-tools ready", "tools", s.registry.Names(), "issue_identifier", e.IssueIdentifier,
+		"run_id", e.RunID, "attempt", e.Attempt)
+	return s, nil
+}
+
+// budgetOf is the per-issue budget cost_budget reports against.
+func budgetOf(cfg *config.Config) tools.Budget {
+	return tools.Budget{MaxTokens: cfg.Agent.MaxTokens, MaxCostUSD: maxCostUSD(cfg)}
+}
+
+// maxCostUSD is agent.max_cost_usd, the per-issue dollar budget. config.AgentConfig
+// has no such field yet; when it gains MaxCostUSD, return cfg.Agent.MaxCostUSD here.
+// Until then the dollar budget is unlimited.
+func maxCostUSD(*config.Config) float64 { return 0 }
+
+// rateOf returns token_rates for agent.kind, or nil when none is configured.
+func rateOf(cfg *config.Config) *tools.Rate {
+	r, ok := cfg.TokenRates[cfg.Agent.Kind]
+	if !ok {
+		return nil
+	}
+	return &tools.Rate{InputPerMTok: r.InputPerMTok, OutputPerMTok: r.OutputPerMTok, CacheReadPerMTok: r.CacheReadPerMTok}
+}
+
+// Tools returns the names of the registered tools, in registration order.
+func (s *Sidecar) Tools() []string { return s.registry.Names() }
+
+// Serve speaks MCP over t until the client disconnects (nil) or ctx ends.
+func (s *Sidecar) Serve(ctx context.Context, t sdk.Transport) error {
+	return s.server.Run(ctx, t)
+}
+
+// Server is the MCP server, for callers that connect transports themselves.
+func (s *Sidecar) Server() *sdk.Server { return s.server }
+
+// Close releases the database.
+func (s *Sidecar) Close() error {
+	if s.db != nil {
+		return s.db.Close()
+	}
+	return nil
+}
