@@ -1,0 +1,70 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"sortie/internal/store"
+)
+
+func TestHistory_NewestTenCompletedRunsOfTheIssue(t *testing.T) {
+	var runs []seedRun
+	for i := 1; i <= 12; i++ {
+		r := seedRun{issue: "42", attempt: i, status: store.StatusSucceeded, started: t0.Add(time.Duration(i) * time.Hour)}
+		if i%3 == 0 {
+			r.status, r.err = store.StatusFailed, fmt.Sprintf("agent turn error: attempt %d", i)
+		}
+		runs = append(runs, r)
+		// Another issue's runs interleave and must not show.
+		runs = append(runs, seedRun{issue: "43", attempt: i, status: store.StatusFailed, err: "x", started: t0})
+	}
+	// The run in progress (this session's) is not history yet.
+	runs = append(runs, seedRun{issue: "42", attempt: 13, status: store.StatusRunning, started: t0.Add(13 * time.Hour)})
+	path, _ := seedDB(t, runs...)
+
+	got, isErr := callTool(t, NewHistory(openRO(t, path), "42"), "{}")
+	if isErr {
+		t.Fatalf("workspace_history failed: %s", got)
+	}
+	var entries []string
+	for i := 12; i >= 3; i-- {
+		started := t0.Add(time.Duration(i) * time.Hour)
+		errJSON := "null"
+		status := "succeeded"
+		if i%3 == 0 {
+			status, errJSON = "failed", fmt.Sprintf(`"agent turn error: attempt %d"`, i)
+		}
+		entries = append(entries, fmt.Sprintf(`{"attempt":%d,"agent_adapter":"claude-code","started_at":"%s","completed_at":"%s","status":"%s","error":%s}`,
+			i, started.Format(time.RFC3339), started.Add(15*time.Minute).Format(time.RFC3339), status, errJSON))
+	}
+	want := `{"issue_id":"42","entries":[` + strings.Join(entries, ",") + `]}`
+	if got != want {
+		t.Fatalf("workspace_history =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestHistory_NoRunsIsAnEmptyList(t *testing.T) {
+	path, _ := seedDB(t, seedRun{issue: "7", attempt: 1, status: store.StatusRunning, started: t0})
+	got, isErr := callTool(t, NewHistory(openRO(t, path), "7"), "")
+	if want := `{"issue_id":"7","entries":[]}`; isErr || got != want {
+		t.Fatalf("workspace_history = %s (isError %v); want %s", got, isErr, want)
+	}
+}
+
+func TestHistory_QueryFailureIsAFlatError(t *testing.T) {
+	got, isErr := callTool(t, NewHistory(failingReader{errors.New("database is locked")}, "42"), "{}")
+	if want := `{"error":"query failed: database is locked","kind":"query_failed"}`; !isErr || got != want {
+		t.Fatalf("workspace_history = %s (isError %v); want %s", got, isErr, want)
+	}
+}
+
+func TestHistory_RejectsArguments(t *testing.T) {
+	got, isErr := callTool(t, NewHistory(failingReader{errors.New("not reached")}, "42"), `{"limit":5}`)
+	want := `{"error":"unknown field \"limit\": workspace_history takes no arguments (send {})","kind":"invalid_input"}`
+	if !isErr || got != want {
+		t.Fatalf("workspace_history = %s (isError %v); want %s", got, isErr, want)
+	}
+}
