@@ -115,10 +115,10 @@ func TestConfigEnv_Answers(t *testing.T) {
 		name, want string
 		ok         bool
 	}{
-		{"PATH", "/bin", true},                  // set: the real value
-		{"SORTIE_AGENT_MAX_TURNS", "4", true},   // a set override
-		{"GITHUB_TOKEN", Placeholder, true},     // a stripped secret
-		{"EMPTY", Placeholder, true},            // set but empty resolves like unset
+		{"PATH", "/bin", true},                // set: the real value
+		{"SORTIE_AGENT_MAX_TURNS", "4", true}, // a set override
+		{"GITHUB_TOKEN", Placeholder, true},   // a stripped secret
+		{"EMPTY", Placeholder, true},          // set but empty resolves like unset
 		{"SORTIE_JIRA_API_KEY", Placeholder, true},
 		{"SORTIE_TRACKER_API_KEY", Placeholder, true}, // the one secret override
 		{"SORTIE_AGENT_MAX_TOKENS", "", false},        // other overrides: unset stays unset
