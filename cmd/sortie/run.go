@@ -16,8 +16,11 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/config"
+	"sortie/internal/mcp"
+	"sortie/internal/notify"
 	"sortie/internal/orchestrator"
 	"sortie/internal/prompt"
+	"sortie/internal/server/agentsock"
 	"sortie/internal/store/sqlite"
 	"sortie/internal/tracker"
 )
@@ -122,11 +125,20 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("agent: %v", err)
 	}
+	notifier, err := notify.Parse(cfg.Extensions["notifications"], os.LookupEnv)
+	if err != nil {
+		return fail("%v", err)
+	}
 	st, err := sqlite.Open(ctx, cfg.DBPath)
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer st.Close()
+	tools, sock, err := startAgentTools(cfg, watcher.Current, trk, notifier)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer sock.Close()
 
 	if err := watcher.Start(ctx); err != nil {
 		return fail("watching %s: %v", path, err)
@@ -143,12 +155,16 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		Environ:       os.Environ(),
 		ExitWhenIdle:  f.exitWhenIdle,
 		AgentVersion:  agentVersion,
+		Extensions:    tools.ext,
+		Alert:         alerter(notifier),
 	})
 	if err != nil {
 		return fail("%v", err)
 	}
+	tools.svc.Refresh = func() { orch.Refresh() }
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
-		"agent", cfg.Agent.Kind, "agent_version", agentVersion, "db", cfg.DBPath, "pid", os.Getpid())
+		"agent", cfg.Agent.Kind, "agent_version", agentVersion, "db", cfg.DBPath, "pid", os.Getpid(),
+		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
 	stopView := view.start(ctx, orch)
 	err = orch.Run(ctx)
 	stopView()
@@ -270,3 +286,57 @@ func parseErrorCode(err error) int {
 func logStartupWarning(stderr io.Writer, format string, args ...any) {
 	fmt.Fprintf(stderr, "sortie: warning: "+format+"\n", args...)
 }
+
+// agentTools are the daemon's side of the agent extensions.
+type agentTools struct {
+	svc *orchestrator.ToolService
+	ext orchestrator.Extensions
+}
+
+// startAgentTools opens the agent socket next to the database and prepares what every
+// session gets: the sortie-tools MCP entry (this binary), the socket's capability
+// tokens and the first-turn tool list (docs/agent-tools.md).
+func startAgentTools(cfg *config.Config, current func() *config.Config, trk tracker.Tracker, n *notify.Notifier) (agentTools, *agentsock.Server, error) {
+	dbPath, err := filepath.Abs(cfg.DBPath)
+	if err != nil {
+		return agentTools{}, nil, err
+	}
+	svc := &orchestrator.ToolService{Config: current, Issues: trk}
+	if n.Enabled() {
+		svc.Deliver = func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) error {
+			return n.Send(ctx, notify.Notification{Event: notify.EventAgent, Severity: req.Severity, Title: req.Title,
+				Message: req.Message, IssueID: sess.IssueID, IssueIdentifier: sess.Identifier})
+		}
+	}
+	sock, err := agentsock.Listen(agentsock.SocketPath(dbPath), svc)
+	if err != nil {
+		return agentTools{}, nil, err
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		sock.Close()
+		return agentTools{}, nil, fmt.Errorf("finding this executable for the agents' MCP server: %w", err)
+	}
+	offered := mcp.Offered(mcp.Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: n.Enabled()})
+	return agentTools{svc: svc, ext: orchestrator.Extensions{
+		Executable: exe, DBPath: dbPath, Socket: sock, PromptTools: mcp.ToolDocs(offered),
+	}}, sock, nil
+}
+
+// alerter sends the daemon's own alerts through the notification backends.
+func alerter(n *notify.Notifier) func(context.Context, orchestrator.Alert) error {
+	if !n.Enabled() {
+		return nil
+	}
+	return func(ctx context.Context, a orchestrator.Alert) error {
+		return n.Send(ctx, notify.Notification{Event: alertEvent(a.Event), Severity: a.Severity, Title: a.Title,
+			Message: a.Message, IssueID: a.Issue.ID, IssueIdentifier: a.Issue.Identifier, IssueURL: a.Issue.URL, Time: a.Time})
+	}
+}
+
+// alertEvent is the notification event of an orchestrator alert: the names are the
+// same.
+func alertEvent(e string) string { return e }

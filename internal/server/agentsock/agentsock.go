@@ -162,10 +162,11 @@ func Listen(path string, h Handler) (*Server, error) {
 // Path is the socket's path.
 func (s *Server) Path() string { return s.path }
 
-// Close stops serving and removes the socket.
+// Close stops serving and removes the socket, and its directory when that is empty.
 func (s *Server) Close() error {
 	err := s.srv.Close()
 	os.Remove(s.path)
+	os.Remove(filepath.Dir(s.path)) // fails, harmlessly, when something else is in it
 	return err
 }
 
@@ -286,15 +287,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // terminating NUL).
 const MaxPathLen = 107
 
-// SocketPath picks where the daemon's socket lives: in stateDir (the database's
-// directory) when the path fits, else in a per-user 0700 directory under the system's
-// temporary directory, named after stateDir so that two daemons never share it.
-func SocketPath(stateDir string) string {
-	p := filepath.Join(stateDir, ".sortie", "agent.sock")
+// SocketPath picks where the daemon's socket lives: `<dbPath>.run/agent.sock` beside
+// the database (the daemon's state) when the path fits, else in a per-user 0700
+// directory under the system's temporary directory, named after dbPath so that two
+// daemons never share it.
+func SocketPath(dbPath string) string {
+	p := filepath.Join(dbPath+".run", "agent.sock")
 	if len(p) <= MaxPathLen {
 		return p
 	}
-	sum := shortHash(stateDir)
+	sum := shortHash(dbPath)
 	return filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()), sum+".sock")
 }
 

@@ -172,6 +172,10 @@ func TestListen_StaleSocketAndForeignFile(t *testing.T) {
 	}
 	s2.Close()
 
+	if _, err := os.Stat(filepath.Dir(path)); err == nil {
+		t.Error("Close left the socket's empty directory behind")
+	}
+	os.MkdirAll(filepath.Dir(path), 0o700)
 	os.WriteFile(path, []byte("not a socket"), 0o600)
 	if _, err := Listen(path, &fakeHandler{}); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("over a regular file: %v", err)
@@ -182,7 +186,7 @@ func TestListen_StaleSocketAndForeignFile(t *testing.T) {
 }
 
 func TestSocketPath(t *testing.T) {
-	if p := SocketPath("/var/lib/sortie"); p != "/var/lib/sortie/.sortie/agent.sock" {
+	if p := SocketPath("/var/lib/sortie/sortie.db"); p != "/var/lib/sortie/sortie.db.run/agent.sock" {
 		t.Errorf("short state dir: %s", p)
 	}
 	long := "/" + strings.Repeat("d", 120)
