@@ -150,6 +150,7 @@ type session struct {
 	// Touched only by the goroutine running the current turn; busy keeps turns apart.
 	turns int         // turns that started the CLI; without an id, later ones --continue
 	usage agent.Usage // cumulative for the session
+	model string      // the last model the CLI named
 	mark  cliMark     // the CLI session's own cumulative figures after our last turn
 }
 
@@ -227,6 +228,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	t := &turn{s: s, st: st, onEvent: p.OnEvent, now: a.now}
 	t.tr = newTranslator(a.now, t.emit, st.usage)
+	t.tr.model = st.model
 
 	ta := turnArgs{prompt: p.Prompt, sessionID: s.ID, mcpConfigs: st.mcp}
 	switch {
@@ -284,7 +286,26 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	exit := pr.Wait()
 	waited = true
+	if st.target != nil && (exit.Stopped || readErr != nil || exit.Code == 255) {
+		a.stopRemote(st, pr.Stderr().String())
+	}
 	return t.end(exit, readErr, pr.Stderr(), ta.usageFile)
+}
+
+// stopRemote ends the remote CLI of a turn that was stopped locally. Killing the local
+// ssh does not reach it: without a terminal the remote shell gets no hangup, and the
+// agent would go on changing the workspace while the issue is retried. It runs until
+// the remote group is gone or the connection attempt fails.
+func (a *adapter) stopRemote(st *session, stderr string) {
+	pgid, ok := remote.ParsePGID(stderr)
+	if !ok {
+		return // the remote shell never started
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.grace+45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, st.exe, remote.KillCommand(*st.target, st.strict, pgid, a.grace)...)
+	cmd.Env = st.env
+	cmd.Run() // best effort: an unreachable host has nothing we can stop
 }
 
 // command is the process of one turn: the CLI in the workspace, or ssh running it there.
@@ -403,7 +424,7 @@ func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer, u
 	if tr.sessionID != "" {
 		t.s.ID = tr.sessionID
 	}
-	t.st.usage = tr.usage()
+	t.st.usage, t.st.model = tr.usage(), tr.model
 
 	kind := proc.Classify(exit, readErr)
 	if kind == "" && exit.Stopped {
@@ -429,7 +450,7 @@ func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer, u
 		if kind == agent.ErrPortExit && t.st.target != nil && exit.Code == 255 {
 			msg += "; ssh could not reach or log in to " + t.s.SSHHost
 		}
-		if s := tail(stderr.String()); s != "" {
+		if s := tail(remote.StripPGID(stderr.String())); s != "" {
 			msg += "; stderr: " + s
 		}
 		return t.fail(agent.EventTurnFailed, agent.Errorf(kind, "%s", msg))
@@ -448,7 +469,7 @@ func (t *turn) failure(exit proc.Exit, stderr *proc.HeadTailBuffer) string {
 	}
 	if t.tr.lastError != "" {
 		msg += "; " + t.tr.lastError
-	} else if s := tail(stderr.String()); s != "" {
+	} else if s := tail(remote.StripPGID(stderr.String())); s != "" {
 		msg += "; stderr: " + s
 	}
 	return msg

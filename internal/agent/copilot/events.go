@@ -3,6 +3,7 @@ package copilot
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,8 +13,9 @@ import (
 
 // Limits on what an event carries.
 const (
-	maxMalformed = 500 // characters of an unparseable line kept (spec)
-	maxSummary   = 300 // characters of assistant text or a CLI message in a notification
+	maxMalformed = 500  // characters of an unparseable line kept (spec)
+	maxSummary   = 300  // characters of assistant text or a CLI message in a notification
+	maxMessage   = 1000 // characters of any event message, whatever the CLI sent
 )
 
 // wireLine is the part of a --output-format json line the adapter reads. Every event
@@ -106,7 +108,7 @@ type inflightTool struct {
 // from the CLI's usage file (see turn.end); cumulative figures never go down.
 type translator struct {
 	now  func() time.Time
-	emit func(agent.Event) // fills in time, pid and session id
+	emit func(agent.Event) // fills in time, pid and session id; use send
 
 	base     agent.Usage // the session's usage before this turn
 	output   int64       // output tokens this turn
@@ -122,10 +124,16 @@ func newTranslator(now func() time.Time, emit func(agent.Event), base agent.Usag
 	return &translator{now: now, emit: emit, base: base, inflight: map[string]inflightTool{}}
 }
 
+// send emits e with its message bounded.
+func (t *translator) send(e agent.Event) {
+	e.Message = truncate(e.Message, maxMessage)
+	t.emit(e)
+}
+
 // usage is the session's cumulative usage including this turn so far.
 func (t *translator) usage() agent.Usage {
 	u := t.base
-	u.Output += t.output
+	u.Output = addCapped(u.Output, t.output)
 	u.Input, u.CacheRead = 0, 0
 	u.Total = u.Output
 	return u
@@ -146,7 +154,7 @@ func (t *translator) raiseOutput(n int64) bool {
 func (t *translator) line(b []byte) {
 	var l wireLine
 	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
-		t.emit(agent.Event{Type: agent.EventMalformed, Message: excerpt(b)})
+		t.send(agent.Event{Type: agent.EventMalformed, Message: excerpt(b)})
 		return
 	}
 	if debugOnly[l.Type] {
@@ -157,7 +165,7 @@ func (t *translator) line(b []byte) {
 		return
 	}
 	if !mapped[l.Type] {
-		t.emit(agent.Event{Type: agent.EventOtherMessage, Message: truncate(l.Type, maxSummary)})
+		t.send(agent.Event{Type: agent.EventOtherMessage, Message: truncate(l.Type, maxSummary)})
 		return
 	}
 	var d wireData
@@ -165,29 +173,29 @@ func (t *translator) line(b []byte) {
 		if err := json.Unmarshal(l.Data, &d); err != nil {
 			// A known type whose payload has the wrong shape: say what could not be
 			// read rather than guess.
-			t.emit(agent.Event{Type: agent.EventMalformed, Message: excerpt(b)})
+			t.send(agent.Event{Type: agent.EventMalformed, Message: excerpt(b)})
 			return
 		}
 	}
 	switch l.Type {
 	case "assistant.message_delta":
-		t.emit(agent.Event{Type: agent.EventNotification})
+		t.send(agent.Event{Type: agent.EventNotification})
 	case "assistant.message":
 		t.assistantMessage(&d)
 	case "assistant.turn_start":
-		t.emit(agent.Event{Type: agent.EventNotification, Message: "assistant turn " + d.TurnID + " started"})
+		t.send(agent.Event{Type: agent.EventNotification, Message: "assistant turn " + d.TurnID + " started"})
 	case "assistant.turn_end":
-		t.emit(agent.Event{Type: agent.EventNotification, Message: "assistant turn " + d.TurnID + " ended"})
+		t.send(agent.Event{Type: agent.EventNotification, Message: "assistant turn " + d.TurnID + " ended"})
 	case "tool.execution_start":
 		t.toolStart(&d)
 	case "tool.execution_complete":
 		t.toolComplete(&d)
 	case "session.warning":
-		t.emit(agent.Event{Type: agent.EventNotification, Message: "warning: " + labelled(d.WarningType, d.Message)})
+		t.send(agent.Event{Type: agent.EventNotification, Message: "warning: " + labelled(d.WarningType, d.Message)})
 	case "session.info":
-		t.emit(agent.Event{Type: agent.EventNotification, Message: labelled(d.InfoType, d.Message)})
+		t.send(agent.Event{Type: agent.EventNotification, Message: labelled(d.InfoType, d.Message)})
 	case "session.task_complete":
-		t.emit(agent.Event{Type: agent.EventNotification, Message: "task complete: " + truncate(strings.TrimSpace(d.Summary), maxSummary)})
+		t.send(agent.Event{Type: agent.EventNotification, Message: "task complete: " + truncate(strings.TrimSpace(d.Summary), maxSummary)})
 
 	// Events of the pinned CLI that the spec's table predates and that an operator
 	// needs to see: why a turn failed, why the model call is being retried, why
@@ -197,16 +205,16 @@ func (t *translator) line(b []byte) {
 		if d.StatusCode != 0 {
 			t.lastError += fmt.Sprintf(" (status %d)", d.StatusCode)
 		}
-		t.emit(agent.Event{Type: agent.EventNotification, Message: "error: " + t.lastError})
+		t.send(agent.Event{Type: agent.EventNotification, Message: "error: " + t.lastError})
 	case "assistant.turn_retry":
-		t.emit(agent.Event{Type: agent.EventNotification, Message: "model call retried: " + nonEmpty(d.Reason, "unknown reason")})
+		t.send(agent.Event{Type: agent.EventNotification, Message: "model call retried: " + nonEmpty(d.Reason, "unknown reason")})
 	case "session.autopilot_stopped":
-		t.emit(agent.Event{Type: agent.EventNotification, Message: "autopilot stopped: " + nonEmpty(d.Reason, "unknown reason")})
+		t.send(agent.Event{Type: agent.EventNotification, Message: "autopilot stopped: " + nonEmpty(d.Reason, "unknown reason")})
 	case "session.mcp_server_status_changed":
 		// Debug-only in the spec, but a server that failed to start (sortie-tools
 		// among them) leaves the agent without its tools: say so.
 		if d.Status == "failed" {
-			t.emit(agent.Event{Type: agent.EventNotification, Message: labelled(
+			t.send(agent.Event{Type: agent.EventNotification, Message: labelled(
 				"MCP server "+nonEmpty(truncate(d.ServerName, maxSummary), "(unnamed)")+" failed", rawText(d.Error))})
 		}
 	}
@@ -217,10 +225,10 @@ func (t *translator) assistantMessage(d *wireData) {
 		t.model = d.Model
 	}
 	if d.OutputTokens > 0 {
-		t.output += d.OutputTokens
-		t.emit(agent.Event{Type: agent.EventTokenUsage, Usage: t.usage(), Model: t.model})
+		t.output = addCapped(t.output, d.OutputTokens)
+		t.send(agent.Event{Type: agent.EventTokenUsage, Usage: t.usage(), Model: t.model})
 	}
-	t.emit(agent.Event{Type: agent.EventNotification, Message: summarize(d)})
+	t.send(agent.Event{Type: agent.EventNotification, Message: summarize(d)})
 }
 
 // summarize describes an assistant message for a notification: its text, then the
@@ -241,7 +249,7 @@ func (t *translator) toolStart(d *wireData) {
 	if d.ToolCallID != "" {
 		t.inflight[d.ToolCallID] = inflightTool{name: name, start: t.now()}
 	}
-	t.emit(agent.Event{Type: agent.EventNotification, Message: "tool " + name + " started"})
+	t.send(agent.Event{Type: agent.EventNotification, Message: "tool " + name + " started"})
 }
 
 // toolComplete emits the tool_result of a finished tool call, timed from its start.
@@ -254,7 +262,7 @@ func (t *translator) toolComplete(d *wireData) {
 		ev.ToolName = in.name
 		ev.ToolDurationMS = max(t.now().Sub(in.start).Milliseconds(), 0)
 	}
-	t.emit(ev)
+	t.send(ev)
 }
 
 func (t *translator) resultLine(l *wireLine) {
@@ -275,9 +283,17 @@ func (t *translator) openTools() {
 	now := t.now()
 	for id, in := range t.inflight {
 		delete(t.inflight, id)
-		t.emit(agent.Event{Type: agent.EventToolResult, ToolName: in.name, ToolError: true,
+		t.send(agent.Event{Type: agent.EventToolResult, ToolName: in.name, ToolError: true,
 			ToolDurationMS: max(now.Sub(in.start).Milliseconds(), 0), Message: "no completion before the turn ended"})
 	}
+}
+
+// addCapped is a+b for non-negative counts, saturating instead of overflowing.
+func addCapped(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // rawText is a JSON string's contents, or any other JSON value verbatim.

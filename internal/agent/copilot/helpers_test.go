@@ -65,3 +65,10 @@ func types(events []agent.Event) []agent.EventType {
 	}
 	return out
 }
+
+func writeFile(t testing.TB, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
