@@ -11,6 +11,7 @@ import (
 
 	// Adapters register themselves by kind.
 	_ "sortie/internal/agent/claude"
+	_ "sortie/internal/agent/copilot"
 	_ "sortie/internal/tracker/file"
 )
 
