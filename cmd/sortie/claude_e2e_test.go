@@ -5,6 +5,8 @@ package main
 // handoff, run history with the CLI's version, and a stalled agent killed and retried.
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,5 +182,92 @@ func TestExamplesClaudeCode_Runs(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(dir, "issues.json"))
 	if !strings.Contains(string(data), `"Human Review"`) {
 		t.Errorf("issues.json: CC-1 not in Human Review:\n%s", data)
+	}
+}
+
+// The model calls Sortie's tools through the real CLI: sortie_status answers from the
+// session's state file, and tracker_api's transition_issue really moves the issue in
+// the file tracker, through the daemon's socket.
+func TestClaude_AgentToolsThroughTheCLI(t *testing.T) {
+	t.Parallel()
+	claude := clis.Claude(t)
+	m := fakemodel.Start(t,
+		fakemodel.Reply{Text: "Checking my budget.", ToolUses: []fakemodel.ToolUse{{Name: "mcp__sortie-tools__sortie_status", Input: map[string]any{}}}},
+		fakemodel.Reply{Text: "Moving the issue.", ToolUses: []fakemodel.ToolUse{{Name: "mcp__sortie-tools__tracker_api",
+			Input: map[string]any{"operation": "transition_issue", "issue_id": "1", "target_state": "In Review"}}}},
+		fakemodel.Reply{Text: "Done."},
+	)
+	dir := t.TempDir()
+	writeFile(t, dir, "issues.json", oneClaudeIssue)
+	wf := writeFile(t, dir, "WORKFLOW.md", claudeWorkflow(claude, 1, ""))
+
+	r := runSortie(t, dir, claudeEnv(t, m), "--exit-when-idle", wf)
+	if r.code != exitOK {
+		t.Fatalf("sortie: %s", r)
+	}
+	reqs := m.Messages()
+	if len(reqs) != 3 {
+		for i, q := range reqs {
+			t.Logf("request %d tools %v results %+v", i, q.Tools, q.ToolResults())
+		}
+		st := openStore(t, filepath.Join(dir, "sortie.db"))
+		for _, run := range runsByIssue(t, filepath.Join(dir, "sortie.db"))["1"] {
+			evs, _ := st.RunEvents(context.Background(), run.ID, 50)
+			t.Logf("run %+v events %+v", run, evs)
+		}
+		t.Fatalf("model requests = %d, want 3\n%s", len(reqs), r)
+	}
+	// Claude Code defers MCP tools behind its ToolSearch tool: they are named in the
+	// request rather than listed in its tools, and callable by name.
+	offered := string(reqs[0].Body)
+	for _, tool := range []string{"sortie_status", "workspace_history", "cost_budget", "tracker_api"} {
+		if !strings.Contains(offered, "mcp__sortie-tools__"+tool) {
+			t.Errorf("the first request does not offer %s", tool)
+		}
+	}
+	if strings.Contains(offered, "mcp__sortie-tools__notify_operator") {
+		t.Error("notify_operator offered without a notification backend")
+	}
+	if !strings.Contains(reqs[0].Transcript(), "sortie_status") {
+		t.Error("the first prompt does not describe the tools")
+	}
+
+	status := reqs[1].ToolResults()
+	if len(status) != 1 || status[0].IsError {
+		t.Fatalf("sortie_status result = %+v", status)
+	}
+	// The CLI may append its own reminders after the tool's JSON.
+	firstJSON := func(s string) []byte {
+		var raw json.RawMessage
+		json.NewDecoder(strings.NewReader(s)).Decode(&raw)
+		return raw
+	}
+	var st struct {
+		TurnNumber     int  `json:"turn_number"`
+		MaxTurns       int  `json:"max_turns"`
+		TurnsRemaining int  `json:"turns_remaining"`
+		Attempt        *int `json:"attempt"`
+	}
+	if err := json.Unmarshal(firstJSON(status[0].Text), &st); err != nil || st.TurnNumber != 1 || st.MaxTurns != 1 || st.TurnsRemaining != 0 || st.Attempt != nil {
+		t.Errorf("sortie_status = %s (%v)", status[0].Text, err)
+	}
+
+	results := reqs[2].ToolResults() // the whole conversation: the status, then the move
+	if len(results) != 2 {
+		t.Fatalf("tool results in the last request = %+v", results)
+	}
+	var moved struct {
+		Success bool            `json:"success"`
+		Data    map[string]bool `json:"data"`
+	}
+	if err := json.Unmarshal(firstJSON(results[1].Text), &moved); err != nil || results[1].IsError || !moved.Success || !moved.Data["transitioned"] {
+		t.Fatalf("tracker_api result = %+v (%v)", results[1], err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "issues.json")); !strings.Contains(string(data), `"In Review"`) {
+		t.Errorf("issues.json after transition_issue:\n%s", data)
+	}
+	runs := runsByIssue(t, filepath.Join(dir, "sortie.db"))["1"]
+	if len(runs) != 1 || runs[0].Status != store.StatusSucceeded {
+		t.Errorf("runs = %+v, want one succeeded run (the agent moved the issue out of the active states)", runs)
 	}
 }

@@ -162,6 +162,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		return fail("%v", err)
 	}
 	tools.svc.Refresh = func() { orch.Refresh() }
+	tools.svc.AgentMoved = orch.AgentMoved
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", agentVersion, "db", cfg.DBPath, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))

@@ -20,6 +20,7 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		return
 	}
 	delete(o.running, ex.issueID)
+	o.forgetAgentMoved(ex.issueID)
 	if e.host != "" {
 		o.hostLoad[e.host]--
 	}
@@ -82,7 +83,7 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		case ex.budgetStop != "":
 			log.Warn("issue budget used up; not dispatching it again until the budget is raised", "why", ex.budgetStop)
 			o.alert(Alert{Event: "budget_exhausted", Severity: "warning", Issue: e.issue,
-				Title: e.issue.Identifier + " used up its budget; Sortie will not run it again until the budget is raised",
+				Title:   e.issue.Identifier + " used up its budget; Sortie will not run it again until the budget is raised",
 				Message: ex.budgetStop})
 		case ex.handedOff:
 			log.Info("run finished and handed off")

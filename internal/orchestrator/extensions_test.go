@@ -236,3 +236,30 @@ func TestAlerts_HoldsAlertTheOperator(t *testing.T) {
 		t.Errorf("alerts = %+v, want one blocked alert", alerts)
 	}
 }
+
+// An agent that moves its own issue out of the active states (tracker_api) finishes
+// its turn; a human's identical move stops it at once (TestReconcile tests that).
+func TestAgentMoved_OwnTransitionLetsTheTurnFinish(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Agent.MaxTurns = 3
+		c.Extensions = map[string]any{"mock": map[string]any{"delay_ms": 600}}
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
+	h.trk.Put(issue("MOV-1", "Todo"))
+	h.start()
+	h.awaitEvent("MOV-1", "session_started")
+
+	// What ToolService does for a transition_issue of the agent's own issue.
+	h.orch.AgentMoved("MOV-1", "In Review")
+	h.setState("MOV-1", "In Review")
+	h.refresh()
+	o := h.awaitStep(StepTick, "")
+	if !isRunning(o.Snapshot, "MOV-1") {
+		t.Fatalf("after the agent's own transition: %s, want MOV-1 still running its turn", describe(o.Snapshot))
+	}
+	h.awaitStep(StepExit, "MOV-1")
+	runs := h.runs("MOV-1")
+	if len(runs) != 1 || runs[0].Status != store.StatusSucceeded || runs[0].Turns != 1 {
+		t.Fatalf("runs = %+v, want one succeeded after its first turn", runs)
+	}
+}

@@ -107,6 +107,9 @@ type Orchestrator struct {
 
 	workers sync.WaitGroup // worker goroutines
 	bg      sync.WaitGroup // cleanups and other background work
+
+	movedMu sync.Mutex
+	moved   map[string]string // issue id → the state its own agent moved it to
 	started time.Time
 }
 
@@ -147,6 +150,7 @@ func New(opts Options) (*Orchestrator, error) {
 		holds:      map[string]*hold{},
 		sessions:   map[string]int{},
 		spent:      map[string]spend{},
+		moved:      map[string]string{},
 		hostLoad:   map[string]int{},
 	}, nil
 }

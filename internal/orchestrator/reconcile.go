@@ -21,6 +21,15 @@ func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
 		if !ok {
 			continue
 		}
+		if moved, ok := o.agentMovedTo(id); ok && tracker.StateIn(state, []string{moved}) {
+			// The agent moved its own issue (tracker_api): it is finishing its work, so
+			// its turn ends normally and the worker stops after it.
+			e.issue.State = state
+			if tracker.StateIn(state, cfg.Tracker.TerminalStates) {
+				e.cleanup = true
+			}
+			continue
+		}
 		if e.progress.snapshot().finishing {
 			// Its turns are over and the state change is most likely its own handoff;
 			// its exit decides what happens next. A terminal state still gets cleanup.
@@ -146,4 +155,28 @@ func (o *Orchestrator) overBudget(cfg *config.Config, id string) bool {
 		return true
 	}
 	return o.spent[id].exceeded(cfg) != ""
+}
+
+// AgentMoved records that the agent running issueID moved it to state itself, through
+// tracker_api: reconciliation then lets the agent finish its turn rather than stopping
+// it for its own change. The worker still stops after that turn, since the issue left
+// the active states. It is safe to call from any goroutine.
+func (o *Orchestrator) AgentMoved(issueID, state string) {
+	o.movedMu.Lock()
+	o.moved[issueID] = state
+	o.movedMu.Unlock()
+}
+
+func (o *Orchestrator) agentMovedTo(issueID string) (string, bool) {
+	o.movedMu.Lock()
+	defer o.movedMu.Unlock()
+	s, ok := o.moved[issueID]
+	return s, ok
+}
+
+// forgetAgentMoved drops the record when the issue's worker exits.
+func (o *Orchestrator) forgetAgentMoved(issueID string) {
+	o.movedMu.Lock()
+	delete(o.moved, issueID)
+	o.movedMu.Unlock()
 }

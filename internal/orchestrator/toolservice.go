@@ -29,6 +29,10 @@ type ToolService struct {
 	// Refresh wakes the loop after the agent changed the tracker (a transition), since
 	// Sortie's own tracker writes do not notify it. Optional.
 	Refresh func()
+	// AgentMoved is told when an agent moves its own issue, before the loop is woken,
+	// so that the agent finishes its turn instead of being stopped for a state change
+	// it made itself (Orchestrator.AgentMoved). Optional.
+	AgentMoved func(issueID, state string)
 	// Timeout bounds each call; 0 means DefaultToolTimeout.
 	Timeout time.Duration
 }
@@ -111,7 +115,11 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 	if _, e := t.scoped(ctx, cfg, req.IssueID); e != nil {
 		return nil, e
 	}
-	if err := t.Issues.TransitionIssue(ctx, req.IssueID, strings.TrimSpace(req.TargetState)); err != nil {
+	target := strings.TrimSpace(req.TargetState)
+	if t.AgentMoved != nil && req.IssueID == sess.IssueID {
+		t.AgentMoved(req.IssueID, target) // before the transition: a poll may see it at once
+	}
+	if err := t.Issues.TransitionIssue(ctx, req.IssueID, target); err != nil {
 		return nil, trackerError(err)
 	}
 	if t.Refresh != nil {

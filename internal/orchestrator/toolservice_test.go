@@ -197,7 +197,9 @@ func TestToolService_Notify(t *testing.T) {
 			t.Errorf("%.20v: %v, want invalid_input", bad, e)
 		}
 	}
-	svc.Deliver = func(context.Context, agentsock.Session, agentsock.NotifyRequest) error { return errors.New("slack said 500") }
+	svc.Deliver = func(context.Context, agentsock.Session, agentsock.NotifyRequest) error {
+		return errors.New("slack said 500")
+	}
 	if e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "x"}); e == nil || e.Kind != "notify_error" {
 		t.Errorf("failed delivery: %v", e)
 	}
