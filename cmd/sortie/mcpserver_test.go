@@ -37,6 +37,7 @@ agent:
   kind: mock
   max_turns: 20
   max_tokens: 10000
+  max_cost_usd: 10
 token_rates:
   mock:
     input_per_mtok: 1000
@@ -329,7 +330,7 @@ func TestMCP_ToolEnvelopes(t *testing.T) {
 		// Stored: 1500 + 3000 + 200; the running run's live 700 replaces its 200.
 		// Priced at the mock rates: 3400 input × $1000/M + 1800 output × $2000/M.
 		want := `{"issue_id":"42","spent":{"input_tokens":3400,"output_tokens":1800,"total_tokens":5200,"cache_read_tokens":50,"cost_usd":7},` +
-			`"budget":{"max_tokens":10000,"max_cost_usd":null},"remaining":{"tokens":4800,"cost_usd":null},"exhausted":false,` +
+			`"budget":{"max_tokens":10000,"max_cost_usd":10},"remaining":{"tokens":4800,"cost_usd":3},"exhausted":false,` +
 			`"runs":3,"includes_running_session":true,"cost_source":"token_rates"}`
 		if isErr || got != want {
 			t.Fatalf("cost_budget =\n%s\nwant\n%s", got, want)

@@ -146,15 +146,11 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 	return s, nil
 }
 
-// budgetOf is the per-issue budget cost_budget reports against.
+// budgetOf is the per-issue budget cost_budget reports against: the one the
+// orchestrator enforces during a run (agent.max_tokens, agent.max_cost_usd).
 func budgetOf(cfg *config.Config) tools.Budget {
-	return tools.Budget{MaxTokens: cfg.Agent.MaxTokens, MaxCostUSD: maxCostUSD(cfg)}
+	return tools.Budget{MaxTokens: cfg.Agent.MaxTokens, MaxCostUSD: cfg.Agent.MaxCostUSD}
 }
-
-// maxCostUSD is agent.max_cost_usd, the per-issue dollar budget. config.AgentConfig
-// has no such field yet; when it gains MaxCostUSD, return cfg.Agent.MaxCostUSD here.
-// Until then the dollar budget is unlimited.
-func maxCostUSD(*config.Config) float64 { return 0 }
 
 // rateOf returns token_rates for agent.kind, or nil when none is configured.
 func rateOf(cfg *config.Config) *tools.Rate {
