@@ -558,3 +558,34 @@ func TestRunTurn_ForeignSession(t *testing.T) {
 		t.Errorf("StopSession of a foreign session = %v", err)
 	}
 }
+
+func TestStartSession_MCPConfigs(t *testing.T) {
+	cases := []struct {
+		name      string
+		operator  string
+		generated string
+		want      []string
+	}{
+		{"none", "", "", nil},
+		{"the operator's alone", "/ops/mcp.json", "", []string{"@/ops/mcp.json"}},
+		{"the generated file, which holds the operator's servers", "/ops/mcp.json", "/ws/.sortie/mcp.json", []string{"@/ws/.sortie/mcp.json"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeCLI(t)
+			a := newFakeAdapter(t, f, map[string]any{"mcp_config": c.operator})
+			s := startFake(t, a, agent.StartParams{MCPConfigPath: c.generated})
+			runTurn(t, a, s, 1, "p")
+			argv := f.argvs(t)[0]
+			var got []string
+			for i, arg := range argv {
+				if arg == "--additional-mcp-config" {
+					got = append(got, argv[i+1])
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("--additional-mcp-config values = %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -461,27 +461,27 @@ func TestContract_PassThroughFlagsAreAccepted(t *testing.T) {
 	}
 }
 
-func TestContract_MCPConfigsArePassedWithAtAndLoaded(t *testing.T) {
+func TestContract_MCPConfigIsPassedWithAtAndLoaded(t *testing.T) {
 	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := func(name string) []byte {
-		return fmt.Appendf(nil, `{"mcpServers":{%q:{"type":"stdio","command":%q,"args":[],"env":{%q:%q}}}}`,
-			name, self, mcpServerEnv, name)
+	server := func(name string) string {
+		return fmt.Sprintf(`%q:{"type":"stdio","command":%q,"args":[],"env":{%q:%q}}`, name, self, mcpServerEnv, name)
 	}
 	operator := filepath.Join(t.TempDir(), "operator-mcp.json")
-	if err := os.WriteFile(operator, server("ops"), 0o644); err != nil {
+	if err := os.WriteFile(operator, []byte(`{"mcpServers":{`+server("ops")+`}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := newRig(t, map[string]any{"mcp_config": operator},
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: "sortie-tools-ping", Input: map[string]any{"text": "hi"}}}},
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("pinged")}},
 	)
+	// As the daemon writes it: the operator's servers merged with sortie-tools.
 	generated := filepath.Join(r.ws, ".sortie", "mcp.json")
 	os.MkdirAll(filepath.Dir(generated), 0o755)
-	if err := os.WriteFile(generated, server("sortie-tools"), 0o600); err != nil {
+	if err := os.WriteFile(generated, []byte(`{"mcpServers":{`+server("ops")+`,`+server("sortie-tools")+`}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := r.start(t, agent.StartParams{MCPConfigPath: generated})
@@ -495,8 +495,8 @@ func TestContract_MCPConfigsArePassedWithAtAndLoaded(t *testing.T) {
 			configs = append(configs, argv[i+1])
 		}
 	}
-	if want := []string{"@" + operator, "@" + generated}; !slices.Equal(configs, want) {
-		t.Errorf("--additional-mcp-config values = %q, want %q", configs, want)
+	if want := []string{"@" + generated}; !slices.Equal(configs, want) {
+		t.Errorf("--additional-mcp-config values = %q, want %q (the generated file holds the operator's servers)", configs, want)
 	}
 	reqs := r.model.Messages()
 	for _, tool := range []string{"ops-ping", "sortie-tools-ping"} {

@@ -138,7 +138,7 @@ type session struct {
 	target   *remote.Target // nil when local
 	strict   string         // StrictHostKeyChecking in SSH mode
 	env      []string
-	mcp      []string // --additional-mcp-config files, operator's first
+	mcp      []string // --additional-mcp-config files
 	usageDir string   // private directory for the CLI's usage file, "" when not used
 	notes    []string // said as notifications at the start of the first turn
 
@@ -209,11 +209,13 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 			}
 		}
 	}
-	if a.opts.MCPConfig != "" {
-		st.mcp = append(st.mcp, a.opts.MCPConfig)
-	}
-	if p.MCPConfigPath != "" {
-		st.mcp = append(st.mcp, p.MCPConfigPath)
+	// The daemon's generated .sortie/mcp.json already holds the operator's servers
+	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
+	switch {
+	case p.MCPConfigPath != "":
+		st.mcp = []string{p.MCPConfigPath}
+	case a.opts.MCPConfig != "":
+		st.mcp = []string{a.opts.MCPConfig}
 	}
 	return &agent.Session{ID: p.ResumeSessionID, Workspace: p.Workspace, SSHHost: p.SSHHost, Internal: st}, nil
 }

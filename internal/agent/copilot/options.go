@@ -23,7 +23,7 @@ type options struct {
 	DeniedTools           string // --deny-tool=
 	AvailableTools        string // --available-tools=
 	ExcludedTools         string // --excluded-tools=
-	MCPConfig             string // --additional-mcp-config @<path>, absolute
+	MCPConfig             string // --additional-mcp-config @<path> without a generated file; absolute
 	DisableBuiltinMCPs    bool   // --disable-builtin-mcps
 	NoCustomInstructions  bool   // --no-custom-instructions
 	Experimental          bool   // --experimental
@@ -69,8 +69,6 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 			o.ExcludedTools, err = asToolList(v)
 		case "mcp_config":
 			o.MCPConfig, err = asString(v)
-			// The CLI reads "@path" as a file; accept the operator writing it that way.
-			o.MCPConfig = strings.TrimPrefix(o.MCPConfig, "@")
 			if err == nil && o.MCPConfig != "" && !filepath.IsAbs(o.MCPConfig) && workflowDir != "" {
 				o.MCPConfig = filepath.Join(workflowDir, o.MCPConfig)
 			}

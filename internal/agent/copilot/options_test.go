@@ -69,8 +69,8 @@ func TestOptions_ValuesAsTheYAMLDecoderGivesThem(t *testing.T) {
 		{"max_autopilot_continues", 9.0, options{MaxAutopilotContinues: 9}},
 		{"max_autopilot_continues", "10", options{MaxAutopilotContinues: 10}},
 		{"max_autopilot_continues", nil, options{MaxAutopilotContinues: 50}},
-		{"mcp_config", "@/abs/mcp.json", options{MaxAutopilotContinues: 50, MCPConfig: "/abs/mcp.json"}},
-		{"mcp_config", "@rel.json", options{MaxAutopilotContinues: 50, MCPConfig: "/wf/rel.json"}},
+		{"mcp_config", "/abs/mcp.json", options{MaxAutopilotContinues: 50, MCPConfig: "/abs/mcp.json"}},
+		{"mcp_config", "rel.json", options{MaxAutopilotContinues: 50, MCPConfig: "/wf/rel.json"}},
 		{"allowed_tools", " , shell , ", options{MaxAutopilotContinues: 50, AllowedTools: "shell"}},
 		{"model", nil, options{MaxAutopilotContinues: 50}},
 	}
