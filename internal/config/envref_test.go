@@ -149,7 +149,9 @@ custom:
 `
 	env := map[string]string{"JIRA_HOST": "h", "JIRA_USER": "u", "JIRA_TOKEN": "t", "PROJ": "P"}
 	cfg, _ := mustLoad(t, fm, env)
-	want := []string{"ANTHROPIC_API_KEY", "JIRA_HOST", "JIRA_TOKEN", "JIRA_USER", "SLACK_HOOK", "SMTP_PASS", "T1", "T2"}
+	// Every reference under notifications counts (CHANNEL, SMTP_USER): a webhook URL
+	// is a credential whatever its key is called.
+	want := []string{"ANTHROPIC_API_KEY", "CHANNEL", "JIRA_HOST", "JIRA_TOKEN", "JIRA_USER", "SLACK_HOOK", "SMTP_PASS", "SMTP_USER", "T1", "T2"}
 	if !reflect.DeepEqual(cfg.SecretEnv, want) {
 		t.Errorf("SecretEnv = %v, want %v", cfg.SecretEnv, want)
 	}

@@ -15,8 +15,8 @@ func isSecretKey(k string) bool {
 }
 
 // secretEnv returns the names of environment variables that the front matter uses for
-// credentials: references in tracker.api_key and tracker.endpoint, and in any value held
-// by a secret-looking key anywhere in an extension block. raw must be the front matter
+// credentials: references in tracker.api_key and tracker.endpoint, in any value held by
+// a secret-looking key anywhere in an extension block, and anywhere in notifications. raw must be the front matter
 // as written, before overrides.
 func secretEnv(raw map[string]any) []string {
 	var names []string
@@ -36,7 +36,9 @@ func secretEnv(raw map[string]any) []string {
 	}
 	for k, v := range raw {
 		if !slices.Contains(typedKeys, k) {
-			walkSecrets(k, v, isSecretKey(k), addRefs, 0)
+			// Every reference in the notifications block is a credential: a webhook URL
+			// is one, whatever its key is called.
+			walkSecrets(k, v, isSecretKey(k) || k == "notifications", addRefs, 0)
 		}
 	}
 	slices.Sort(names)
