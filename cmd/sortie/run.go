@@ -338,6 +338,11 @@ func alerter(n *notify.Notifier) func(context.Context, orchestrator.Alert) error
 	}
 }
 
-// alertEvent is the notification event of an orchestrator alert: the names are the
-// same.
-func alertEvent(e string) string { return e }
+// alertEvent is the notification event of an orchestrator alert: the hold reasons, and
+// budget_exhausted, are event names, except a non-retryable error, which is "failed".
+func alertEvent(e string) string {
+	if e == "error" {
+		return notify.EventFailed
+	}
+	return e
+}

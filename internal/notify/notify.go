@@ -16,12 +16,14 @@ import (
 const (
 	EventAgent            = "agent"
 	EventBlocked          = "blocked"
+	EventNeedsReview      = "needs_human_review"
 	EventBudgetExhausted  = "budget_exhausted"
 	EventRetriesExhausted = "retries_exhausted"
+	EventFailed           = "failed"
 )
 
 // Events lists every event, in the order the documentation gives them.
-var Events = []string{EventAgent, EventBlocked, EventBudgetExhausted, EventRetriesExhausted}
+var Events = []string{EventAgent, EventBlocked, EventNeedsReview, EventBudgetExhausted, EventRetriesExhausted, EventFailed}
 
 // Severities, from least to most urgent.
 const (
@@ -34,14 +36,14 @@ const (
 var Severities = []string{SeverityInfo, SeverityWarning, SeverityCritical}
 
 // DefaultSeverity is the severity of a Notification that gives none: info for an agent's
-// notification, warning for blocked and budget_exhausted, critical for
-// retries_exhausted. docs/notifications.md promises operators this mapping so that
+// notification and needs_human_review, warning for blocked and budget_exhausted,
+// critical for retries_exhausted and failed. docs/notifications.md promises operators this mapping so that
 // min_severity filters daemon alerts predictably.
 func DefaultSeverity(event string) string {
 	switch event {
 	case EventBlocked, EventBudgetExhausted:
 		return SeverityWarning
-	case EventRetriesExhausted:
+	case EventRetriesExhausted, EventFailed:
 		return SeverityCritical
 	}
 	return SeverityInfo

@@ -114,6 +114,8 @@ func TestSend_DefaultsSeverityByEventAndTimeToNow(t *testing.T) {
 		EventBlocked:          "warning",
 		EventBudgetExhausted:  "warning",
 		EventRetriesExhausted: "critical",
+		EventNeedsReview:      "info",
+		EventFailed:           "critical",
 	}
 	for _, event := range Events {
 		if err := n.Send(context.Background(), Notification{Event: event, Message: "hi"}); err != nil {
