@@ -396,6 +396,9 @@ func TestContract_ToolScopingFlagsAreAcceptedAndTakeEffect(t *testing.T) {
 		{"no scoping", nil, nil, true, true, nil},
 		{"allowed_tools", map[string]any{"allowed_tools": []any{"shell", "write"}},
 			[]string{"--allow-tool=shell,write"}, false, true, nil},
+		// A redirection makes a shell call a write too: shell alone does not approve it.
+		{"allowed_tools without write", map[string]any{"allowed_tools": "shell"},
+			[]string{"--allow-tool=shell"}, false, false, nil},
 		{"denied_tools", map[string]any{"denied_tools": "shell", "allowed_tools": "write"},
 			[]string{"--allow-tool=write", "--deny-tool=shell"}, false, false, nil},
 		{"available_tools", map[string]any{"available_tools": "bash, task_complete", "allowed_tools": "shell,write"},
