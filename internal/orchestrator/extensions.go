@@ -157,9 +157,10 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 }
 
 // sidecarEnv is the env block of the sortie-tools entry: the session's identity, where
-// the database and the daemon's socket are, and the daemon's non-secret SORTIE_*
-// settings, so that the sidecar reads WORKFLOW.md as the daemon does. No tracker or
-// notification credential is ever written here.
+// the database and the daemon's socket are, and the daemon's SORTIE_* overrides except
+// the tracker key and WORKFLOW.md's secrets, so that the sidecar reads WORKFLOW.md as
+// the daemon does (tracker kind, project and states may come from overrides). No
+// tracker or notification credential is ever written here.
 func (w *worker) sidecarEnv(token string) map[string]string {
 	env := map[string]string{}
 	secret := map[string]bool{}
@@ -168,8 +169,7 @@ func (w *worker) sidecarEnv(token string) map[string]string {
 	}
 	for _, kv := range w.o.opts.Environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, "SORTIE_") || secret[name] ||
-			strings.HasPrefix(name, "SORTIE_TRACKER_") || name == "SORTIE_ENV_FILE" {
+		if !ok || !strings.HasPrefix(name, "SORTIE_") || secret[name] || name == "SORTIE_TRACKER_API_KEY" {
 			continue
 		}
 		env[name] = val

@@ -71,7 +71,7 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	g := &fakeGranter{}
 	docs := []prompt.ToolDoc{{Name: "sortie_status", Description: "turns and tokens of this session"}}
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
-		environ: append(os.Environ(), "SORTIE_TRACKER_API_KEY=tracker-secret", "SLACK_HOOK=https://hooks.example/secret", "SORTIE_REPO_URL=https://git.example/repo"),
+		environ: append(os.Environ(), "SORTIE_TRACKER_API_KEY=tracker-secret", "SLACK_HOOK=https://hooks.example/secret", "SORTIE_REPO_URL=https://git.example/repo", "SORTIE_TRACKER_PROJECT=PROJ"),
 		ext:     Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: g, PromptTools: docs}})
 	h.trk.Put(issue("EXT-1", "Todo"))
 	h.start()
@@ -113,6 +113,7 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	want := map[string]string{
 		"SORTIE_WORKSPACE": ws, "SORTIE_DB_PATH": cfg.DBPath, "SORTIE_ISSUE_ID": "EXT-1", "SORTIE_ISSUE_IDENTIFIER": "EXT-1",
 		"SORTIE_ATTEMPT": "", "SORTIE_REPO_URL": "https://git.example/repo",
+		"SORTIE_TRACKER_PROJECT": "PROJ", // the sidecar reads WORKFLOW.md with the daemon's overrides
 		agentsock.EnvSocket: "/run/sortie/agent.sock", agentsock.EnvToken: "token-EXT-1",
 	}
 	for k, v := range want {

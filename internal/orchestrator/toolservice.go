@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"sortie/internal/config"
 	"sortie/internal/server/agentsock"
@@ -163,11 +164,13 @@ func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req ag
 		return agentsock.Errorf("unsupported_operation", "no notification backend is configured")
 	}
 	msg := strings.TrimSpace(req.Message)
-	switch {
+	switch n := utf8.RuneCountInString(msg); {
 	case msg == "":
 		return agentsock.Errorf("invalid_input", "message is required")
-	case len(msg) > 4000:
-		return agentsock.Errorf("invalid_input", "message is %d bytes; the limit is 4000", len(msg))
+	case n > 4000:
+		return agentsock.Errorf("invalid_input", "message is %d characters; the limit is 4000", n)
+	case utf8.RuneCountInString(req.Title) > 200:
+		return agentsock.Errorf("invalid_input", "title is longer than 200 characters")
 	}
 	switch req.Severity {
 	case "", "info", "warning", "critical":

@@ -192,7 +192,11 @@ func TestToolService_Notify(t *testing.T) {
 	if e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "need a decision", Severity: "warning"}); e != nil {
 		t.Fatal(e)
 	}
-	for _, bad := range []agentsock.NotifyRequest{{}, {Message: " "}, {Message: "x", Severity: "loud"}, {Message: strings.Repeat("x", 4001)}} {
+	if e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: strings.Repeat("é", 4000)}); e != nil {
+		t.Errorf("4000 non-ASCII characters: %v (the limit is in characters, as the sidecar counts)", e)
+	}
+	for _, bad := range []agentsock.NotifyRequest{{}, {Message: " "}, {Message: "x", Severity: "loud"}, {Message: strings.Repeat("x", 4001)},
+		{Message: "x", Title: strings.Repeat("t", 201)}} {
 		if e := svc.Notify(context.Background(), sess, bad); e == nil || e.Kind != "invalid_input" {
 			t.Errorf("%.20v: %v, want invalid_input", bad, e)
 		}
@@ -203,7 +207,7 @@ func TestToolService_Notify(t *testing.T) {
 	if e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "x"}); e == nil || e.Kind != "notify_error" {
 		t.Errorf("failed delivery: %v", e)
 	}
-	if len(got) != 1 || got[0].Severity != "warning" {
+	if len(got) != 2 || got[0].Severity != "warning" {
 		t.Errorf("delivered %+v", got)
 	}
 	if info := svc.Info(); !info.Capabilities.TrackerAPI || !info.Capabilities.NotifyOperator {
