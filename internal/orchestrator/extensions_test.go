@@ -114,7 +114,7 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 		"SORTIE_WORKSPACE": ws, "SORTIE_DB_PATH": cfg.DBPath, "SORTIE_ISSUE_ID": "EXT-1", "SORTIE_ISSUE_IDENTIFIER": "EXT-1",
 		"SORTIE_ATTEMPT": "", "SORTIE_REPO_URL": "https://git.example/repo",
 		"SORTIE_TRACKER_PROJECT": "PROJ", // the sidecar reads WORKFLOW.md with the daemon's overrides
-		agentsock.EnvSocket: "/run/sortie/agent.sock", agentsock.EnvToken: "token-EXT-1",
+		agentsock.EnvSocket:      "/run/sortie/agent.sock", agentsock.EnvToken: "token-EXT-1",
 	}
 	for k, v := range want {
 		if env[k] != v {
