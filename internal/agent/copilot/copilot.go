@@ -99,6 +99,9 @@ func (a *adapter) version(ctx context.Context, exe string, env []string) (string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, append(a.program[1:], "--version")...)
 	cmd.Env = env
+	// The npm package's loader runs the native binary as its child; if the timeout
+	// kills the loader, do not wait for the child to let go of the pipes.
+	cmd.WaitDelay = time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -126,6 +129,7 @@ func (a *adapter) supportsUsageFile(ctx context.Context, exe string, env []strin
 		defer cancel()
 		cmd := exec.CommandContext(ctx, exe, append(a.program[1:], "--help")...)
 		cmd.Env = env
+		cmd.WaitDelay = time.Second
 		out, _ := cmd.Output()
 		a.usageFlag = bytes.Contains(out, []byte("--usage-output-file"))
 	})
