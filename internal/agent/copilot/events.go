@@ -105,7 +105,7 @@ type inflightTool struct {
 // Token accounting follows the spec: output tokens are summed from assistant.message,
 // input tokens are 0, total = output. The pinned CLI (1.0.102) no longer puts
 // outputTokens on assistant.message, so the turn's figures may be raised at its end
-// from the CLI's usage file (see turn.end); cumulative figures never go down.
+// from the CLI's usage file (see turn.settle); cumulative figures never go down.
 type translator struct {
 	now  func() time.Time
 	emit func(agent.Event) // fills in time, pid and session id; use send
@@ -201,7 +201,7 @@ func (t *translator) line(b []byte) {
 	// needs to see: why a turn failed, why the model call is being retried, why
 	// autopilot stopped (cap_reached means max_autopilot_continues ran out).
 	case "session.error":
-		t.lastError = labelled(d.ErrorType, d.Message)
+		t.lastError = labelled(truncate(d.ErrorType, maxSummary), d.Message)
 		if d.StatusCode != 0 {
 			t.lastError += fmt.Sprintf(" (status %d)", d.StatusCode)
 		}
