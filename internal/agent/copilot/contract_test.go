@@ -113,7 +113,10 @@ func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 		"case \"$1\" in --version|--help) ;; *) printf '%%s\\0' \"$@\" >> %[1]s; printf '\\001\\0' >> %[1]s;; esac\n"+
 		"exec %[2]s \"$@\"\n", shellQuote(r.argvLog), shellQuote(cli)))
 	r.env = cliEnv(r.model.URL, r.home)
-	a, err := New(agent.Config{Kind: Kind, Command: wrapper, Options: opts})
+	// The canary (`copilot --version`, 5 s by the spec) and --help get agent.read_timeout_ms
+	// when that is longer: a loaded CI machine running several real CLIs at once can take
+	// more than 5 s to start the 235 MB binary.
+	a, err := New(agent.Config{Kind: Kind, Command: wrapper, Options: opts, ReadTimeout: 60 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
