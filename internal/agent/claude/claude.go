@@ -64,6 +64,9 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 // Warnings lists what was ignored in the `claude-code:` block.
 func (a *adapter) Warnings() []string { return a.warnings }
 
+// versionTimeout is the least time Version gives the CLI.
+const versionTimeout = 30 * time.Second
+
 // Version runs `<command> --version` locally and returns its first line, e.g.
 // "2.1.330 (Claude Code)". An error means the CLI cannot run here.
 func (a *adapter) Version(ctx context.Context) (string, error) {
@@ -71,7 +74,9 @@ func (a *adapter) Version(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.readTimeout)
+	// Once, at start-up: a slow disk or a loaded machine may take seconds to map the
+	// CLI's large binary, and waiting costs nothing here.
+	ctx, cancel := context.WithTimeout(ctx, max(a.readTimeout, versionTimeout))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, append(a.program[1:], "--version")...)
 	out, err := cmd.Output()
