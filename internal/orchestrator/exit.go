@@ -45,7 +45,7 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		e.cleanup = true
 	}
 	if e.cleanup && ex.workspace != "" {
-		o.cleanWorkspace(cfg, e.issue, ex.workspace)
+		o.cleanWorkspace(cfg, e.issue, ex.workspace, "cleanup")
 	}
 	log := o.log.With("issue_identifier", e.issue.Identifier)
 	retry := retryEntry{issueID: ex.issueID, identifier: e.issue.Identifier, host: e.host}
@@ -155,6 +155,7 @@ func (o *Orchestrator) addHold(is tracker.Issue, ex workerExit, reason, msg stri
 		state: state, updatedAt: ex.updatedAt, since: o.clk.Now()}
 	o.holds[is.ID] = h
 	o.persistHold(h)
+	o.report(Activity{Kind: ActivityHold, IssueID: is.ID, Identifier: is.Identifier, Result: reason, Message: msg})
 	o.alert(holdAlert(is, reason, msg))
 }
 
@@ -170,7 +171,9 @@ func (o *Orchestrator) liftHold(id, why string) {
 
 // cleanWorkspace removes the workspace at the path the run recorded (not one recomputed
 // from a possibly changed config), in the background.
-func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path string) {
+// action names it in the activity report: cleanup (a run's issue became terminal) or
+// sweep_cleanup (the periodic sweep found one).
+func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path, action string) {
 	mgr, err := o.workspaces(cfg)
 	if err != nil {
 		o.log.Warn("cannot clean workspace", "path", path, "error", err)
@@ -184,6 +187,7 @@ func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path
 			return
 		}
 		o.log.Info("workspace removed: issue is terminal", "issue_identifier", is.Identifier, "path", path)
+		o.report(Activity{Kind: ActivityReconcile, IssueID: is.ID, Identifier: is.Identifier, Result: action, Message: path})
 	}()
 }
 

@@ -130,6 +130,7 @@ type harnessOptions struct {
 	flush        time.Duration // Options.ProgressFlushInterval
 	ext          Extensions
 	alert        func(context.Context, Alert) error
+	activity     func(Activity)
 }
 
 func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
@@ -177,6 +178,7 @@ func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
 		Observe:               h.observe,
 		Extensions:            ho.ext,
 		Alert:                 ho.alert,
+		Activity:              ho.activity,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -44,6 +44,10 @@ type Options struct {
 	// used up) to the operator's notification backends. Optional; it is called on its
 	// own goroutine and must respect ctx.
 	Alert func(ctx context.Context, a Alert) error
+	// Activity receives every Activity (activity.go) synchronously, on the loop or a
+	// worker goroutine: metrics and the live feed. It must be quick and must not call
+	// back into the Orchestrator. Optional.
+	Activity func(Activity)
 
 	// ExitWhenIdle makes Run return once nothing is running, retrying or eligible.
 	ExitWhenIdle bool
@@ -107,6 +111,8 @@ type Orchestrator struct {
 
 	workers sync.WaitGroup // worker goroutines
 	bg      sync.WaitGroup // cleanups and other background work
+
+	lastReloadErr string // the rejected WORKFLOW.md edit already reported
 
 	movedMu sync.Mutex
 	moved   map[string]string // issue id → the state its own agent moved it to

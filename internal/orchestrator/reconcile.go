@@ -61,6 +61,10 @@ func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
 func (o *Orchestrator) stopWorker(e *runningEntry, why stopReason) {
 	e.stop = why
 	e.cancel()
+	if why == stopTerminal || why == stopInactive {
+		o.report(Activity{Kind: ActivityReconcile, IssueID: e.issue.ID, Identifier: e.issue.Identifier,
+			Result: "stop", Message: string(why)})
+	}
 }
 
 // checkStalls stops workers whose agent has been silent for longer than

@@ -58,6 +58,8 @@ func (o *Orchestrator) scheduleRetry(ctx context.Context, r retryEntry, delay ti
 	})
 	o.log.Info("retry scheduled", "issue_identifier", r.identifier, "kind", r.kind, "attempt", r.attempt,
 		"in", delay.String(), "reason", r.reason)
+	o.report(Activity{Kind: ActivityRetry, IssueID: r.issueID, Identifier: r.identifier, Result: r.kind,
+		Attempt: r.attempt, Message: r.reason, Duration: delay})
 }
 
 // releaseRetry forgets an issue's retry, in memory and in the store.

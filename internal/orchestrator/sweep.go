@@ -89,6 +89,6 @@ func (o *Orchestrator) applySweep(res sweepResult) {
 		}
 		path := filepath.Join(mgr.Root(), name)
 		o.log.Info("removing the workspace of a terminal issue", "workspace", name, "state", state)
-		o.cleanWorkspace(cfg, tracker.Issue{Identifier: name}, path)
+		o.cleanWorkspace(cfg, tracker.Issue{Identifier: name}, path, "sweep_cleanup")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"time"
 
 	"sortie/internal/config"
 	"sortie/internal/tracker"
@@ -11,6 +12,7 @@ import (
 
 // tickResult is what the poller fetched for one tick. The loop applies it.
 type tickResult struct {
+	started       time.Time
 	reloadErr     error
 	states        map[string]string // running issue id → state (nil when the fetch failed)
 	statesErr     error
@@ -38,7 +40,7 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 		ids = append(ids, id)
 	}
 	go func() {
-		var res tickResult
+		res := tickResult{started: o.clk.Now()}
 		if o.opts.Reload != nil {
 			res.reloadErr = o.opts.Reload()
 		}
@@ -64,8 +66,20 @@ func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 	}
 	if res.reloadErr != nil {
 		o.log.Warn("workflow reload rejected; keeping the last good configuration", "error", res.reloadErr)
+		// Every poll re-reads a broken file; it counts as one error until it changes.
+		if msg := res.reloadErr.Error(); msg != o.lastReloadErr {
+			o.lastReloadErr = msg
+			o.report(Activity{Kind: ActivityReloadError, Message: msg})
+		}
+	} else {
+		o.lastReloadErr = ""
 	}
 	o.reconcile(cfg, res)
+	poll := Activity{Kind: ActivityPoll, Result: "ok", Duration: o.clk.Now().Sub(res.started)}
+	if res.candidatesErr != nil {
+		poll.Result, poll.Message = "error", res.candidatesErr.Error()
+	}
+	o.report(poll)
 	if res.candidatesErr != nil {
 		o.lastPollOK = false
 		o.lastError = res.candidatesErr.Error()

@@ -38,6 +38,7 @@ func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is t
 	}
 	o.log.Info("dispatching", "issue_identifier", is.Identifier, "state", is.State, "attempt", attempt,
 		"resume_session", resume, "host", host)
+	o.report(Activity{Kind: ActivityDispatch, IssueID: is.ID, Identifier: is.Identifier, Attempt: attempt})
 	o.workers.Add(1)
 	go func() {
 		defer o.workers.Done()
@@ -242,11 +243,21 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if cfg.Agent.TurnTimeout > 0 {
 			turnCtx, cancel = context.WithTimeout(ctx, cfg.Agent.TurnTimeout)
 		}
+		turnStart := o.clk.Now()
 		res, err := o.opts.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
 			Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
 		})
 		timedOut := errors.Is(turnCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
+		turnResult := string(res.ExitReason)
+		switch {
+		case timedOut:
+			turnResult = string(agent.ErrTurnTimeout)
+		case turnResult == "" && err != nil:
+			turnResult = string(agent.EventTurnFailed)
+		}
+		o.report(Activity{Kind: ActivityTurn, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
+			Result: turnResult, Duration: o.clk.Now().Sub(turnStart), Attempt: w.e.attempt})
 		w.absorbResult(res, &ex)
 		w.state.flushPending()
 		if ctx.Err() != nil {
@@ -320,8 +331,12 @@ func (w *worker) handoff(ctx context.Context, ex *workerExit) {
 	if err := w.o.opts.Tracker.TransitionIssue(ctx, w.issue.ID, cfg.Tracker.HandoffState); err != nil {
 		w.o.log.Warn("handoff transition failed", "issue_identifier", w.issue.Identifier,
 			"handoff_state", cfg.Tracker.HandoffState, "error", err)
+		w.o.report(Activity{Kind: ActivityHandoff, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
+			Result: "error", Message: err.Error()})
 		return
 	}
+	w.o.report(Activity{Kind: ActivityHandoff, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
+		Result: "success", Message: cfg.Tracker.HandoffState})
 	ex.handedOff = true
 	ex.lastState = cfg.Tracker.HandoffState
 	w.o.log.Info("handed off", "issue_identifier", w.issue.Identifier, "state", cfg.Tracker.HandoffState)
@@ -362,9 +377,12 @@ func (w *worker) onEvent(ev agent.Event) {
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
 	}
+	var delta agent.Usage
 	switch ev.Type {
 	case agent.EventTokenUsage:
+		prev := p.usage
 		p.usage = maxUsage(p.usage, ev.Usage)
+		delta = usageDelta(prev, p.usage)
 		p.apiRequests++
 		if ev.Model != "" {
 			p.model = ev.Model
@@ -376,7 +394,11 @@ func (w *worker) onEvent(ev agent.Event) {
 	if ev.CostUSD > p.costUSD {
 		p.costUSD = ev.CostUSD
 	}
+	model := p.model
 	p.mu.Unlock()
+	evCopy := ev
+	w.o.report(Activity{Kind: ActivityAgentEvent, Time: now, IssueID: w.issue.ID, Identifier: w.issue.Identifier,
+		RunID: w.runID, Event: &evCopy, Delta: delta, Model: model})
 
 	if notable(ev.Type) {
 		// Keep the newest eventLogBuffer events: let the slice run to twice that and
@@ -503,6 +525,9 @@ func (w *worker) finish(ex workerExit) {
 	status, msg := runStatus(ex, stop)
 	rec := progressRecord(p)
 	rec.Turns = ex.turns
+	w.o.report(Activity{Kind: ActivityRunFinished, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
+		Result: string(status), Message: msg, Duration: w.o.clk.Now().Sub(w.e.startedAt), Attempt: w.e.attempt,
+		CostUSD: p.costUSD, Model: p.model})
 	if err := w.o.opts.Store.FinishRun(context.Background(), w.runID, store.RunEnd{
 		Status: status, Error: msg, EndedAt: w.o.clk.Now(), Progress: rec,
 	}); err != nil {
