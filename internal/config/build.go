@@ -27,7 +27,7 @@ var (
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms"}
 	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries"}
-	serverKeys    = []string{"host", "port"}
+	serverKeys    = []string{"host", "port", "auth_token"}
 	loggingKeys   = []string{"level", "format"}
 	workerKeys    = []string{"ssh_hosts", "max_concurrent_agents_per_host", "ssh_strict_host_key_checking"}
 	tokenRateKeys = []string{"input_per_mtok", "output_per_mtok", "cache_read_per_mtok"}
@@ -588,6 +588,15 @@ func (b *builder) buildServer(cfg *Config, raw map[string]any) {
 		} else {
 			s.Host = host
 		}
+	}
+	const field = "server.auth_token"
+	if tok, ok := b.str(sec, field); ok {
+		if b.sources[field] == "" {
+			out, missing := expandEnv(tok, b.env)
+			b.reportMissing(field, missing)
+			tok = out
+		}
+		s.AuthToken = strings.TrimSpace(tok)
 	}
 }
 

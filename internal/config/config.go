@@ -102,6 +102,9 @@ type ServerConfig struct {
 	Host    string // an IP address (default 127.0.0.1)
 	Port    int    // 0–65535 (default 7678); 0 disables the server
 	PortSet bool   // true when server.port was given explicitly
+	// AuthToken is the bearer token the API and dashboard require when Host is not a
+	// loopback address ($VAR allowed, and then stripped from agents like every secret).
+	AuthToken string
 }
 
 // LoggingConfig is the `logging:` section, read once at start-up.

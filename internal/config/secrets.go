@@ -34,6 +34,11 @@ func secretEnv(raw map[string]any) []string {
 			}
 		}
 	}
+	if server, ok := raw["server"].(map[string]any); ok {
+		if s, ok := server["auth_token"].(string); ok {
+			addRefs(s)
+		}
+	}
 	for k, v := range raw {
 		if !slices.Contains(typedKeys, k) {
 			// Every reference in the notifications block is a credential: a webhook URL
