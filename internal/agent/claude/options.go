@@ -2,12 +2,12 @@ package claude
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"sortie/internal/agent"
 )
 
 // options is the validated `claude-code:` block of WORKFLOW.md. Every field maps to a
@@ -52,35 +52,31 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 		var err error
 		switch k {
 		case "permission_mode":
-			o.PermissionMode, err = asEnum(v, permissionModes)
+			o.PermissionMode, err = agent.OptionEnum(v, permissionModes)
 		case "model":
-			o.Model, err = asString(v)
+			o.Model, err = agent.OptionString(v)
 		case "fallback_model":
-			o.FallbackModel, err = asString(v)
+			o.FallbackModel, err = agent.OptionString(v)
 		case "max_turns":
-			o.MaxTurns, err = asCount(v)
+			o.MaxTurns, err = agent.OptionCount(v)
 		case "max_budget_usd":
-			o.MaxBudgetUSD, err = asAmount(v)
+			o.MaxBudgetUSD, err = agent.OptionUSD(v)
 		case "effort":
-			o.Effort, err = asEnum(v, efforts)
+			o.Effort, err = agent.OptionEnum(v, efforts)
 		case "allowed_tools":
-			o.AllowedTools, err = asToolList(v)
+			o.AllowedTools, err = agent.OptionToolList(v)
 		case "disallowed_tools":
-			o.DisallowedTools, err = asToolList(v)
+			o.DisallowedTools, err = agent.OptionToolList(v)
 		case "system_prompt":
-			o.SystemPrompt, err = asString(v)
+			o.SystemPrompt, err = agent.OptionString(v)
 		case "mcp_config":
-			o.MCPConfig, err = asString(v)
+			o.MCPConfig, err = agent.OptionString(v)
 			if err == nil && o.MCPConfig != "" && !filepath.IsAbs(o.MCPConfig) && workflowDir != "" {
 				o.MCPConfig = filepath.Join(workflowDir, o.MCPConfig)
 			}
 		case "session_persistence":
-			if v != nil {
-				b, ok := v.(bool)
-				if !ok {
-					err = fmt.Errorf("must be true or false (got %s)", describe(v))
-				}
-				o.SessionPersistence = b
+			if v != nil { // nothing keeps the default, true
+				o.SessionPersistence, err = agent.OptionBool(v)
 			}
 		default:
 			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
@@ -96,114 +92,6 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 		return options{}, warnings, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return o, warnings, nil
-}
-
-func asString(v any) (string, error) {
-	switch s := v.(type) {
-	case nil:
-		return "", nil
-	case string:
-		return strings.TrimSpace(s), nil
-	}
-	return "", fmt.Errorf("must be a string (got %s)", describe(v))
-}
-
-func asEnum(v any, valid []string) (string, error) {
-	s, err := asString(v)
-	if err != nil || s == "" {
-		return s, err
-	}
-	if !slices.Contains(valid, s) {
-		return "", fmt.Errorf("unknown value %q (valid: %s)", s, strings.Join(valid, ", "))
-	}
-	return s, nil
-}
-
-// asToolList takes a comma-separated string or a YAML list of tool names and returns
-// the CLI's comma-separated form.
-func asToolList(v any) (string, error) {
-	switch t := v.(type) {
-	case []any:
-		names := make([]string, 0, len(t))
-		for i, item := range t {
-			s, ok := item.(string)
-			if !ok || strings.TrimSpace(s) == "" {
-				return "", fmt.Errorf("[%d]: must be a non-empty tool name (got %s)", i, describe(item))
-			}
-			names = append(names, strings.TrimSpace(s))
-		}
-		return strings.Join(names, ","), nil
-	}
-	return asString(v)
-}
-
-func asCount(v any) (int64, error) {
-	switch n := v.(type) {
-	case nil:
-		return 0, nil
-	case int:
-		if n >= 0 {
-			return int64(n), nil
-		}
-	case int64:
-		if n >= 0 {
-			return n, nil
-		}
-	case uint64:
-		if n <= math.MaxInt32 {
-			return int64(n), nil
-		}
-	case float64:
-		if n >= 0 && n == math.Trunc(n) && n <= math.MaxInt32 {
-			return int64(n), nil
-		}
-	case string:
-		if i, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64); err == nil && i >= 0 {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("must be a non-negative whole number (got %s)", describe(v))
-}
-
-func asAmount(v any) (float64, error) {
-	var f float64
-	switch n := v.(type) {
-	case nil:
-		return 0, nil
-	case int:
-		f = float64(n)
-	case int64:
-		f = float64(n)
-	case uint64:
-		f = float64(n)
-	case float64:
-		f = n
-	case string:
-		var err error
-		if f, err = strconv.ParseFloat(strings.TrimSpace(n), 64); err != nil {
-			return 0, fmt.Errorf("must be an amount in USD (got %s)", describe(v))
-		}
-	default:
-		return 0, fmt.Errorf("must be an amount in USD (got %s)", describe(v))
-	}
-	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("must be a non-negative amount in USD (got %s)", describe(v))
-	}
-	return f, nil
-}
-
-func describe(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "nothing"
-	case string:
-		return strconv.Quote(t)
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprintf("%v", v)
 }
 
 // args builds the CLI arguments of one turn (the prompt goes to stdin). resume selects

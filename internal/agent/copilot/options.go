@@ -2,11 +2,12 @@ package copilot
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"sortie/internal/agent"
 )
 
 // DefaultMaxAutopilotContinues is --max-autopilot-continues when the block leaves it out
@@ -55,7 +56,7 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 			o.Model, err = asWord(v)
 		case "max_autopilot_continues":
 			if v != nil {
-				o.MaxAutopilotContinues, err = asCount(v)
+				o.MaxAutopilotContinues, err = agent.OptionCount(v)
 			}
 		case "agent":
 			o.Agent, err = asWord(v)
@@ -68,16 +69,16 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 		case "excluded_tools":
 			o.ExcludedTools, err = asToolList(v)
 		case "mcp_config":
-			o.MCPConfig, err = asString(v)
+			o.MCPConfig, err = agent.OptionString(v)
 			if err == nil && o.MCPConfig != "" && !filepath.IsAbs(o.MCPConfig) && workflowDir != "" {
 				o.MCPConfig = filepath.Join(workflowDir, o.MCPConfig)
 			}
 		case "disable_builtin_mcps":
-			o.DisableBuiltinMCPs, err = asBool(v)
+			o.DisableBuiltinMCPs, err = agent.OptionBool(v)
 		case "no_custom_instructions":
-			o.NoCustomInstructions, err = asBool(v)
+			o.NoCustomInstructions, err = agent.OptionBool(v)
 		case "experimental":
-			o.Experimental, err = asBool(v)
+			o.Experimental, err = agent.OptionBool(v)
 		default:
 			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
 		}
@@ -175,100 +176,29 @@ func (o options) args(t turnArgs) []string {
 	return a
 }
 
-func asString(v any) (string, error) {
-	switch s := v.(type) {
-	case nil:
-		return "", nil
-	case string:
-		return strings.TrimSpace(s), nil
-	}
-	return "", fmt.Errorf("must be a string (got %s)", describe(v))
-}
-
 // asWord is a string that becomes the value of a flag of its own: it must not start
 // with '-', which the CLI would read as another flag.
 func asWord(v any) (string, error) {
-	s, err := asString(v)
+	s, err := agent.OptionString(v)
 	if err == nil && strings.HasPrefix(s, "-") {
 		return "", fmt.Errorf("must not start with '-' (got %q)", s)
 	}
 	return s, err
 }
 
-func asBool(v any) (bool, error) {
-	switch b := v.(type) {
-	case nil:
-		return false, nil
-	case bool:
-		return b, nil
-	}
-	return false, fmt.Errorf("must be true or false (got %s)", describe(v))
-}
-
-// asToolList takes a comma-separated string or a YAML list of tool names or permission
-// patterns (shell, write, shell(git:*), MyMCP(tool)) and returns the CLI's
-// comma-separated form.
+// asToolList is agent.OptionToolList with a comma-separated string split as well, so
+// that tool names and permission patterns (shell, write, shell(git:*), MyMCP(tool))
+// reach the CLI without blanks around them or empty names between commas.
 func asToolList(v any) (string, error) {
+	s, err := agent.OptionToolList(v)
+	if _, list := v.([]any); list || err != nil {
+		return s, err
+	}
 	var names []string
-	switch t := v.(type) {
-	case []any:
-		for i, item := range t {
-			s, ok := item.(string)
-			if !ok || strings.TrimSpace(s) == "" {
-				return "", fmt.Errorf("[%d]: must be a non-empty tool name (got %s)", i, describe(item))
-			}
-			names = append(names, strings.TrimSpace(s))
-		}
-	default:
-		s, err := asString(v)
-		if err != nil {
-			return "", err
-		}
-		for _, n := range strings.Split(s, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				names = append(names, n)
-			}
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
 		}
 	}
 	return strings.Join(names, ","), nil
-}
-
-func asCount(v any) (int64, error) {
-	switch n := v.(type) {
-	case int:
-		if n >= 0 {
-			return int64(n), nil
-		}
-	case int64:
-		if n >= 0 {
-			return n, nil
-		}
-	case uint64:
-		if n <= math.MaxInt32 {
-			return int64(n), nil
-		}
-	case float64:
-		if n >= 0 && n == math.Trunc(n) && n <= math.MaxInt32 {
-			return int64(n), nil
-		}
-	case string:
-		if i, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64); err == nil && i >= 0 {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("must be a non-negative whole number (got %s)", describe(v))
-}
-
-func describe(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "nothing"
-	case string:
-		return strconv.Quote(t)
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprintf("%v", v)
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"sortie/internal/agent"
 )
 
 // outcome is how a scripted turn ends.
@@ -220,7 +222,7 @@ func (p *profile) apply(path string, m map[string]any) error {
 func asScript(path string, v any) ([]outcome, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: must be a list of outcomes (got %s)", path, describe(v))
+		return nil, fmt.Errorf("%s: must be a list of outcomes (got %s)", path, agent.DescribeValue(v))
 	}
 	if len(list) == 0 {
 		return nil, fmt.Errorf("%s: must list at least one outcome", path)
@@ -229,7 +231,7 @@ func asScript(path string, v any) ([]outcome, error) {
 	for i, item := range list {
 		s, _ := item.(string)
 		if !slices.Contains(outcomes, outcome(s)) {
-			return nil, fmt.Errorf("%s[%d]: unknown outcome %s (valid: %s)", path, i, describe(item), joinOutcomes())
+			return nil, fmt.Errorf("%s[%d]: unknown outcome %s (valid: %s)", path, i, agent.DescribeValue(item), joinOutcomes())
 		}
 		script = append(script, outcome(s))
 	}
@@ -247,7 +249,7 @@ func joinOutcomes() string {
 func asToolCalls(path string, v any) ([]toolCall, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: must be a list of {name, duration_ms, error} (got %s)", path, describe(v))
+		return nil, fmt.Errorf("%s: must be a list of {name, duration_ms, error} (got %s)", path, agent.DescribeValue(v))
 	}
 	if len(list) > maxTools {
 		return nil, fmt.Errorf("%s: at most %d tool calls (got %d)", path, maxTools, len(list))
@@ -318,13 +320,13 @@ func asMap(path string, v any) (map[string]any, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%s: must be a mapping (got %s)", path, describe(v))
+	return nil, fmt.Errorf("%s: must be a mapping (got %s)", path, agent.DescribeValue(v))
 }
 
 func asString(path string, v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("%s: must be a string (got %s)", path, describe(v))
+		return "", fmt.Errorf("%s: must be a string (got %s)", path, agent.DescribeValue(v))
 	}
 	return s, nil
 }
@@ -332,7 +334,7 @@ func asString(path string, v any) (string, error) {
 func asBool(path string, v any) (bool, error) {
 	b, ok := v.(bool)
 	if !ok {
-		return false, fmt.Errorf("%s: must be true or false (got %s)", path, describe(v))
+		return false, fmt.Errorf("%s: must be true or false (got %s)", path, agent.DescribeValue(v))
 	}
 	return b, nil
 }
@@ -360,23 +362,9 @@ func asInt(path string, v any, lo, hi int64) (int64, error) {
 		ok = false
 	}
 	if !ok || n < lo || n > hi {
-		return 0, fmt.Errorf("%s: must be an integer from %d to %d (got %s)", path, lo, hi, describe(v))
+		return 0, fmt.Errorf("%s: must be an integer from %d to %d (got %s)", path, lo, hi, agent.DescribeValue(v))
 	}
 	return n, nil
-}
-
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "nothing"
-	case string:
-		return fmt.Sprintf("%q", x)
-	case []any:
-		return "a list"
-	case map[string]any, map[any]any:
-		return "a mapping"
-	}
-	return fmt.Sprint(v)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
