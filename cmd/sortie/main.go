@@ -47,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdInit(args[1:], stdout, stderr)
 		case "demo":
 			return cmdDemo(args[1:], stdout, stderr)
+		case "status":
+			return cmdStatus(args[1:], stdout, stderr)
 		case "mcp-server":
 			return cmdMCPServer(args[1:], os.Stdin, stdout, stderr)
 		case "version", "--version", "-V":
@@ -74,6 +76,10 @@ Usage:
                                       check a workflow file; exit 0 valid, 1 invalid
   sortie init [DIR]                   write a commented WORKFLOW.md and issues.json that
                                       run with the file tracker and the mock agent
+  sortie status [--json] [WORKFLOW.md]
+                                      what is running, retrying and awaiting input, and
+                                      the recent runs: from the daemon's API, or from its
+                                      database when no daemon answers
   sortie mcp-server --workflow PATH   the sortie-tools MCP server (stdio) that agent CLIs
                                       start from .sortie/mcp.json; not run by hand
   sortie version                      print the version
@@ -83,6 +89,9 @@ Run flags:
   --exit-when-idle      exit 0 once nothing is running, retrying or eligible
   --dry-run             poll once, print what would be dispatched and why others are not
   --env-file PATH       read SORTIE_* overrides from this .env file
+  --port N              serve the dashboard, API and metrics on port N (0: off;
+                        default: server.port, else 7678)
+  --host ADDR           listen on this IP address (default: server.host, else 127.0.0.1)
   --log-level LEVEL     debug, info, warn or error (default: logging.level, else info)
   --log-format FORMAT   text or json (default: logging.format, else text)
 

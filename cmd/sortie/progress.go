@@ -122,13 +122,6 @@ func renderTable(s orchestrator.Snapshot) string {
 	return b.String()
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
-}
-
 func humanInt(n int64) string {
 	switch {
 	case n >= 1_000_000:

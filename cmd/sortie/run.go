@@ -32,6 +32,8 @@ type runFlags struct {
 	envFile      string
 	logLevel     string
 	logFormat    string
+	port         int    // -1: server.port
+	host         string // "": server.host
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -40,6 +42,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.envFile, "env-file", "", "read SORTIE_* overrides from this .env file")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "", "text or json")
+	fs.IntVar(&f.port, "port", -1, "serve the dashboard, API and metrics on this port (0: off)")
+	fs.StringVar(&f.host, "host", "", "listen on this IP address")
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
