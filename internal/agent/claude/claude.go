@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
 	"sortie/internal/agent"
@@ -95,12 +94,9 @@ type session struct {
 	env    []string
 	mcp    []string // --mcp-config files
 
-	mu      sync.Mutex // guards running, busy, stopped
-	running *proc.Process
-	busy    bool
-	stopped bool
+	guard proc.Guard // one process at a time; StopSession stops it
 
-	// Touched only by the goroutine running the current turn; busy keeps turns apart.
+	// Touched only by the goroutine running the current turn; the guard keeps turns apart.
 	created   bool        // the CLI has a conversation under the session id: --resume
 	usage     agent.Usage // cumulative for the session
 	cost      float64     // cumulative for the session
@@ -173,7 +169,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		// to exist for ssh to start.
 		c.Args = remote.Command(*st.target, st.strict, s.Workspace, a.program, args)
 	}
-	pr, err := st.start(ctx, c)
+	pr, err := st.guard.Start(ctx, c, Kind)
 	if err != nil {
 		reason := agent.EventStartupFailed
 		if agent.KindOf(err) == agent.ErrTurnCancelled {
@@ -181,7 +177,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		}
 		return t.fail(reason, err)
 	}
-	defer st.finish()
+	defer st.guard.Finish()
 	t.pid, s.PID = pr.PID(), pr.PID()
 	defer func() { s.PID = 0 }()
 	waited := false
@@ -230,40 +226,8 @@ func (a *adapter) StopSession(ctx context.Context, s *agent.Session) error {
 	if !ok {
 		return nil
 	}
-	st.mu.Lock()
-	st.stopped = true
-	running := st.running
-	st.mu.Unlock()
-	if running != nil {
-		running.Stop()
-	}
+	st.guard.Stop()
 	return nil
-}
-
-// start starts the turn's process unless the session is stopped or busy, holding the
-// lock across proc.Start so that a concurrent StopSession either prevents the start or
-// sees the process and stops it.
-func (st *session) start(ctx context.Context, c proc.Command) (*proc.Process, error) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	switch {
-	case st.stopped:
-		return nil, agent.Errorf(agent.ErrTurnCancelled, "claude-code: session already stopped")
-	case st.busy:
-		return nil, agent.Errorf(agent.ErrResponse, "claude-code: a turn of this session is already running")
-	}
-	p, err := proc.Start(ctx, c)
-	if err != nil {
-		return nil, &agent.Error{Kind: proc.ClassifyStart(err), Message: "claude-code: starting " + c.Path, Err: err}
-	}
-	st.busy, st.running = true, p
-	return p, nil
-}
-
-func (st *session) finish() {
-	st.mu.Lock()
-	st.busy, st.running = false, nil
-	st.mu.Unlock()
 }
 
 // turn is one RunTurn.

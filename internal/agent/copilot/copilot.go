@@ -146,12 +146,9 @@ type session struct {
 	usageDir string   // private directory for the CLI's usage file, "" when not used
 	notes    []string // said as notifications at the start of the first turn
 
-	mu      sync.Mutex // guards running, busy, stopped
-	running *proc.Process
-	busy    bool
-	stopped bool
+	guard proc.Guard // one process at a time; StopSession stops it
 
-	// Touched only by the goroutine running the current turn; busy keeps turns apart.
+	// Touched only by the goroutine running the current turn; the guard keeps turns apart.
 	turns int         // turns that started the CLI; without an id, later ones --continue
 	usage agent.Usage // cumulative for the session
 	model string      // the last model the CLI named
@@ -256,7 +253,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		c.Stdin = strings.NewReader(p.Prompt)
 	}
 
-	pr, err := st.start(ctx, c)
+	pr, err := st.guard.Start(ctx, c, Kind)
 	if err != nil {
 		reason := agent.EventStartupFailed
 		if agent.KindOf(err) == agent.ErrTurnCancelled {
@@ -264,7 +261,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		}
 		return t.fail(reason, err)
 	}
-	defer st.finish()
+	defer st.guard.Finish()
 	st.turns++
 	t.pid, s.PID = pr.PID(), pr.PID()
 	defer func() { s.PID = 0 }()
@@ -342,43 +339,11 @@ func (a *adapter) StopSession(ctx context.Context, s *agent.Session) error {
 	if !ok {
 		return nil
 	}
-	st.mu.Lock()
-	st.stopped = true
-	running := st.running
-	st.mu.Unlock()
-	if running != nil {
-		running.Stop()
-	}
+	st.guard.Stop()
 	if st.usageDir != "" {
 		return os.RemoveAll(st.usageDir)
 	}
 	return nil
-}
-
-// start starts the turn's process unless the session is stopped or busy, holding the
-// lock across proc.Start so that a concurrent StopSession either prevents the start or
-// sees the process and stops it.
-func (st *session) start(ctx context.Context, c proc.Command) (*proc.Process, error) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	switch {
-	case st.stopped:
-		return nil, agent.Errorf(agent.ErrTurnCancelled, "%s: session already stopped", Kind)
-	case st.busy:
-		return nil, agent.Errorf(agent.ErrResponse, "%s: a turn of this session is already running", Kind)
-	}
-	p, err := proc.Start(ctx, c)
-	if err != nil {
-		return nil, &agent.Error{Kind: proc.ClassifyStart(err), Message: Kind + ": starting " + c.Path, Err: err}
-	}
-	st.busy, st.running = true, p
-	return p, nil
-}
-
-func (st *session) finish() {
-	st.mu.Lock()
-	st.busy, st.running = false, nil
-	st.mu.Unlock()
 }
 
 // turn is one RunTurn.

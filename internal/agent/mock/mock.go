@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -63,13 +62,10 @@ type session struct {
 	exe string
 	env []string
 
-	mu      sync.Mutex // guards running, busy, stopped
-	running *proc.Process
-	busy    bool
-	stopped bool
+	guard proc.Guard // one process at a time; StopSession stops it
 
 	// usage is the session's cumulative token usage. Only the goroutine running the
-	// current turn touches it; busy keeps turns from overlapping.
+	// current turn touches it; the guard keeps turns from overlapping.
 	usage agent.Usage
 }
 
@@ -117,13 +113,13 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	defer os.Remove(turnFile)
 
-	pr, err := st.start(ctx, proc.Command{
+	pr, err := st.guard.Start(ctx, proc.Command{
 		Path:  st.exe,
 		Args:  append(append([]string(nil), a.args...), turnFile),
 		Dir:   s.Workspace,
 		Env:   st.env,
 		Grace: a.grace,
-	})
+	}, Kind)
 	if err != nil {
 		reason := agent.EventStartupFailed
 		if agent.KindOf(err) == agent.ErrTurnCancelled {
@@ -131,7 +127,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		}
 		return t.fail(reason, err)
 	}
-	defer st.finish()
+	defer st.guard.Finish()
 	t.pid, s.PID = pr.PID(), pr.PID()
 	defer func() { s.PID = 0 }()
 	// Whatever happens below, including a panicking OnEvent, nothing of the turn
@@ -164,40 +160,8 @@ func (a *adapter) StopSession(ctx context.Context, s *agent.Session) error {
 	if !ok {
 		return nil
 	}
-	st.mu.Lock()
-	st.stopped = true
-	running := st.running
-	st.mu.Unlock()
-	if running != nil {
-		running.Stop()
-	}
+	st.guard.Stop()
 	return nil
-}
-
-// start starts the turn's process unless the session is stopped or busy. It holds the
-// lock across proc.Start so that a concurrent StopSession either prevents the start or
-// sees the process and stops it.
-func (st *session) start(ctx context.Context, c proc.Command) (*proc.Process, error) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	switch {
-	case st.stopped:
-		return nil, agent.Errorf(agent.ErrTurnCancelled, "mock: session already stopped")
-	case st.busy:
-		return nil, agent.Errorf(agent.ErrResponse, "mock: a turn of this session is already running")
-	}
-	p, err := proc.Start(ctx, c)
-	if err != nil {
-		return nil, &agent.Error{Kind: proc.ClassifyStart(err), Message: "mock: starting " + c.Path, Err: err}
-	}
-	st.busy, st.running = true, p
-	return p, nil
-}
-
-func (st *session) finish() {
-	st.mu.Lock()
-	st.busy, st.running = false, nil
-	st.mu.Unlock()
 }
 
 func (a *adapter) writeTurnFile(s *agent.Session, p agent.TurnParams) (string, error) {
