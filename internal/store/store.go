@@ -22,6 +22,14 @@ type Reader interface {
 	RecentRuns(ctx context.Context, limit int) ([]Run, error)
 	// RunsForIssue returns up to limit runs of one issue, newest first.
 	RunsForIssue(ctx context.Context, issueID string, limit int) ([]Run, error)
+	// RunsForIdentifier returns up to limit runs of the issue with this human-readable
+	// identifier (e.g. PROJ-12), newest first: what an operator types, where the
+	// tracker's id is unknown.
+	RunsForIdentifier(ctx context.Context, identifier string, limit int) ([]Run, error)
+	// ListRuns returns the runs f selects, newest (highest id) first: one page of run
+	// history. Page on by passing the last id returned as the next f.Before. An invalid
+	// filter (f.Validate) is an error.
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
 	// CountRuns counts the runs of each issue in one query (agent.max_sessions). Every
 	// run counts, whatever its status, including running and interrupted ones: each
 	// started an agent session. The map has an entry, possibly 0, for every id asked.

@@ -177,6 +177,58 @@ func (s *Store) RunsForIssue(ctx context.Context, issueID string, limit int) ([]
 		`SELECT `+runColumns+` FROM runs WHERE issue_id = ? ORDER BY id DESC LIMIT ?`, issueID, limit)
 }
 
+// RunsForIdentifier implements store.Reader, on the runs_identifier index.
+func (s *Store) RunsForIdentifier(ctx context.Context, identifier string, limit int) ([]store.Run, error) {
+	op := fmt.Sprintf("list runs of issue %s", identifier)
+	if err := checkLimit(op, limit); err != nil {
+		return nil, err
+	}
+	return s.queryRuns(ctx, op,
+		`SELECT `+runColumns+` FROM runs WHERE identifier = ? ORDER BY id DESC LIMIT ?`, identifier, limit)
+}
+
+// ListRuns implements store.Reader. The WHERE clause holds only the selectors f sets,
+// so SQLite can pick an index for each combination (runs_identifier, runs_status, or
+// the primary key for a bare page); an "OR the argument is empty" form would scan.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
+	const op = "list runs"
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	q, args := listRunsQuery(f)
+	return s.queryRuns(ctx, op, q, args...)
+}
+
+// listRunsQuery builds ListRuns' statement for f.
+func listRunsQuery(f store.RunFilter) (string, []any) {
+	q := `SELECT ` + runColumns + ` FROM runs`
+	if f.Identifier != "" {
+		// An issue has few runs, so its identifier is the selective term even with a
+		// status too; without statistics SQLite would walk runs_status instead.
+		q += ` INDEXED BY runs_identifier`
+	}
+	var args []any
+	where := func(cond string, arg any) {
+		if len(args) == 0 {
+			q += ` WHERE `
+		} else {
+			q += ` AND `
+		}
+		q += cond
+		args = append(args, arg)
+	}
+	if f.Identifier != "" {
+		where(`identifier = ?`, f.Identifier)
+	}
+	if f.Status != "" {
+		where(`status = ?`, string(f.Status))
+	}
+	if f.Before > 0 {
+		where(`id < ?`, f.Before)
+	}
+	return q + ` ORDER BY id DESC LIMIT ?`, append(args, f.Limit)
+}
+
 func (s *Store) queryRuns(ctx context.Context, op, query string, args ...any) ([]store.Run, error) {
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {

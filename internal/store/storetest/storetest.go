@@ -34,6 +34,9 @@ func Test(t *testing.T, open Open) {
 		{"RunsInProgressAndMarkInterrupted", testRunsInProgress},
 		{"RunListsAreNewestFirst", testRunLists},
 		{"ListLimitMustBePositive", testListLimits},
+		{"ListRunsFiltersAndPages", testListRuns},
+		{"ListRunsRejectsBadFilter", testListRunsValidation},
+		{"RunsForIdentifierAreNewestFirst", testRunsForIdentifier},
 		{"CountRunsBatches", testCountRuns},
 		{"TotalsAreDerivedFromRuns", testTotals},
 		{"RetriesRoundTripInDueOrder", testRetries},
@@ -705,5 +708,164 @@ func testHolds(t *testing.T, s store.Store) {
 	}
 	if got, _ := s.LoadHolds(ctx); len(got) != 1 || got[0].IssueID != "2" {
 		t.Fatalf("LoadHolds after DeleteHold = %+v, want only issue 2", got)
+	}
+}
+
+func testListRuns(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	// Runs 1..9 of three issues; every third one ends failed, the rest stay running or
+	// succeed.
+	var ids []int64
+	byIssue := map[string][]int64{}
+	byStatus := map[store.RunStatus][]int64{}
+	for i := range 9 {
+		issue := []string{"a", "b", "c"}[i%3]
+		id := start(t, s, NewRun(issue, i+1))
+		st := store.StatusRunning
+		switch i % 4 {
+		case 1:
+			st = store.StatusFailed
+		case 2:
+			st = store.StatusSucceeded
+		}
+		if st != store.StatusRunning {
+			if err := s.FinishRun(ctx, id, store.RunEnd{Status: st, EndedAt: t0.Add(time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids = append(ids, id)
+		byIssue["PROJ-"+issue] = append(byIssue["PROJ-"+issue], id)
+		byStatus[st] = append(byStatus[st], id)
+	}
+	newestFirst := func(in []int64) []int64 {
+		out := make([]int64, len(in))
+		for i, id := range in {
+			out[len(in)-1-i] = id
+		}
+		return out
+	}
+	below := func(in []int64, before int64) []int64 {
+		var out []int64
+		for _, id := range in {
+			if id < before {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		f    store.RunFilter
+		want []int64
+	}{
+		{"all", store.RunFilter{Limit: 100}, newestFirst(ids)},
+		{"limit", store.RunFilter{Limit: 2}, newestFirst(ids)[:2]},
+		{"before", store.RunFilter{Limit: 3, Before: ids[5]}, newestFirst(ids[2:5])},
+		{"before the first", store.RunFilter{Limit: 3, Before: ids[0]}, nil},
+		{"identifier", store.RunFilter{Limit: 100, Identifier: "PROJ-b"}, newestFirst(byIssue["PROJ-b"])},
+		{"status", store.RunFilter{Limit: 100, Status: store.StatusFailed}, newestFirst(byStatus[store.StatusFailed])},
+		{"status and before", store.RunFilter{Limit: 100, Status: store.StatusRunning, Before: ids[6]},
+			newestFirst(below(byStatus[store.StatusRunning], ids[6]))},
+		{"identifier and status", store.RunFilter{Limit: 100, Identifier: "PROJ-a", Status: store.StatusRunning},
+			newestFirst(intersect(byIssue["PROJ-a"], byStatus[store.StatusRunning]))},
+		{"unknown identifier", store.RunFilter{Limit: 100, Identifier: "PROJ-zzz"}, nil},
+		{"identifier is exact, not a pattern", store.RunFilter{Limit: 100, Identifier: "PROJ-%"}, nil},
+	}
+	for _, tt := range tests {
+		got, err := s.ListRuns(ctx, tt.f)
+		if err != nil {
+			t.Errorf("%s: ListRuns(%+v): %v", tt.name, tt.f, err)
+			continue
+		}
+		if g := runIDs(got); !(len(g) == 0 && len(tt.want) == 0) && !reflect.DeepEqual(g, tt.want) {
+			t.Errorf("%s: ListRuns(%+v) = %v, want %v", tt.name, tt.f, g, tt.want)
+		}
+	}
+
+	// Paging by the last id returned visits every run exactly once.
+	var paged []int64
+	f := store.RunFilter{Limit: 4}
+	for page := 0; ; page++ {
+		if page > len(ids) {
+			t.Fatalf("paging did not end after %d pages: %v", page, paged)
+		}
+		got, err := s.ListRuns(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		paged = append(paged, runIDs(got)...)
+		f.Before = got[len(got)-1].ID
+	}
+	if !reflect.DeepEqual(paged, newestFirst(ids)) {
+		t.Errorf("paging with Limit 4 visited %v, want %v", paged, newestFirst(ids))
+	}
+
+	// Rows carry every field, as RunsForIssue returns them.
+	got, err := s.ListRuns(ctx, store.RunFilter{Limit: 1, Identifier: "PROJ-a"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("ListRuns(PROJ-a, 1) = %v, %v", runIDs(got), err)
+	}
+	want, _ := s.RunsForIssue(ctx, "a", 1)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ListRuns row = %+v, want the same as RunsForIssue: %+v", got[0], want[0])
+	}
+}
+
+func intersect(a, b []int64) []int64 {
+	var out []int64
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+func testListRunsValidation(t *testing.T, s store.Store) {
+	start(t, s, NewRun("1", 1))
+	for _, f := range []store.RunFilter{
+		{Limit: 0},
+		{Limit: -1},
+		{Limit: 10, Before: -1},
+		{Limit: 10, Status: "done"},
+	} {
+		if runs, err := s.ListRuns(context.Background(), f); err == nil {
+			t.Errorf("ListRuns(%+v) = %v, nil; want an error", f, runIDs(runs))
+		}
+	}
+}
+
+func testRunsForIdentifier(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var ids []int64
+	for i, issue := range []string{"x", "y", "x", "x"} {
+		ids = append(ids, start(t, s, NewRun(issue, i+1)))
+	}
+	got, err := s.RunsForIdentifier(ctx, "PROJ-x", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, want := runIDs(got), []int64{ids[3], ids[2], ids[0]}; !reflect.DeepEqual(g, want) {
+		t.Errorf("RunsForIdentifier(PROJ-x, 10) = %v, want %v", g, want)
+	}
+	if got[0].IssueID != "x" || got[0].Identifier != "PROJ-x" {
+		t.Errorf("RunsForIdentifier row = issue %q identifier %q, want x and PROJ-x", got[0].IssueID, got[0].Identifier)
+	}
+	got, _ = s.RunsForIdentifier(ctx, "PROJ-x", 2)
+	if g, want := runIDs(got), []int64{ids[3], ids[2]}; !reflect.DeepEqual(g, want) {
+		t.Errorf("RunsForIdentifier(PROJ-x, 2) = %v, want %v", g, want)
+	}
+	if none, err := s.RunsForIdentifier(ctx, "x", 10); err != nil || len(none) != 0 {
+		t.Errorf("RunsForIdentifier(x) (an issue id, not an identifier) = %v, %v; want none", runIDs(none), err)
+	}
+	for _, limit := range []int{0, -1} {
+		if _, err := s.RunsForIdentifier(ctx, "PROJ-x", limit); err == nil {
+			t.Errorf("RunsForIdentifier(PROJ-x, %d) succeeded, want an error", limit)
+		}
 	}
 }
