@@ -304,7 +304,7 @@ func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer) (
 
 func (t *turn) complete(msg string) (agent.TurnResult, error) {
 	t.emit(agent.Event{Type: agent.EventTurnCompleted, Usage: t.st.usage, CostUSD: t.st.cost,
-		APIDurationMS: t.tr.pendingAPI, Message: truncate(msg, maxSummary)})
+		APIDurationMS: t.tr.pendingAPI, Message: agent.Truncate(msg, maxSummary)})
 	return t.resultOf(agent.EventTurnCompleted), nil
 }
 
@@ -324,14 +324,5 @@ func (t *turn) resultOf(reason agent.EventType) agent.TurnResult {
 
 // stderrTail is the end of the CLI's stderr, enough to explain a failure in one line.
 func stderrTail(b *proc.HeadTailBuffer) string {
-	s := strings.TrimSpace(stripANSI(remote.StripPGID(b.String())))
-	const keep = 1024
-	if len(s) > keep {
-		cut := len(s) - keep
-		for cut < len(s) && (s[cut]&0xC0) == 0x80 {
-			cut++
-		}
-		s = "…" + s[cut:]
-	}
-	return s
+	return agent.Tail(stripANSI(remote.StripPGID(b.String())), 1024)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -165,7 +164,7 @@ func (t *translator) cost() float64 { return t.costBase + t.turnCost }
 func (t *translator) line(b []byte) {
 	var l wireLine
 	if err := json.Unmarshal(b, &l, decodeOpts); err != nil || l.Type == "" {
-		t.emit(agent.Event{Type: agent.EventMalformed, Message: excerpt(b)})
+		t.emit(agent.Event{Type: agent.EventMalformed, Message: agent.Excerpt(b, maxMalformed)})
 		return
 	}
 	if l.SessionID != "" {
@@ -273,7 +272,7 @@ func summarize(blocks []wireBlock) string {
 		switch c.Type {
 		case "text":
 			if s := strings.TrimSpace(c.Text); s != "" {
-				parts = append(parts, truncate(s, maxSummary))
+				parts = append(parts, agent.Truncate(s, maxSummary))
 			}
 		case "tool_use":
 			parts = append(parts, "tool_use "+c.Name)
@@ -380,7 +379,7 @@ func resultError(l *wireLine) string {
 		text = strings.Join(l.Errors, "; ")
 	}
 	if text != "" {
-		parts = append(parts, truncate(stripANSI(text), maxToolError))
+		parts = append(parts, agent.Truncate(stripANSI(text), maxToolError))
 	}
 	if len(parts) == 0 {
 		return "the CLI reported an error"
@@ -423,25 +422,4 @@ func rawText(raw jsontext.Value) string {
 		return s
 	}
 	return string(raw)
-}
-
-// excerpt is the start of a line, for a malformed event, without copying a line that
-// may be megabytes long.
-func excerpt(b []byte) string {
-	return truncate(strings.ToValidUTF8(string(b[:min(len(b), maxMalformed*utf8.UTFMax)]), "\uFFFD"), maxMalformed)
-}
-
-// truncate keeps the first n characters of s.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for k := range s {
-		if i == n {
-			return s[:k] + "…"
-		}
-		i++
-	}
-	return s
 }

@@ -112,7 +112,7 @@ func (a *adapter) version(ctx context.Context, exe string, env []string) (string
 	}
 	if err != nil {
 		msg := fmt.Sprintf("%s: %s --version (the CLI does not run; the npm package needs Node.js 22 or later)", Kind, exe)
-		if s := tail(stderr.String()); s != "" {
+		if s := stderrTail(stderr.String()); s != "" {
 			msg += "; stderr: " + s
 		}
 		return "", &agent.Error{Kind: agent.ErrNotFound, Message: msg, Err: err}
@@ -421,7 +421,7 @@ func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer, u
 		if kind == agent.ErrPortExit && t.st.target != nil && exit.Code == 255 {
 			msg += "; ssh could not reach or log in to " + t.s.SSHHost
 		}
-		if s := tail(remote.StripPGID(stderr.String())); s != "" {
+		if s := stderrTail(remote.StripPGID(stderr.String())); s != "" {
 			msg += "; stderr: " + s
 		}
 		return t.fail(agent.EventTurnFailed, agent.Errorf(kind, "%s", msg))
@@ -440,7 +440,7 @@ func (t *turn) failure(exit proc.Exit, stderr *proc.HeadTailBuffer) string {
 	}
 	if t.tr.lastError != "" {
 		msg += "; " + t.tr.lastError
-	} else if s := tail(remote.StripPGID(stderr.String())); s != "" {
+	} else if s := stderrTail(remote.StripPGID(stderr.String())); s != "" {
 		msg += "; stderr: " + s
 	}
 	return msg
@@ -514,16 +514,5 @@ func (t *turn) resultOf(reason agent.EventType) agent.TurnResult {
 	return agent.TurnResult{SessionID: t.s.ID, ExitReason: reason, Usage: t.st.usage, PID: t.pid}
 }
 
-// tail is the end of the CLI's stderr, enough to explain a failure in one line.
-func tail(s string) string {
-	s = strings.TrimSpace(s)
-	const keep = 1024
-	if len(s) > keep {
-		cut := len(s) - keep
-		for cut < len(s) && (s[cut]&0xC0) == 0x80 {
-			cut++
-		}
-		s = "…" + s[cut:]
-	}
-	return s
-}
+// stderrTail is the end of the CLI's stderr, enough to explain a failure in one line.
+func stderrTail(s string) string { return agent.Tail(s, 1024) }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"sortie/internal/agent"
 )
@@ -126,7 +125,7 @@ func newTranslator(now func() time.Time, emit func(agent.Event), base agent.Usag
 
 // send emits e with its message bounded.
 func (t *translator) send(e agent.Event) {
-	e.Message = truncate(e.Message, maxMessage)
+	e.Message = agent.Truncate(e.Message, maxMessage)
 	t.emit(e)
 }
 
@@ -154,7 +153,7 @@ func (t *translator) raiseOutput(n int64) bool {
 func (t *translator) line(b []byte) {
 	var l wireLine
 	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
-		t.send(agent.Event{Type: agent.EventMalformed, Message: excerpt(b)})
+		t.send(agent.Event{Type: agent.EventMalformed, Message: agent.Excerpt(b, maxMalformed)})
 		return
 	}
 	if debugOnly[l.Type] {
@@ -165,7 +164,7 @@ func (t *translator) line(b []byte) {
 		return
 	}
 	if !mapped[l.Type] {
-		t.send(agent.Event{Type: agent.EventOtherMessage, Message: truncate(l.Type, maxSummary)})
+		t.send(agent.Event{Type: agent.EventOtherMessage, Message: agent.Truncate(l.Type, maxSummary)})
 		return
 	}
 	var d wireData
@@ -173,7 +172,7 @@ func (t *translator) line(b []byte) {
 		if err := json.Unmarshal(l.Data, &d); err != nil {
 			// A known type whose payload has the wrong shape: say what could not be
 			// read rather than guess.
-			t.send(agent.Event{Type: agent.EventMalformed, Message: excerpt(b)})
+			t.send(agent.Event{Type: agent.EventMalformed, Message: agent.Excerpt(b, maxMalformed)})
 			return
 		}
 	}
@@ -195,13 +194,13 @@ func (t *translator) line(b []byte) {
 	case "session.info":
 		t.send(agent.Event{Type: agent.EventNotification, Message: labelled(d.InfoType, d.Message)})
 	case "session.task_complete":
-		t.send(agent.Event{Type: agent.EventNotification, Message: "task complete: " + truncate(strings.TrimSpace(d.Summary), maxSummary)})
+		t.send(agent.Event{Type: agent.EventNotification, Message: "task complete: " + agent.Truncate(strings.TrimSpace(d.Summary), maxSummary)})
 
 	// Events of the pinned CLI that the spec's table predates and that an operator
 	// needs to see: why a turn failed, why the model call is being retried, why
 	// autopilot stopped (cap_reached means max_autopilot_continues ran out).
 	case "session.error":
-		t.lastError = labelled(truncate(d.ErrorType, maxSummary), d.Message)
+		t.lastError = labelled(agent.Truncate(d.ErrorType, maxSummary), d.Message)
 		if d.StatusCode != 0 {
 			t.lastError += fmt.Sprintf(" (status %d)", d.StatusCode)
 		}
@@ -215,7 +214,7 @@ func (t *translator) line(b []byte) {
 		// among them) leaves the agent without its tools: say so.
 		if d.Status == "failed" {
 			t.send(agent.Event{Type: agent.EventNotification, Message: labelled(
-				"MCP server "+nonEmpty(truncate(d.ServerName, maxSummary), "(unnamed)")+" failed", rawText(d.Error))})
+				"MCP server "+nonEmpty(agent.Truncate(d.ServerName, maxSummary), "(unnamed)")+" failed", rawText(d.Error))})
 		}
 	}
 }
@@ -236,16 +235,16 @@ func (t *translator) assistantMessage(d *wireData) {
 func summarize(d *wireData) string {
 	var parts []string
 	if s := strings.TrimSpace(d.Content); s != "" {
-		parts = append(parts, truncate(s, maxSummary))
+		parts = append(parts, agent.Truncate(s, maxSummary))
 	}
 	for _, r := range d.ToolRequests {
-		parts = append(parts, "tool request "+truncate(r.Name, maxSummary))
+		parts = append(parts, "tool request "+agent.Truncate(r.Name, maxSummary))
 	}
 	return strings.Join(parts, "; ")
 }
 
 func (t *translator) toolStart(d *wireData) {
-	name := nonEmpty(truncate(d.ToolName, maxSummary), "unknown")
+	name := nonEmpty(agent.Truncate(d.ToolName, maxSummary), "unknown")
 	if d.ToolCallID != "" {
 		t.inflight[d.ToolCallID] = inflightTool{name: name, start: t.now()}
 	}
@@ -310,7 +309,7 @@ func rawText(raw json.RawMessage) string {
 
 // labelled is "label: message", or whichever of the two is not empty.
 func labelled(label, msg string) string {
-	msg = truncate(strings.TrimSpace(msg), maxSummary)
+	msg = agent.Truncate(strings.TrimSpace(msg), maxSummary)
 	switch {
 	case label == "":
 		return msg
@@ -323,27 +322,6 @@ func labelled(label, msg string) string {
 func nonEmpty(s, otherwise string) string {
 	if s == "" {
 		return otherwise
-	}
-	return s
-}
-
-// excerpt is the start of a line, for a malformed event, without copying a line that
-// may be megabytes long.
-func excerpt(b []byte) string {
-	return truncate(strings.ToValidUTF8(string(b[:min(len(b), maxMalformed*utf8.UTFMax)]), "\uFFFD"), maxMalformed)
-}
-
-// truncate keeps the first n characters of s.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for k := range s {
-		if i == n {
-			return s[:k] + "…"
-		}
-		i++
 	}
 	return s
 }
