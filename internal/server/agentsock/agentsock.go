@@ -165,6 +165,10 @@ func (s *Server) Path() string { return s.path }
 // Close stops serving and removes the socket, and its directory when that is empty.
 func (s *Server) Close() error {
 	err := s.srv.Close()
+	// Close the listener here too: if Serve's goroutine has not started yet, srv.Close
+	// does not know it, and Serve would close it (unlinking the path) later, possibly
+	// after another daemon made a new socket there.
+	s.ln.Close()
 	os.Remove(s.path)
 	os.Remove(filepath.Dir(s.path)) // fails, harmlessly, when something else is in it
 	return err
