@@ -43,20 +43,6 @@ Fix {{ .issue.identifier }}: {{ .issue.title }}.
 `, claude, maxTurns, agentExtra)
 }
 
-// claudeEnv is the daemon's environment for a claude run against the fake model.
-func claudeEnv(t *testing.T, m *fakemodel.Server) []string {
-	var env []string
-	for _, kv := range testEnv(t.TempDir()) {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "CLAUDE_") || k == "HOME" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+m.URL, "ANTHROPIC_API_KEY=sk-ant-fake",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=1", "IS_SANDBOX=1")
-}
-
 const oneClaudeIssue = `[{"id": "1", "identifier": "C-1", "title": "add hello.txt", "priority": 1, "state": "Todo"}]
 `
 
@@ -74,7 +60,7 @@ func TestClaude_DaemonRunsAnIssueToHandoff(t *testing.T) {
 	writeFile(t, dir, "issues.json", oneClaudeIssue)
 	wf := writeFile(t, dir, "WORKFLOW.md", claudeWorkflow(claude, 3, ""))
 
-	r := runSortie(t, dir, claudeEnv(t, m), "--exit-when-idle", wf)
+	r := runSortie(t, dir, clis.ClaudeEnv(testEnv(t.TempDir()), m.URL, t.TempDir()), "--exit-when-idle", wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
 	}
@@ -120,7 +106,7 @@ func TestClaude_StalledAgentIsKilledAndRetried(t *testing.T) {
 	writeFile(t, dir, "issues.json", oneClaudeIssue)
 	wf := writeFile(t, dir, "WORKFLOW.md", claudeWorkflow(claude, 1, "  stall_timeout_ms: 6000\n"))
 
-	r := runSortie(t, dir, claudeEnv(t, m), "--exit-when-idle", wf)
+	r := runSortie(t, dir, clis.ClaudeEnv(testEnv(t.TempDir()), m.URL, t.TempDir()), "--exit-when-idle", wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
 	}
@@ -161,7 +147,7 @@ func TestExamplesClaudeCode_Runs(t *testing.T) {
 		}
 		writeFile(t, dir, name, string(data))
 	}
-	env := claudeEnv(t, m)
+	env := clis.ClaudeEnv(testEnv(t.TempDir()), m.URL, t.TempDir())
 	for i, kv := range env {
 		if strings.HasPrefix(kv, "PATH=") {
 			env[i] = "PATH=" + filepath.Dir(claude) + ":" + strings.TrimPrefix(kv, "PATH=")
@@ -201,7 +187,7 @@ func TestClaude_AgentToolsThroughTheCLI(t *testing.T) {
 	writeFile(t, dir, "issues.json", oneClaudeIssue)
 	wf := writeFile(t, dir, "WORKFLOW.md", claudeWorkflow(claude, 1, ""))
 
-	r := runSortie(t, dir, claudeEnv(t, m), "--exit-when-idle", wf)
+	r := runSortie(t, dir, clis.ClaudeEnv(testEnv(t.TempDir()), m.URL, t.TempDir()), "--exit-when-idle", wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
 	}

@@ -16,26 +16,6 @@ import (
 	"sortie/internal/testkit/fakemodel"
 )
 
-// copilotEnv is the daemon's environment for a copilot run against the fake model.
-func copilotEnv(t *testing.T, m *fakemodel.Server) []string {
-	home := t.TempDir()
-	var env []string
-	for _, kv := range testEnv(t.TempDir()) {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "COPILOT_"), strings.HasPrefix(k, "GH_"), strings.HasPrefix(k, "GITHUB_"),
-			strings.HasPrefix(k, "XDG_"), k == "HOME":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"XDG_STATE_HOME="+filepath.Join(home, ".local", "state"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
-		"COPILOT_OFFLINE=true", "COPILOT_AUTO_UPDATE=false", "COPILOT_PROVIDER_BASE_URL="+m.URL,
-		"COPILOT_PROVIDER_TYPE=anthropic", "COPILOT_PROVIDER_API_KEY=sortie-e2e-provider-key",
-		"COPILOT_MODEL=claude-sonnet-4-5")
-}
-
 // The model calls sortie_status and tracker_api through the real copilot CLI: the
 // status comes from the session's state file, and transition_issue moves the issue in
 // the file tracker through the daemon's socket.
@@ -70,7 +50,9 @@ db_path: ./sortie.db
 Fix {{ .issue.identifier }}: {{ .issue.title }}.
 `, copilot))
 
-	r := runSortie(t, dir, copilotEnv(t, m), "--exit-when-idle", wf)
+	home := t.TempDir()
+	env := clis.CopilotEnv(testEnv(t.TempDir()), m.URL, home, filepath.Join(home, ".cache"))
+	r := runSortie(t, dir, env, "--exit-when-idle", wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
 	}

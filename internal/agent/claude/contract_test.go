@@ -45,7 +45,7 @@ func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 	r.argvLog = filepath.Join(t.TempDir(), "argv.log")
 	wrapper := writeScript(t, "claude-wrapper", fmt.Sprintf(
 		"#!/bin/sh\nprintf '%%s\\n' \"$@\" '--' >> %s\nexec %s \"$@\"\n", shellQuote(r.argvLog), shellQuote(claude)))
-	r.env = cliEnv(r.model.URL, r.home)
+	r.env = clis.ClaudeEnv(os.Environ(), r.model.URL, r.home)
 	if opts == nil {
 		opts = map[string]any{}
 	}
@@ -61,28 +61,6 @@ func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 	}
 	r.adapter = a
 	return r
-}
-
-// cliEnv is this process's environment without any Anthropic or Claude settings of
-// the machine, plus what points the CLI at the fake model offline. IS_SANDBOX lets
-// bypassPermissions run as root; one retry keeps error tests short.
-func cliEnv(baseURL, home string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "CLAUDE_") || k == "HOME" || strings.HasPrefix(k, "XDG_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
-		"HOME="+home,
-		"ANTHROPIC_BASE_URL="+baseURL,
-		"ANTHROPIC_API_KEY=sk-ant-fake-key",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"CLAUDE_CODE_MAX_RETRIES=1",
-		"IS_SANDBOX=1",
-	)
 }
 
 func writeScript(t *testing.T, name, body string) string {
@@ -500,7 +478,7 @@ func TestContract_Capture(t *testing.T) {
 				for _, p := range c.turns {
 					cmd := exec.Command(claude, "-p", "--output-format", "stream-json", "--verbose",
 						"--session-id", "00000000-0000-4000-8000-000000000001", "--permission-mode", "bypassPermissions", "--model", model)
-					cmd.Dir, cmd.Env, cmd.Stdin = ws, cliEnv(m.URL, home), strings.NewReader(p)
+					cmd.Dir, cmd.Env, cmd.Stdin = ws, clis.ClaudeEnv(os.Environ(), m.URL, home), strings.NewReader(p)
 					b, err := cmd.Output()
 					var ee *exec.ExitError
 					if err != nil && !errors.As(err, &ee) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
 
@@ -86,7 +87,7 @@ func record(t *testing.T, c capture) []byte {
 			ta.mode, ta.sessionID = resumeID, sessionOf(t, out)
 		}
 		cmd := exec.Command(cli, append(o.args(ta), c.extra...)...)
-		cmd.Dir, cmd.Env = ws, cliEnv(m.URL, home)
+		cmd.Dir, cmd.Env = ws, clis.CopilotEnv(os.Environ(), m.URL, home, cliCache)
 		b, err := cmd.Output()
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {

@@ -27,13 +27,9 @@ import (
 	"sortie/internal/testkit/fakemodel"
 )
 
-// model is the model every contract test asks for, so that names are deterministic.
-const model = "claude-sonnet-4-5"
-
-// providerKey is the BYOK API key. The CLI masks the value of its secret variables
-// wherever it appears in its output, JSON keys included, so it must be a string that
-// occurs nowhere else (a key of "x" turns "exitCode" into "e******itCode").
-const providerKey = "sortie-contract-provider-key"
+// model is the model every contract test asks for (CopilotEnv's COPILOT_MODEL), so that
+// names are deterministic.
+const model = clis.CopilotModel
 
 // patience bounds waits for things already under way (a CLI run, a stall to begin).
 const patience = 90 * time.Second
@@ -54,40 +50,12 @@ func copilotCLI(t *testing.T) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, cli, "--version")
-		cmd.Env = cliEnv("http://127.0.0.1:9", t.TempDir())
+		cmd.Env = clis.CopilotEnv(os.Environ(), "http://127.0.0.1:9", t.TempDir(), cliCache)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("warming up %s: %v\n%s", cli, err, out)
 		}
 	})
 	return cli
-}
-
-// cliEnv is this process's environment without any Copilot or GitHub settings of the
-// machine, plus what points the CLI at the fake model offline in BYOK mode.
-func cliEnv(baseURL, home string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "COPILOT_"), strings.HasPrefix(k, "GH_"), strings.HasPrefix(k, "GITHUB_"),
-			strings.HasPrefix(k, "XDG_"), k == "HOME":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
-		"HOME="+home,
-		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"XDG_STATE_HOME="+filepath.Join(home, ".local", "state"),
-		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),
-		"XDG_CACHE_HOME="+cliCache,
-		"COPILOT_OFFLINE=true",
-		"COPILOT_AUTO_UPDATE=false",
-		"COPILOT_PROVIDER_BASE_URL="+baseURL,
-		"COPILOT_PROVIDER_TYPE=anthropic",
-		"COPILOT_PROVIDER_API_KEY="+providerKey,
-		"COPILOT_MODEL="+model,
-	)
 }
 
 // rig is one contract test's world: a fake model, a HOME for the CLI's own files, a
@@ -112,7 +80,7 @@ func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 	wrapper := writeScript(t, "copilot-wrapper", fmt.Sprintf("#!/bin/sh\n"+
 		"case \"$1\" in --version|--help) ;; *) printf '%%s\\0' \"$@\" >> %[1]s; printf '\\001\\0' >> %[1]s;; esac\n"+
 		"exec %[2]s \"$@\"\n", shellQuote(r.argvLog), shellQuote(cli)))
-	r.env = cliEnv(r.model.URL, r.home)
+	r.env = clis.CopilotEnv(os.Environ(), r.model.URL, r.home, cliCache)
 	// The canary (`copilot --version`, 5 s by the spec) and --help get agent.read_timeout_ms
 	// when that is longer: a loaded CI machine running several real CLIs at once can take
 	// more than 5 s to start the 235 MB binary.
@@ -527,7 +495,7 @@ func TestContract_MCPConfigWithoutAtIsRejected(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "mcp.json")
 	os.WriteFile(conf, []byte(`{"mcpServers":{}}`), 0o644)
 	cmd := exec.Command(cli, "--prompt=hi", "--output-format", "json", "-s", "--allow-all", "--additional-mcp-config", conf)
-	cmd.Dir, cmd.Env = t.TempDir(), cliEnv(m.URL, t.TempDir())
+	cmd.Dir, cmd.Env = t.TempDir(), clis.CopilotEnv(os.Environ(), m.URL, t.TempDir(), cliCache)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()

@@ -1,6 +1,7 @@
 // Package clis finds the real agent CLIs that scripts/install-clis.sh installs into the
 // repository's .tools/ folder, for contract tests. Without them a test is skipped with
-// the command to run, except under CI (CI set), where their absence is a failure.
+// the command to run, except under CI (CI set), where their absence is a failure. It
+// also builds the environments that run them offline against internal/testkit/fakemodel.
 package clis
 
 import (
