@@ -32,6 +32,32 @@ func GroupMembers(t testing.TB, pgid int) []int {
 	return pids
 }
 
+// WithEnv returns the live (not zombie) processes other than this one whose environment
+// contains s, such as the URL of a fake model that only an agent's environment holds.
+func WithEnv(t testing.TB, s string) []int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		t.Fatalf("proctest: listing /proc: %v", err)
+	}
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil || !bytes.Contains(env, []byte(s)) {
+			continue
+		}
+		if state, _, ok := stat(pid); ok && (state == 'Z' || state == 'X') {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
 // WaitExited waits until pid has exited (a zombie counts as exited) and fails the test
 // if that takes longer than timeout. The wait is on a pidfd, not a polling loop.
 func WaitExited(t testing.TB, pid int, timeout time.Duration) {
