@@ -14,16 +14,8 @@ import (
 // GroupMembers returns the live (not zombie) processes whose process group is pgid.
 func GroupMembers(t testing.TB, pgid int) []int {
 	t.Helper()
-	dirs, err := filepath.Glob("/proc/[0-9]*")
-	if err != nil {
-		t.Fatalf("proctest: listing /proc: %v", err)
-	}
 	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
+	for _, pid := range allPIDs(t) {
 		state, pgrp, ok := stat(pid)
 		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
 			pids = append(pids, pid)
@@ -36,17 +28,12 @@ func GroupMembers(t testing.TB, pgid int) []int {
 // contains s, such as the URL of a fake model that only an agent's environment holds.
 func WithEnv(t testing.TB, s string) []int {
 	t.Helper()
-	dirs, err := filepath.Glob("/proc/[0-9]*")
-	if err != nil {
-		t.Fatalf("proctest: listing /proc: %v", err)
-	}
 	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil || pid == os.Getpid() {
+	for _, pid := range allPIDs(t) {
+		if pid == os.Getpid() {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 		if err != nil || !bytes.Contains(env, []byte(s)) {
 			continue
 		}
@@ -54,6 +41,22 @@ func WithEnv(t testing.TB, s string) []int {
 			continue
 		}
 		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// allPIDs lists the processes in /proc.
+func allPIDs(t testing.TB) []int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		t.Fatalf("proctest: listing /proc: %v", err)
+	}
+	pids := make([]int, 0, len(dirs))
+	for _, d := range dirs {
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, pid)
+		}
 	}
 	return pids
 }
