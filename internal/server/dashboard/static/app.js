@@ -1,0 +1,160 @@
+// The dashboard's entry point: the header and banners every page shares, the state
+// poll, the event stream, and the page itself (overview.js or issue.js).
+
+import { el, setText, fmtDuration, parseTime, agoText, tickSince, tickDue } from './dom.js';
+import { getJSON, AuthError, APIError, EventStream, serverClock, Poller } from './api.js';
+import { startOverview } from './overview.js';
+import { startIssue } from './issue.js';
+
+const STATE_EVERY = 2000; // ms between state refreshes while the page is visible
+
+// Banners are messages across the top of the page, one per key.
+class Banners {
+  constructor(node) {
+    this.node = node;
+    this.byKey = new Map();
+  }
+
+  set(key, tone, ...content) {
+    const b = el('div', { class: `banner ${tone}`, role: tone === 'error' ? 'alert' : 'status', dataset: { banner: key } }, ...content);
+    const old = this.byKey.get(key);
+    if (old && old.textContent === b.textContent) return;
+    if (old) old.replaceWith(b);
+    else this.node.append(b);
+    this.byKey.set(key, b);
+  }
+
+  clear(key) {
+    const old = this.byKey.get(key);
+    if (old) old.remove();
+    this.byKey.delete(key);
+  }
+}
+
+function main() {
+  const body = document.body;
+  const banners = new Banners(document.getElementById('banners'));
+  const status = document.getElementById('status');
+  const h = {
+    version: document.getElementById('version'),
+    uptime: el('span', { class: 'pill', title: 'time since the daemon started' }),
+    poll: el('span', { class: 'pill' }),
+    draining: el('span', { class: 'pill warn', hidden: true, title: 'no new work is dispatched; running sessions finish' }, 'draining'),
+    live: el('span', { class: 'pill live', title: 'live event stream' }, 'connecting'),
+  };
+  status.append(h.uptime, h.poll, h.draining, h.live);
+
+  let state = null;
+  let stateAt = 0;
+  const listeners = [];
+  const page = body.dataset.page === 'issue' ? 'issue' : 'overview';
+  const ctx = {
+    banners,
+    // onState registers fn(state) for every fresh /api/v1/state.
+    onState(fn) {
+      listeners.push(fn);
+      if (state) fn(state);
+    },
+    refreshState: () => statePoll.kick(),
+    // handleError shows err's banner; it returns a slower poll interval (ms) for errors
+    // that will not go away soon.
+    handleError,
+  };
+
+  function handleError(err) {
+    if (err.name === 'AbortError') return 0;
+    if (err instanceof AuthError) {
+      banners.set('auth', 'error',
+        el('strong', {}, 'Sign in needed. '),
+        'This daemon asks for its token (server.auth_token). Open ',
+        el('code', {}, `${location.origin}/login?token=…`),
+        ' in this browser with the token in place of …; this page then loads by itself.');
+      body.dataset.auth = 'required';
+      return 5000;
+    }
+    if (err instanceof APIError && err.code === 'unreachable') {
+      banners.set('conn', 'error', el('strong', {}, 'The daemon is not answering. '),
+        'It may have stopped or restarted; this page keeps trying.');
+      return 3000;
+    }
+    banners.set('api', 'error', el('strong', {}, 'The API answered an error: '), err.message);
+    return 5000;
+  }
+
+  function clearErrors() {
+    banners.clear('auth');
+    banners.clear('conn');
+    banners.clear('api');
+    delete body.dataset.auth;
+  }
+
+  async function loadState() {
+    try {
+      const s = await getJSON('/api/v1/state');
+      serverClock.observe(s.generated_at);
+      clearErrors();
+      state = s;
+      stateAt = Date.now();
+      renderHeader(s);
+      for (const fn of listeners) fn(s);
+      body.dataset.loaded = 'true';
+      return 0;
+    } catch (err) {
+      return handleError(err);
+    }
+  }
+
+  function renderHeader(s) {
+    setText(h.version, s.version || body.dataset.version || '');
+    tickHeader();
+    h.draining.hidden = !s.draining;
+    if (s.draining) {
+      banners.set('draining', 'warn', el('strong', {}, 'Draining. '),
+        'The daemon is shutting down: it dispatches no new work and waits for the running sessions to end.');
+    } else banners.clear('draining');
+    const wf = s.workflow || {};
+    if (wf.reload_error) {
+      banners.set('reload', 'error', el('strong', {}, 'WORKFLOW.md was not reloaded. '),
+        'Sortie keeps running with the last configuration that loaded. Fix the file and save it again. ',
+        el('pre', { class: 'banner-detail' }, wf.reload_error),
+        wf.path ? el('span', { class: 'muted' }, wf.path) : null);
+    } else banners.clear('reload');
+    if (s.last_poll_ok === false && s.last_error) {
+      banners.set('poll', 'warn', el('strong', {}, 'The last tracker poll failed: '), s.last_error);
+    } else banners.clear('poll');
+  }
+
+  function tickHeader() {
+    if (!state) return;
+    const up = (state.uptime_seconds || 0) + (Date.now() - stateAt) / 1000;
+    setText(h.uptime, `up ${fmtDuration(up)}`);
+    const at = parseTime(state.last_poll_at);
+    const failed = state.last_poll_ok === false;
+    setText(h.poll, at ? `${failed ? 'poll failed' : 'polled'} ${agoText(at, serverClock.now())}` : 'not polled yet');
+    h.poll.className = 'pill ' + (failed ? 'error' : 'ok');
+    h.poll.title = failed && state.last_error ? state.last_error : 'last poll of the tracker';
+  }
+
+  const statePoll = new Poller(loadState, STATE_EVERY);
+  const stream = (url, onActivity) => new EventStream(url, onActivity, (st) => {
+    body.dataset.live = st;
+    setText(h.live, st === 'open' ? 'live' : st === 'down' ? 'offline' : 'connecting');
+    h.live.className = 'pill live ' + st;
+    // Anything that happened while the stream was down is only in the state.
+    if (st === 'open') statePoll.kick(0);
+  });
+  ctx.stream = stream;
+  setInterval(() => {
+    tickHeader();
+    const now = serverClock.now();
+    for (const n of document.querySelectorAll('[data-since]')) tickSince(n, now);
+    for (const n of document.querySelectorAll('[data-due]')) tickDue(n, now);
+  }, 1000);
+
+  const mainEl = document.getElementById('main');
+  if (page === 'issue') startIssue(mainEl, ctx, body.dataset.issue);
+  else startOverview(mainEl, ctx);
+  statePoll.start();
+}
+
+main();
