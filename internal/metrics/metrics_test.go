@@ -65,7 +65,8 @@ func twoRunning() orchestrator.Snapshot {
 			{IssueID: "2", StartedAt: now.Add(-30 * time.Second)},
 		},
 		Retrying: []orchestrator.RetryView{{IssueID: "3"}},
-		Held:     []orchestrator.HeldView{{IssueID: "4"}, {IssueID: "5"}, {IssueID: "6"}},
+		Held: []orchestrator.HeldView{{IssueID: "4", Reason: "blocked"}, {IssueID: "5", Reason: "needs_human_review"},
+			{IssueID: "6", Reason: "blocked"}, {IssueID: "7", Reason: "error"}},
 	}
 }
 

@@ -65,7 +65,14 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.running, float64(len(s.Running)))
 	gauge(c.retrying, float64(len(s.Retrying)))
-	gauge(c.awaiting, float64(len(s.Held)))
+	awaiting := 0
+	for _, h := range s.Held {
+		// The holds a human answers; errors and used-up retries are counted by holds_total.
+		if h.Reason == "blocked" || h.Reason == "needs_human_review" {
+			awaiting++
+		}
+	}
+	gauge(c.awaiting, float64(awaiting))
 	gauge(c.slots, float64(max(s.MaxAgents-len(s.Running), 0)))
 	gauge(c.elapsed, elapsed)
 }
