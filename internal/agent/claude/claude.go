@@ -209,15 +209,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 // the agent would go on changing the workspace while the issue is retried. It runs
 // until the remote group is gone or the connection attempt fails.
 func (a *adapter) stopRemote(st *session, stderr string) {
-	pgid, ok := remote.ParsePGID(stderr)
-	if !ok {
-		return // the remote shell never started
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.grace+45*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, st.exe, remote.KillCommand(*st.target, st.strict, pgid, a.grace)...)
-	cmd.Env = st.env
-	cmd.Run() // best effort: an unreachable host has nothing we can stop
+	remote.StopAnnounced(st.exe, st.env, *st.target, st.strict, stderr, a.grace)
 }
 
 // StopSession stops the running turn, if any, gracefully, and makes later turns fail.

@@ -5,8 +5,10 @@
 package remote
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -177,4 +179,22 @@ func RemoteLine(workspace string, program []string, args []string) string {
 // it (the standard POSIX pattern).
 func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// StopAnnounced ends the remote process group that Command's line announced in stderr,
+// for a turn stopped locally: killing the local ssh does not reach it, since without a
+// terminal the remote shell gets no hangup, and the agent would go on changing the
+// workspace while the issue is retried. ssh is the local client, env its environment.
+// It returns once the group is gone or the connection attempt failed; an unreachable
+// host has nothing that can be stopped.
+func StopAnnounced(ssh string, env []string, target Target, strict, stderr string, grace time.Duration) {
+	pgid, ok := ParsePGID(stderr)
+	if !ok {
+		return // the remote shell never started
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace+45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ssh, KillCommand(target, strict, pgid, grace)...)
+	cmd.Env = env
+	cmd.Run()
 }
