@@ -50,9 +50,27 @@ export const serverClock = {
   },
 };
 
-// The activity kinds the daemon streams (the SSE event names).
+// The activity kinds the daemon streams (the SSE event names). "dropped" says the
+// stream skipped some activities because this page fell behind.
 export const KINDS = ['dispatch', 'agent_event', 'turn', 'run_finished', 'handoff', 'retry',
-  'hold', 'poll', 'reconcile', 'reload_error'];
+  'hold', 'poll', 'reconcile', 'reload_error', 'dropped'];
+
+// normalize gives an activity one shape whichever way the daemon spelled it: the agent
+// event's fields in snake_case (Go field names are accepted too), and the duration as
+// duration_ms (from nanoseconds when only "duration" is given).
+export function normalize(a) {
+  if (a.duration_ms === undefined && Number.isFinite(a.duration)) a.duration_ms = a.duration / 1e6;
+  const e = a.event;
+  if (e && typeof e === 'object') {
+    const pick = (snake, go) => (e[snake] !== undefined ? e[snake] : e[go]);
+    a.event = {
+      type: pick('type', 'Type') || '', time: pick('time', 'Time'), message: pick('message', 'Message') || '',
+      model: pick('model', 'Model') || '', tool_name: pick('tool_name', 'ToolName') || '',
+      tool_duration_ms: pick('tool_duration_ms', 'ToolDurationMS') || 0, tool_error: !!pick('tool_error', 'ToolError'),
+    };
+  }
+  return a;
+}
 
 // EventStream follows /api/v1/events, decodes each activity and hands it to onActivity.
 // onStatus receives 'connecting', 'open' or 'down'. The browser reconnects a dropped
@@ -82,7 +100,7 @@ export class EventStream {
       }
       if (a && typeof a === 'object') {
         if (!a.kind) a.kind = e.type;
-        this.onActivity(a);
+        this.onActivity(normalize(a));
       }
     };
     for (const k of KINDS) es.addEventListener(k, handle);

@@ -7,6 +7,7 @@ const SEC = 1000, MIN = 60 * SEC, HOUR = 60 * MIN, DAY = 24 * HOUR;
 const BUCKETS = [SEC, 2 * SEC, 5 * SEC, 10 * SEC, 15 * SEC, 30 * SEC, MIN, 2 * MIN, 5 * MIN,
   10 * MIN, 15 * MIN, 30 * MIN, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 30 * DAY];
 const MAX_BARS = 24;
+const MIN_BARS = 12; // a short history still reads as a timeline, not one wide block
 
 // bucketize groups runs (API run objects) by when they ended. since (ms) drops older
 // runs; 0 keeps all. Returns null when no run has ended.
@@ -23,8 +24,9 @@ export function bucketize(runs, since = 0) {
   pts.sort((a, b) => a.t - b.t);
   const t0 = pts[0].t, t1 = pts[pts.length - 1].t;
   const size = BUCKETS.find((b) => (t1 - t0) / b < MAX_BARS) || BUCKETS[BUCKETS.length - 1];
-  const start = Math.floor(t0 / size) * size;
-  const n = Math.floor((t1 - start) / size) + 1;
+  const last = Math.floor(t1 / size) * size;
+  const n = Math.max(MIN_BARS, Math.floor((last - Math.floor(t0 / size) * size) / size) + 1);
+  const start = last - (n - 1) * size;
   const buckets = Array.from({ length: n }, (_, i) => ({
     start: start + i * size, input: 0, output: 0, total: 0, cache: 0, cost: 0, runs: 0, cumCost: 0,
   }));
@@ -38,12 +40,14 @@ export function bucketize(runs, since = 0) {
   return { size, buckets, totalCost: cum };
 }
 
-// niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten.
-function niceCeil(v) {
-  if (!(v > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+// niceScale picks an axis maximum for values up to v: `ticks` equal steps of 1, 2,
+// 2.5 or 5 times a power of ten.
+function niceScale(v, ticks) {
+  if (!(v > 0)) return { max: ticks, step: 1 };
+  const raw = v / ticks;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * p).find((s) => s >= raw);
+  return { max: step * ticks, step };
 }
 
 function label(ms, size) {
@@ -69,8 +73,9 @@ export function usageChart(data, width) {
   const W = Math.max(240, Math.round(width));
   const iw = W - left - right, ih = H - top - bottom;
   const bs = data.buckets;
-  const maxTok = niceCeil(Math.max(...bs.map((b) => b.input + b.output), 1));
-  const maxCost = hasCost ? niceCeil(data.totalCost) : 1;
+  const TICKS = 4;
+  const maxTok = niceScale(Math.max(...bs.map((b) => b.input + b.output), 1), TICKS).max;
+  const maxCost = niceScale(hasCost ? data.totalCost : 1, TICKS).max;
   const x = (i) => left + (i / bs.length) * iw;
   const yTok = (v) => top + ih - (v / maxTok) * ih;
   const yCost = (v) => top + ih - (v / maxCost) * ih;
@@ -78,12 +83,12 @@ export function usageChart(data, width) {
   const root = svg('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img',
     'aria-label': 'Tokens per interval and cumulative cost' });
   const grid = svg('g', { class: 'grid' });
-  for (let i = 0; i <= 4; i++) {
-    const v = (maxTok * i) / 4, y = yTok(v);
+  for (let i = 0; i <= TICKS; i++) {
+    const v = (maxTok * i) / TICKS, y = yTok(v);
     grid.append(svg('line', { x1: left, x2: W - right, y1: y, y2: y }));
     grid.append(svg('text', { x: left - 6, y: y + 4, 'text-anchor': 'end', class: 'axis' }, fmtTokens(v)));
     if (hasCost) {
-      grid.append(svg('text', { x: W - right + 6, y: y + 4, class: 'axis cost' }, fmtCost((maxCost * i) / 4)));
+      grid.append(svg('text', { x: W - right + 6, y: y + 4, class: 'axis cost' }, fmtCost((maxCost * i) / TICKS)));
     }
   }
   root.append(grid);

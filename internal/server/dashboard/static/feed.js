@@ -2,7 +2,7 @@
 
 import { el, fmtClock, fmtMillis, parseTime, fmtCost } from './dom.js';
 
-// describe turns an activity (and, for agent_event, its agent event) into
+// describe turns an activity (normalized by api.js; for agent_event, its agent event) into
 // {time, kind, text, tone}, or null for what a feed does not show: token usage (the
 // counters show it), polls and reload errors (the header and banner do).
 export function describe(a) {
@@ -16,13 +16,13 @@ export function describe(a) {
     case 'turn': {
       const ok = a.result === 'turn_completed';
       const text = `turn ${String(a.result || 'ended').replace(/^turn_/, '').replace(/_/g, ' ')}` +
-        (a.duration ? ` in ${fmtMillis(a.duration / 1e6)}` : '') + (a.message ? `: ${a.message}` : '');
+        (a.duration_ms ? ` in ${fmtMillis(a.duration_ms)}` : '') + (a.message ? `: ${a.message}` : '');
       return row('turn', text, ok ? 'ok' : 'error');
     }
     case 'run_finished': {
       const good = a.result === 'succeeded' || a.result === 'handed_off';
       const parts = [`run ${String(a.result || 'finished').replace(/_/g, ' ')}`];
-      if (a.duration) parts.push(`after ${fmtMillis(a.duration / 1e6)}`);
+      if (a.duration_ms) parts.push(`after ${fmtMillis(a.duration_ms)}`);
       if (a.cost_usd) parts.push(fmtCost(a.cost_usd));
       return row('run', parts.join(' · ') + (a.message ? `: ${a.message}` : ''), good ? 'ok' : 'warn');
     }
@@ -31,7 +31,7 @@ export function describe(a) {
         ? row('handoff', `handed off to ${a.message || 'humans'}`, 'ok')
         : row('handoff', `handoff failed: ${a.message || ''}`, 'error');
     case 'retry': {
-      const inText = a.duration ? ` in ${fmtMillis(a.duration / 1e6)}` : '';
+      const inText = a.duration_ms ? ` in ${fmtMillis(a.duration_ms)}` : '';
       return row('retry', `${a.result || 'retry'} retry #${a.attempt || '?'}${inText}` + (a.message ? `: ${a.message}` : ''), 'warn');
     }
     case 'hold':
@@ -44,18 +44,18 @@ export function describe(a) {
 }
 
 function describeAgentEvent(ev, row) {
-  const msg = ev.Message || '';
-  switch (ev.Type) {
+  const msg = ev.message || '';
+  switch (ev.type) {
     case 'token_usage':
       return null;
     case 'session_started':
-      return row('session', 'session started' + (ev.Model ? ` · ${ev.Model}` : ''), 'info');
+      return row('session', 'session started' + (ev.model ? ` · ${ev.model}` : ''), 'info');
     case 'notification':
       return row('note', msg || 'notification');
     case 'tool_result': {
-      const name = ev.ToolName || 'tool';
-      const dur = ev.ToolDurationMS ? ` · ${fmtMillis(ev.ToolDurationMS)}` : '';
-      return ev.ToolError
+      const name = ev.tool_name || 'tool';
+      const dur = ev.tool_duration_ms ? ` · ${fmtMillis(ev.tool_duration_ms)}` : '';
+      return ev.tool_error
         ? row('tool', `${name}${dur} · failed${msg ? ': ' + msg : ''}`, 'error')
         : row('tool', `${name}${dur}`, 'tool');
     }
@@ -72,13 +72,13 @@ function describeAgentEvent(ev, row) {
     case 'approval_auto_approved':
       return row('approval', 'auto-approved' + (msg ? `: ${msg}` : ''));
     case 'unsupported_tool_call':
-      return row('tool', 'unsupported tool call' + (ev.ToolName ? `: ${ev.ToolName}` : ''), 'warn');
+      return row('tool', 'unsupported tool call' + (ev.tool_name ? `: ${ev.tool_name}` : ''), 'warn');
     case 'malformed':
       return row('malformed', 'unreadable line from the agent' + (msg ? `: ${msg}` : ''), 'warn');
     case 'other_message':
       return msg ? row('message', msg) : null;
     default:
-      return row(String(ev.Type || 'event'), msg);
+      return row(String(ev.type || 'event'), msg);
   }
 }
 

@@ -8,7 +8,7 @@ import { SessionCard } from './session.js';
 import { runsTable } from './runs.js';
 
 const FEED_ROWS = 200;
-const STATE_KINDS = new Set(['dispatch', 'turn', 'run_finished', 'handoff', 'retry', 'hold', 'reconcile']);
+const STATE_KINDS = new Set(['dispatch', 'turn', 'run_finished', 'handoff', 'retry', 'hold', 'reconcile', 'dropped']);
 
 export function startIssue(main, ctx, identifier) {
   const head = el('div', { class: 'issue-head' },
@@ -37,7 +37,7 @@ export function startIssue(main, ctx, identifier) {
 
   const mine = (a) => a.issue_identifier === identifier || (issueID && a.issue_id === issueID);
   ctx.stream('/api/v1/events?issue=' + encodeURIComponent(identifier), (a) => {
-    if (!mine(a)) return;
+    if (a.kind !== 'dropped' && !mine(a)) return;
     const row = describe(a);
     if (row && feed.add(row)) feedView.prepend(row);
     if (STATE_KINDS.has(a.kind)) {
@@ -121,9 +121,12 @@ export function startIssue(main, ctx, identifier) {
         badge(h.reason || 'held'), el('span', { class: 'err' }, clip(h.message || '—', 400)), h.state || '—',
         timeEl(since, agoText(since, serverClock.now()))]])));
     }
-    if (!parts.length) {
+    if (!d.running && !awaiting && !d.retry && !d.hold) {
+      const last = (d.runs || [])[0];
       parts.push(el('p', { class: 'empty' }, d.status === 'idle' || !d.status
-        ? 'Nothing is running for this issue.' : `Status: ${String(d.status).replace(/_/g, ' ')}.`));
+        ? 'Nothing is running for this issue' : `Status: ${String(d.status).replace(/_/g, ' ')}`,
+      last ? ['; its last run ', badge(last.status), ' ended ', timeEl(parseTime(last.ended_at)), '.'] : '.'));
+      if (d.last_error) parts.push(el('div', { class: 'sub' }, el('h3', {}, 'Last error'), el('p', { class: 'err pre' }, d.last_error)));
     }
     const ws = d.workspace?.path;
     parts.push(el('dl', { class: 'kvs workspace' }, el('div', { class: 'kv wide' }, el('dt', {}, 'Workspace'),

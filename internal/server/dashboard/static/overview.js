@@ -15,7 +15,8 @@ const CHART_RUNS = 500; // the newest runs the chart draws
 const STATUSES = ['running', 'succeeded', 'handed_off', 'blocked', 'budget_exhausted', 'failed',
   'timed_out', 'stalled', 'cancelled', 'interrupted'];
 // Activities after which the state has changed in a way the page shows.
-const STATE_KINDS = new Set(['dispatch', 'turn', 'run_finished', 'handoff', 'retry', 'hold', 'poll', 'reconcile', 'reload_error']);
+// "dropped": the stream skipped activities, so the page may have missed a change.
+const STATE_KINDS = new Set(['dispatch', 'turn', 'run_finished', 'handoff', 'retry', 'hold', 'poll', 'reconcile', 'reload_error', 'dropped']);
 
 function panel(id, title, ...content) {
   const count = el('span', { class: 'count' });
@@ -34,7 +35,7 @@ export function startOverview(main, ctx) {
     card('running', 'Running', 'agent sessions working now'),
     card('retrying', 'Retrying', 'issues waiting for a retry'),
     card('awaiting', 'Awaiting input', 'issues waiting for a human answer'),
-    card('held', 'Held', 'issues Sortie will not touch until a human acts'),
+    card('held', 'Held', 'issues Sortie will not touch until a human acts, those awaiting input included'),
     card('slots', 'Slots free', 'agent.max_concurrent_agents minus running'),
     card('tokens', 'Tokens', 'all runs: input + output'),
     card('cost', 'Cost', 'all runs, as the agents reported it'));
@@ -100,13 +101,13 @@ export function startOverview(main, ctx) {
       if (row && feedFor(a.issue_id).add(row)) sessionCards.get(a.issue_id)?.added(row);
       if (a.kind === 'agent_event' && a.event) {
         const c = sessionCards.get(a.issue_id);
-        if (c && a.event.Type !== 'token_usage') c.lastEvent(a.event.Type, parseTime(a.event.Time), a.event.Message);
+        if (c && a.event.type !== 'token_usage') c.lastEvent(a.event.type, parseTime(a.event.time), a.event.message);
       }
     }
     if (STATE_KINDS.has(a.kind)) ctx.refreshState();
     if (a.kind === 'run_finished') {
       historyPoll.kick(400);
-      chartPoll.kick(1500);
+      chartPoll.kick(400);
     }
   });
 
@@ -117,6 +118,7 @@ export function startOverview(main, ctx) {
     setText(cardEls.retrying, fmtInt(c.retrying ?? (s.retrying || []).length));
     setText(cardEls.awaiting, fmtInt(c.awaiting_input ?? (s.awaiting_input || []).length));
     setText(cardEls.held, fmtInt(c.held ?? (s.held || []).length));
+    setText(cardEls.heldSub, (s.awaiting_input || []).length ? `${fmtInt((s.awaiting_input || []).length)} awaiting input` : '');
     setText(cardEls.slots, fmtInt(c.slots_free));
     cardEls.awaiting.parentElement.classList.toggle('attention', (c.awaiting_input || 0) > 0);
     const t = s.totals || {};
@@ -124,12 +126,14 @@ export function startOverview(main, ctx) {
     setText(cardEls.tokensSub, `in ${fmtTokens(t.input_tokens || 0)} · out ${fmtTokens(t.output_tokens || 0)}`);
     setText(cardEls.cost, fmtCost(t.cost_usd || 0));
     setText(cardEls.costSub, `${fmtInt(t.tool_calls || 0)} tool calls`);
-    setText(cardEls.runningSub, `${fmtDuration(t.seconds_running || 0)} agent time`);
+    setText(cardEls.runningSub, (c.max_agents ? `of ${c.max_agents} · ` : '') + `${fmtDuration(t.seconds_running || 0)} agent time`);
 
     renderRunning(s.running || []);
     renderAwaiting(s.awaiting_input || []);
     renderRetrying(s.retrying || []);
-    renderHeld(s.held || []);
+    // An issue that waits for an answer is shown once, under Awaiting input.
+    const asked = new Set((s.awaiting_input || []).map((q) => q.issue_id));
+    renderHeld((s.held || []).filter((h) => !asked.has(h.issue_id)), asked.size);
     renderTotals(s);
 
     // A run that left the running set has ended: its row in history changed.
@@ -137,7 +141,7 @@ export function startOverview(main, ctx) {
     if (ids !== runIDs) {
       if (runIDs !== '') {
         historyPoll.kick(300);
-        chartPoll.kick(1000);
+        chartPoll.kick(300);
       }
       runIDs = ids;
     }
@@ -193,9 +197,12 @@ export function startOverview(main, ctx) {
     tickNow(retryingBody);
   }
 
-  function renderHeld(list) {
+  function renderHeld(list, asked) {
     setText(held.count, list.length ? `(${list.length})` : '');
-    if (!list.length) return heldBody.replaceChildren(el('p', { class: 'empty' }, 'No issue is held.'));
+    if (!list.length) {
+      return heldBody.replaceChildren(el('p', { class: 'empty' },
+        asked ? 'No other issue is held; those waiting for an answer are under Awaiting input.' : 'No issue is held.'));
+    }
     heldBody.replaceChildren(table(['Issue', 'Reason', 'Message', 'Since'], list.map((h) => [
       issueLink(h.issue_identifier),
       badge(h.reason || 'held', h.state ? `tracker state when held: ${h.state}` : null),

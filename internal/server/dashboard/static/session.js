@@ -15,7 +15,7 @@ export class SessionCard {
     this.f = {};
     const f = this.f;
     const field = (key, label, cls = '') => el('div', { class: 'kv ' + cls },
-      el('dt', {}, label), f[key] = el('dd', {}));
+      el('dt', {}, label), f[key] = el('dd', { dataset: { field: key } }));
     this.feedView = new FeedView(feed, 'Waiting for the agent’s next event…');
     f.feedCount = el('span', { class: 'count' });
     f.stopping = el('span', { class: 'badge s-stopping', hidden: true, title: 'the daemon is stopping this session' }, 'stopping');
@@ -48,7 +48,9 @@ export class SessionCard {
     f.title.title = r.title || '';
     const st = r.state || 'running';
     if (f.state.textContent !== st) f.state.replaceWith(f.state = badge(st, 'tracker state'));
+    // stopping is the reason the daemon is stopping the session ("" while it works).
     f.stopping.hidden = !r.stopping;
+    f.stopping.title = typeof r.stopping === 'string' && r.stopping ? `the daemon is stopping this session: ${r.stopping.replace(/_/g, ' ')}` : 'the daemon is stopping this session';
     const max = r.max_turns || 0;
     setText(f.turn, max ? `${r.turn || 0} / ${max}` : String(r.turn || 0));
     setText(f.attempt, r.attempt ? ` · attempt ${r.attempt}` : '');
