@@ -1,0 +1,147 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"sortie/internal/orchestrator"
+)
+
+// stateSnapshot has two running sessions, an overdue and a future retry, and holds of
+// each kind.
+func stateSnapshot() orchestrator.Snapshot {
+	s := baseSnapshot()
+	s.Running = []orchestrator.RunningView{runningView(1), runningView(2)}
+	s.Running[1].LastEventAt = time.Time{} // no event yet
+	s.Running[1].StartedAt = t0.Add(-1500 * time.Millisecond)
+	s.Retrying = []orchestrator.RetryView{
+		{IssueID: "id-3", Identifier: "PROJ-3", Attempt: 2, Kind: "failure", DueAt: t0.Add(-4 * time.Second), Error: "turn_failed: exit 1"},
+		{IssueID: "id-4", Identifier: "PROJ-4", Attempt: 1, Kind: "continuation", DueAt: t0.Add(90 * time.Second)},
+	}
+	s.Held = []orchestrator.HeldView{
+		{IssueID: "id-5", Identifier: "PROJ-5", Reason: "blocked", Message: "Which database should I migrate?", State: "In Progress", Since: t0.Add(-time.Hour)},
+		{IssueID: "id-6", Identifier: "PROJ-6", Reason: "error", Message: "agent_not_found", State: "Todo", Since: t0.Add(-30 * time.Minute)},
+		{IssueID: "id-7", Identifier: "PROJ-7", Reason: "needs_human_review", Message: "Please review the migration", State: "In Progress", Since: t0.Add(-time.Minute)},
+	}
+	s.Totals = orchestrator.Totals{InputTokens: 50000, OutputTokens: 9000, TotalTokens: 59000, CacheReadTokens: 20000,
+		CostUSD: 3.5, SecondsRunning: 4000, ToolCalls: 120, APIRequests: 80}
+	s.Candidates = 3
+	s.LastError = "tracker: fetch candidates: 502 Bad Gateway"
+	return s
+}
+
+func TestState_ReportsTheSnapshot(t *testing.T) {
+	f := newFixture(t, nil)
+	f.sched.snap = stateSnapshot()
+	w := f.get(t, "/api/v1/state")
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d, want 200 (%s)", w.Code, w.Body)
+	}
+	var got stateBody
+	decode(t, w, &got)
+
+	wantCounts := stateCounts{Running: 2, Retrying: 2, AwaitingInput: 2, Held: 3, SlotsFree: 2, MaxAgents: 4, Candidates: 3}
+	if got.Counts != wantCounts {
+		t.Errorf("counts = %+v, want %+v", got.Counts, wantCounts)
+	}
+	if !got.GeneratedAt.Equal(t0) || got.Version != "1.2.3" || got.UptimeSeconds != 600 {
+		t.Errorf("generated_at %v version %q uptime %v, want %v 1.2.3 600", got.GeneratedAt, got.Version, got.UptimeSeconds, t0)
+	}
+	if r := got.Running[0]; r.ElapsedSeconds != 90 || r.LastEventAt == nil || !r.LastEventAt.Equal(t0.Add(-2*time.Second)) {
+		t.Errorf("running[0] elapsed %v last_event_at %v, want 90 and %v", r.ElapsedSeconds, r.LastEventAt, t0.Add(-2*time.Second))
+	}
+	if r := got.Running[1]; r.ElapsedSeconds != 1.5 || r.LastEventAt != nil {
+		t.Errorf("running[1] elapsed %v last_event_at %v, want 1.5 and null", r.ElapsedSeconds, r.LastEventAt)
+	}
+	if d := got.Retrying[0].DueInSeconds; d != -4 {
+		t.Errorf("overdue retry due_in_seconds = %v, want -4", d)
+	}
+	if d := got.Retrying[1].DueInSeconds; d != 90 {
+		t.Errorf("retry due_in_seconds = %v, want 90", d)
+	}
+	wantAwaiting := []awaitingJSON{
+		{IssueID: "id-5", Identifier: "PROJ-5", Reason: "blocked", Question: "Which database should I migrate?", State: "In Progress", Since: t0.Add(-time.Hour)},
+		{IssueID: "id-7", Identifier: "PROJ-7", Reason: "needs_human_review", Question: "Please review the migration", State: "In Progress", Since: t0.Add(-time.Minute)},
+	}
+	if !reflect.DeepEqual(got.AwaitingInput, wantAwaiting) {
+		t.Errorf("awaiting_input = %+v, want %+v", got.AwaitingInput, wantAwaiting)
+	}
+	if len(got.Held) != 3 || got.Held[1].Reason != "error" {
+		t.Errorf("held = %+v, want all three holds", got.Held)
+	}
+	if got.Totals != f.sched.snap.Totals {
+		t.Errorf("totals = %+v, want %+v", got.Totals, f.sched.snap.Totals)
+	}
+	if got.Workflow.Path != "/srv/proj/WORKFLOW.md" || got.Workflow.ReloadError != nil {
+		t.Errorf("workflow = %+v, want the path and a null reload_error", got.Workflow)
+	}
+	if got.LastPollAt == nil || !got.LastPollOK || got.LastError == "" || got.Draining {
+		t.Errorf("last_poll_at %v ok %v last_error %q draining %v", got.LastPollAt, got.LastPollOK, got.LastError, got.Draining)
+	}
+}
+
+// Every field of orchestrator.RunningView appears in running[] under its JSON name,
+// so a field added to the view and forgotten here fails this test.
+func TestState_RunningHasEveryRunningViewField(t *testing.T) {
+	f := newFixture(t, nil)
+	f.sched.snap = stateSnapshot()
+	var raw struct {
+		Running []map[string]json.RawMessage `json:"running"`
+	}
+	decode(t, f.get(t, "/api/v1/state"), &raw)
+	if len(raw.Running) != 2 {
+		t.Fatalf("running has %d entries, want 2", len(raw.Running))
+	}
+	rt := reflect.TypeFor[orchestrator.RunningView]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if _, ok := raw.Running[0][name]; !ok {
+			t.Errorf("running[0] has no %q (RunningView.%s)", name, rt.Field(i).Name)
+		}
+	}
+	if _, ok := raw.Running[0]["elapsed_seconds"]; !ok {
+		t.Errorf("running[0] has no elapsed_seconds")
+	}
+	var tokens map[string]int64
+	if err := json.Unmarshal(raw.Running[0]["tokens"], &tokens); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"input_tokens": 12000, "output_tokens": 3400, "total_tokens": 15400, "cache_read_tokens": 9000}
+	if !reflect.DeepEqual(tokens, want) {
+		t.Errorf("tokens = %v, want %v", tokens, want)
+	}
+}
+
+func TestState_EmptySchedulerHasEmptyListsNotNull(t *testing.T) {
+	f := newFixture(t, nil)
+	f.sched.snap = orchestrator.Snapshot{GeneratedAt: t0, WorkflowError: "config: tracker.kind: missing"}
+	w := f.get(t, "/api/v1/state")
+	body := w.Body.String()
+	for _, want := range []string{`"running":[]`, `"retrying":[]`, `"awaiting_input":[]`, `"held":[]`, `"last_poll_at":null`,
+		`"reload_error":"config: tracker.kind: missing"`, `"slots_free":0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %s:\n%s", want, body)
+		}
+	}
+}
+
+func TestState_SnapshotUnavailableIs503(t *testing.T) {
+	t.Run("error", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.sched.err = orchestrator.ErrNotRunning
+		wantError(t, f.get(t, "/api/v1/state"), http.StatusServiceUnavailable, codeSnapshotUnavailable)
+	})
+	t.Run("timeout", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.sched.block = true
+		f.srv.limits.snapshot = time.Millisecond
+		e := wantError(t, f.get(t, "/api/v1/state"), http.StatusServiceUnavailable, codeSnapshotUnavailable)
+		if !strings.Contains(e.Message, "did not answer within 1ms") {
+			t.Errorf("message = %q, want it to say the scheduler did not answer within 1ms", e.Message)
+		}
+	})
+}
