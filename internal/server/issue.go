@@ -33,9 +33,12 @@ type issueBody struct {
 	Hold       *orchestrator.HeldView `json:"hold"`
 	Workspace  workspaceJSON          `json:"workspace"`
 	// LastError is the retry's error, or else the latest run's; "" when neither failed.
-	LastError    string      `json:"last_error"`
-	Runs         []runJSON   `json:"runs"`
-	RecentEvents []eventJSON `json:"recent_events"`
+	LastError string    `json:"last_error"`
+	Runs      []runJSON `json:"runs"`
+	// RecentEvents are the newest events of the latest run, oldest first;
+	// RecentEventsRunID names that run (null when the issue has no run yet).
+	RecentEvents      []eventJSON `json:"recent_events"`
+	RecentEventsRunID *int64      `json:"recent_events_run_id"`
 }
 
 type workspaceJSON struct {
@@ -113,6 +116,7 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 			if out.LastError == "" && latest.Status != store.StatusRunning {
 				out.LastError = latest.Error
 			}
+			out.RecentEventsRunID = &latest.ID
 			events, err := s.opts.Runs.RunEvents(r.Context(), latest.ID, issueEvents)
 			if err != nil {
 				s.storeFailed(w, r, err)

@@ -85,6 +85,9 @@ func TestIssue_RunsAndRecentEventsOfTheLatestRun(t *testing.T) {
 		t.Fatalf("status %q, %d runs starting %d; want idle, %d runs, newest (%d) first", got.Status, len(got.Runs),
 			got.Runs[0].ID, issueRuns, latest)
 	}
+	if got.RecentEventsRunID == nil || *got.RecentEventsRunID != latest {
+		t.Errorf("recent_events_run_id = %v, want %d", got.RecentEventsRunID, latest)
+	}
 	if len(got.RecentEvents) != issueEvents {
 		t.Fatalf("%d recent events, want %d", len(got.RecentEvents), issueEvents)
 	}
