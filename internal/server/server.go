@@ -187,7 +187,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
-	s.log.Info("http server listening", "url", "http://"+l.Addr().String()+"/", "auth", s.auth != nil)
+	s.log.Debug("http server listening", "addr", l.Addr().String(), "auth", s.auth != nil)
 
 	select {
 	case err := <-served:
@@ -204,7 +204,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		err = srv.Close()
 	}
 	<-served // http.ErrServerClosed
-	s.log.Info("http server stopped")
+	s.log.Debug("http server stopped")
 	if err != nil {
 		return fmt.Errorf("server: shut down: %w", err)
 	}
