@@ -37,8 +37,8 @@ function main() {
   const status = document.getElementById('status');
   const h = {
     version: document.getElementById('version'),
-    uptime: el('span', { class: 'pill', title: 'time since the daemon started' }),
-    poll: el('span', { class: 'pill' }),
+    uptime: el('span', { class: 'pill', title: 'time since the daemon started', hidden: true }),
+    poll: el('span', { class: 'pill', hidden: true }),
     draining: el('span', { class: 'pill warn', hidden: true, title: 'no new work is dispatched; running sessions finish' }, 'draining'),
     live: el('span', { class: 'pill live', title: 'live event stream' }, 'connecting'),
   };
@@ -65,10 +65,11 @@ function main() {
     if (err.name === 'AbortError') return 0;
     if (err instanceof AuthError) {
       banners.set('auth', 'error',
-        el('strong', {}, 'Sign in needed. '),
-        'This daemon asks for its token (server.auth_token). Open ',
+        el('strong', {}, 'Log in needed. '),
+        'This daemon asks for its access token (server.auth_token), and this browser is not logged in ' +
+        '(the login expired, or the token changed). Reload the page to get the login form, or open ',
         el('code', {}, `${location.origin}/login?token=…`),
-        ' in this browser with the token in place of …; this page then loads by itself.');
+        ' with the token in place of …. This page picks up the login by itself.');
       body.dataset.auth = 'required';
       return 5000;
     }
@@ -126,6 +127,7 @@ function main() {
 
   function tickHeader() {
     if (!state) return;
+    h.uptime.hidden = h.poll.hidden = false;
     const up = (state.uptime_seconds || 0) + (Date.now() - stateAt) / 1000;
     setText(h.uptime, `up ${fmtDuration(up)}`);
     const at = parseTime(state.last_poll_at);

@@ -24,7 +24,8 @@ export function startIssue(main, ctx, identifier) {
   now.append(nowBody);
   const feed = new Feed(FEED_ROWS);
   const feedView = new FeedView(feed, 'No events yet. New ones appear here as they happen.');
-  const events = el('section', { class: 'panel', id: 'events' }, el('h2', {}, 'Events'), feedView.node);
+  const eventsFrom = el('span', { class: 'count' });
+  const events = el('section', { class: 'panel', id: 'events' }, el('h2', {}, 'Events ', eventsFrom), feedView.node);
   const runsBody = el('div', {});
   const runs = el('section', { class: 'panel', id: 'runs' }, el('h2', {}, 'Runs'), runsBody);
   main.replaceChildren(head, now, events, runs);
@@ -74,6 +75,7 @@ export function startIssue(main, ctx, identifier) {
     setText(titleEl, title ? ` ${title}` : '');
     if (!loadedRecent) {
       loadedRecent = true;
+      if (detail.recent_events_run_id) setText(eventsFrom, `(stored ones of run ${detail.recent_events_run_id}, then live)`);
       // recent_events is oldest first; the feed shows the newest on top.
       for (const e of detail.recent_events || []) {
         const row = describeRecent(e);

@@ -42,7 +42,7 @@ export function startOverview(main, ctx) {
 
   const running = panel('running', 'Running sessions');
   const runningList = el('div', { class: 'sessions' });
-  const runningEmpty = el('p', { class: 'empty' }, 'No agent is running.');
+  const runningEmpty = el('p', { class: 'empty' }, 'Asking the daemon…');
   running.node.append(runningEmpty, runningList);
 
   const awaiting = panel('awaiting', 'Awaiting input');
@@ -150,6 +150,7 @@ export function startOverview(main, ctx) {
   function renderRunning(list) {
     list = [...list].sort((a, b) => String(a.started_at).localeCompare(String(b.started_at)));
     setText(running.count, list.length ? `(${list.length})` : '');
+    setText(runningEmpty, 'No agent is running.');
     runningEmpty.hidden = list.length > 0;
     const seen = new Set();
     for (const r of list) {

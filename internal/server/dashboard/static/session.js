@@ -35,7 +35,8 @@ export class SessionCard {
         field('tools', 'Tool calls'),
         field('model', 'Model'),
         field('where', 'Process'),
-        field('last', 'Last event', 'wide')),
+        field('last', 'Last event', 'wide'),
+        field('message', 'Last message', 'wide')),
       showFeed ? el('details', { class: 'feed-details', open: true },
         el('summary', {}, 'Live events ', f.feedCount),
         this.feedView.node) : null);
@@ -70,10 +71,14 @@ export class SessionCard {
     setText(f.feedCount, `(${this.feedView.list.childElementCount})`);
   }
 
-  // lastEvent shows the session's latest agent event.
+  // lastEvent shows the session's latest agent event, and its message when it has
+  // one (otherwise the last message stays: like the API's last_message).
   lastEvent(type, at, message) {
-    setText(this.f.last, [type || '—', at ? `at ${fmtClock(at)}` : '', message ? `— ${message}` : ''].filter(Boolean).join(' '));
-    this.f.last.title = message || '';
+    setText(this.f.last, [type || '—', at ? `at ${fmtClock(at)}` : ''].filter(Boolean).join(' '));
+    if (message) {
+      setText(this.f.message, message);
+      this.f.message.title = message;
+    } else if (!this.f.message.textContent) setText(this.f.message, '—');
   }
 
   // added shows a row the stream just delivered.
