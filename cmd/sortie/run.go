@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,10 +19,13 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/config"
 	"sortie/internal/mcp"
+	"sortie/internal/metrics"
 	"sortie/internal/notify"
 	"sortie/internal/orchestrator"
 	"sortie/internal/prompt"
+	"sortie/internal/server"
 	"sortie/internal/server/agentsock"
+	"sortie/internal/server/dashboard"
 	"sortie/internal/store/sqlite"
 	"sortie/internal/tracker"
 )
@@ -116,6 +121,11 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if f.dryRun {
 		return dryRun(ctx, cfg, trk, stdout, stderr)
 	}
+	// The orchestrator is built below; metrics read its snapshot at scrape time.
+	var orch *orchestrator.Orchestrator
+	mets := metrics.New(version, func(ctx context.Context) (orchestrator.Snapshot, error) { return orch.Snapshot(ctx) })
+	hub := server.NewHub()
+	trk = mets.Tracker(trk)
 	adapter, err := agent.New(agentConfig(cfg))
 	if err != nil {
 		return fail("agent: %v", err)
@@ -147,7 +157,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err := watcher.Start(ctx); err != nil {
 		return fail("watching %s: %v", path, err)
 	}
-	orch, err := orchestrator.New(orchestrator.Options{
+	orch, err = orchestrator.New(orchestrator.Options{
 		Config:        watcher.Current,
 		Reload:        watcher.Reload,
 		ConfigChanges: watcher.Changes(),
@@ -161,6 +171,10 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		AgentVersion:  agentVersion,
 		Extensions:    tools.ext,
 		Alert:         alerter(notifier),
+		Activity: func(a orchestrator.Activity) {
+			mets.Observe(a)
+			hub.Publish(a)
+		},
 	})
 	if err != nil {
 		return fail("%v", err)
@@ -170,9 +184,14 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", agentVersion, "db", cfg.DBPath, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
+	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, logger)
+	if err != nil {
+		return fail("%v", err)
+	}
 	stopView := view.start(ctx, orch)
 	err = orch.Run(ctx)
 	stopView()
+	srvDone()
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -349,4 +368,58 @@ func alertEvent(e string) string {
 		return notify.EventFailed
 	}
 	return e
+}
+
+// startServer serves the dashboard, the JSON API and /metrics on server.host and
+// server.port (or --host and --port), and returns the function that stops it. It keeps
+// serving after ctx ends, through the orchestrator's drain, so that /readyz and the
+// dashboard show the shutdown. Port 0 turns it off. A busy port is fatal when the port was chosen
+// explicitly; the default port being busy (another daemon on this machine) only costs
+// this daemon its server, with a warning.
+func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow string, orch *orchestrator.Orchestrator,
+	st *sqlite.Store, hub *server.Hub, mets *metrics.Metrics, log *slog.Logger) (func(), error) {
+	host, port := pick(f.host, cfg.Server.Host), cfg.Server.Port
+	explicit := cfg.Server.PortSet
+	if f.port >= 0 {
+		port, explicit = f.port, true
+	}
+	if port == 0 {
+		return func() {}, nil
+	}
+	srv, err := server.New(server.Options{
+		Host: host, Port: port, AuthToken: cfg.Server.AuthToken, Version: version, WorkflowPath: workflow,
+		Snapshot: orch.Snapshot, Refresh: orch.Refresh, Ready: func() error { return nil },
+		Runs: st, Hub: hub, Metrics: mets.Handler(), Dashboard: dashboard.Handler(version), Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if explicit {
+			return nil, fmt.Errorf("server: %w (choose another server.port or --port, or 0 to turn the server off)", err)
+		}
+		log.Warn("the default port is busy (another sortie?); running without the dashboard and API", "addr", addr, "error", err)
+		return func() {}, nil
+	}
+	log.Info("dashboard, API and metrics", "url", "http://"+displayAddr(ln.Addr().String())+"/")
+	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(srvCtx, ln); err != nil {
+			log.Error("the HTTP server stopped", "error", err)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// displayAddr shows a wildcard listen address as one a browser can open.
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return net.JoinHostPort(apiHost(host), port)
 }
