@@ -104,6 +104,20 @@ func TestDashboard_LiveSessionAndHistoryInABrowser(t *testing.T) {
 			tr.textContent.includes('DEMO-6') && tr.querySelector('.s-handed_off'))`)
 	b.screenshot("overview-done.png", "")
 
+	// The history's filters go to the API: by status, then by issue.
+	var none struct{}
+	b.eval(`(() => { const s = document.querySelector('select[name="status"]');
+		s.value = 'failed'; s.dispatchEvent(new Event('change')); return {}; })()`, &none)
+	b.waitFor("only DEMO-3's failed run in the history", `(() => {
+		const trs = [...document.querySelectorAll('#history tbody tr')];
+		return trs.length === 1 && trs[0].textContent.includes('DEMO-3') && trs[0].querySelector('.s-failed'); })()`)
+	b.eval(`(() => { const s = document.querySelector('select[name="status"]');
+		s.value = ''; s.dispatchEvent(new Event('change')); return {}; })()`, &none)
+	b.do(chromedp.SendKeys(chromedp.CSS(`input[name="issue"]`), "DEMO-6"))
+	b.waitFor("only DEMO-6's run in the history", `(() => {
+		const trs = [...document.querySelectorAll('#history tbody tr')];
+		return trs.length === 1 && trs[0].textContent.includes('DEMO-6'); })()`)
+
 	b.do(chromedp.Navigate(base + "/issues/DEMO-6"))
 	b.waitFor("DEMO-6's page with its handed-off run and recent events", `
 		document.querySelector('#runs tbody .s-handed_off') !== null &&
