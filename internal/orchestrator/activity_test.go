@@ -106,3 +106,24 @@ func TestActivity_FailureSchedulesARetry(t *testing.T) {
 		t.Errorf("run_finished = %+v", f)
 	}
 }
+
+// A running session shows the state the worker moved its issue to, not the state it
+// had at dispatch.
+func TestSnapshot_ShowsTheInProgressStateTheWorkerSet(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Tracker.InProgressState = "In Progress"
+		c.Extensions = map[string]any{"mock": map[string]any{"delay_ms": 300}}
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
+	h.trk.Put(issue("ST-1", "Todo"))
+	h.start()
+	h.awaitEvent("ST-1", "session_started")
+	s, err := h.orch.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Running) != 1 || s.Running[0].State != "In Progress" {
+		t.Errorf("running = %+v, want ST-1 In Progress", s.Running)
+	}
+	h.awaitStep(StepExit, "ST-1")
+}

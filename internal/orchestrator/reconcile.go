@@ -48,6 +48,9 @@ func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
 			}
 		case isActive(cfg, state):
 			e.issue.State = state
+			e.progress.mu.Lock()
+			e.progress.state = "" // the poll is newer than the worker's own move
+			e.progress.mu.Unlock()
 		default:
 			e.issue.State = state
 			if e.stop == stopNone {

@@ -111,8 +111,12 @@ func (o *Orchestrator) snapshot() Snapshot {
 	}
 	for _, e := range o.running {
 		p := e.progress.snapshot()
+		state := e.issue.State
+		if p.state != "" {
+			state = p.state
+		}
 		s.Running = append(s.Running, RunningView{
-			IssueID: e.issue.ID, Identifier: e.issue.Identifier, Title: e.issue.Title, State: e.issue.State,
+			IssueID: e.issue.ID, Identifier: e.issue.Identifier, Title: e.issue.Title, State: state,
 			Attempt: e.attempt, Turn: p.turn, MaxTurns: p.maxTurns, SessionID: p.sessionID, PID: p.pid,
 			Host: e.host, Workspace: p.workspace, StartedAt: e.startedAt, LastEventAt: p.lastEventAt,
 			LastEvent: string(p.lastEvent), LastMessage: p.lastMessage, Tokens: p.usage, CostUSD: p.costUSD,

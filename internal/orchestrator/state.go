@@ -92,6 +92,9 @@ type progressData struct {
 	toolCalls   int
 	apiRequests int
 	runID       int64
+	// state is the tracker state the worker moved the issue to (in-progress, handoff),
+	// newer than the loop's copy until the next poll; "" when it moved nothing.
+	state string
 	// finishing is set once the turns are over: the worker is handing off and
 	// recording, and a state change seen now is its own doing, not a reason to stop it.
 	finishing bool

@@ -339,6 +339,7 @@ func (w *worker) handoff(ctx context.Context, ex *workerExit) {
 		Result: "success", Message: cfg.Tracker.HandoffState})
 	ex.handedOff = true
 	ex.lastState = cfg.Tracker.HandoffState
+	w.setState(cfg.Tracker.HandoffState)
 	w.o.log.Info("handed off", "issue_identifier", w.issue.Identifier, "state", cfg.Tracker.HandoffState)
 }
 
@@ -354,6 +355,7 @@ func (w *worker) transitionInProgress(ctx context.Context) {
 		return
 	}
 	w.issue.State = target
+	w.setState(target)
 }
 
 // budgetExceeded reports why the issue's token or cost budget is used up, or "".
@@ -473,6 +475,14 @@ func (w *worker) recordProcess(pid int) {
 		PID: pid, PGID: pid, CLIVersion: w.o.opts.AgentVersion}); err != nil {
 		w.o.log.Warn("recording the agent process failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
+}
+
+// setState records a tracker state the worker moved the issue to, for snapshots.
+func (w *worker) setState(state string) {
+	p := w.e.progress
+	p.mu.Lock()
+	p.state = state
+	p.mu.Unlock()
 }
 
 func (w *worker) setSession(id string) {
