@@ -188,7 +188,7 @@ func (b *builder) absPath(field, p string) (string, bool) {
 
 // integer converts v, recording an error on failure.
 func (b *builder) integer(field string, v any) (int64, bool) {
-	n, reason := toInt64(v)
+	n, reason := IntValue(v)
 	if reason != "" {
 		b.invalid(field, reason, v)
 		return 0, false
@@ -454,7 +454,7 @@ func (b *builder) buildHooks(cfg *Config, raw map[string]any) {
 	h.Timeout = DefaultHookTimeout
 	const field = "hooks.timeout_ms"
 	if v, ok := b.value(sec, field); ok {
-		n, reason := toInt64(v)
+		n, reason := IntValue(v)
 		switch {
 		case reason != "":
 			b.warnf(CheckTypeMismatch, field, "%s; using the default %d (got %s)", reason, DefaultHookTimeout.Milliseconds(), gotValue(v))
@@ -536,7 +536,7 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	}
 	for _, k := range sortedKeys(m) {
 		field := byState + "." + k
-		n, reason := toInt64(m[k])
+		n, reason := IntValue(m[k])
 		state := strings.ToLower(strings.TrimSpace(k))
 		switch {
 		case state == "":

@@ -48,7 +48,7 @@ func gotType(v any) string {
 // toInt64 converts a decoded YAML value to an integer: YAML ints, floats without a
 // fraction, and strings holding a base-10 integer ("5000"). Booleans, fractions and
 // everything else are refused with a reason.
-func toInt64(v any) (int64, string) {
+func IntValue(v any) (int64, string) {
 	switch t := v.(type) {
 	case int:
 		return int64(t), ""

@@ -35,9 +35,9 @@ func TestToInt64(t *testing.T) {
 		{map[string]any{}, 0, "must be an integer"},
 	}
 	for _, tt := range tests {
-		got, reason := toInt64(tt.in)
+		got, reason := IntValue(tt.in)
 		if got != tt.want || reason != tt.reason {
-			t.Errorf("toInt64(%#v) = %d, %q; want %d, %q", tt.in, got, reason, tt.want, tt.reason)
+			t.Errorf("IntValue(%#v) = %d, %q; want %d, %q", tt.in, got, reason, tt.want, tt.reason)
 		}
 	}
 }

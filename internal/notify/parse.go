@@ -3,7 +3,6 @@ package notify
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sortie/internal/config"
 )
 
 // kinds is the registry of backend kinds: each kind's payload encoder.
@@ -265,7 +266,7 @@ func parseEntry(i int, entry any, lookup func(string) (string, bool)) (*backend,
 	}
 
 	if v, ok := m["timeout_ms"]; ok {
-		if ms, msg := toInt(v); msg != "" {
+		if ms, msg := config.IntValue(v); msg != "" {
 			bad("timeout_ms", "%s (got %s)", msg, gotValue(v))
 		} else if ms < 1 || ms > maxTimeoutMS {
 			bad("timeout_ms", "must be between 1 and %d milliseconds (got %d)", maxTimeoutMS, ms)
@@ -274,7 +275,7 @@ func parseEntry(i int, entry any, lookup func(string) (string, bool)) (*backend,
 		}
 	}
 	if v, ok := m["retries"]; ok {
-		if r, msg := toInt(v); msg != "" {
+		if r, msg := config.IntValue(v); msg != "" {
 			bad("retries", "%s (got %s)", msg, gotValue(v))
 		} else if r < 0 || r > maxRetries {
 			bad("retries", "must be between 0 and %d (got %d)", maxRetries, r)
@@ -421,37 +422,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// toInt converts a decoded YAML or JSON number the way config does for integer settings:
-// integers, whole floats and strings holding an integer.
-func toInt(v any) (int64, string) {
-	switch t := v.(type) {
-	case int:
-		return int64(t), ""
-	case int64:
-		return t, ""
-	case uint64:
-		if t > math.MaxInt64 {
-			return 0, "is too large"
-		}
-		return int64(t), ""
-	case float64:
-		if math.IsNaN(t) || math.IsInf(t, 0) || t != math.Trunc(t) {
-			return 0, "must be a whole number"
-		}
-		if t >= math.MaxInt64 || t <= math.MinInt64 {
-			return 0, "is too large"
-		}
-		return int64(t), ""
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
-		if err != nil {
-			return 0, "must be an integer"
-		}
-		return n, ""
-	}
-	return 0, "must be an integer"
 }
 
 // typeName names the YAML type of a decoded value.
