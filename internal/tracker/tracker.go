@@ -8,6 +8,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Issue is one tracker issue in normalised form. Labels are lowercased by adapters;
@@ -107,4 +108,23 @@ func (i Issue) Clone() Issue {
 		c.Parent = &p
 	}
 	return c
+}
+
+// RateLimit is what a remote tracker's API allows this daemon right now, as its last
+// response said.
+type RateLimit struct {
+	Resource  string    `json:"resource,omitempty"` // e.g. core, search (GitHub); "" when the API has one budget
+	Limit     int       `json:"limit"`              // requests per window; 0 when unknown
+	Remaining int       `json:"remaining"`          // requests left in the window
+	Reset     time.Time `json:"reset"`              // when the window refills; zero when unknown
+	// ThrottledUntil is set while the adapter holds back on its own (a 429, a
+	// secondary limit, Retry-After, or a budget nearly spent): no request before it.
+	ThrottledUntil time.Time `json:"throttled_until,omitempty"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// RateLimiter is implemented by trackers whose API is rate-limited. The daemon shows
+// the budgets in its API and metrics.
+type RateLimiter interface {
+	RateLimits() []RateLimit
 }
