@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -126,4 +127,37 @@ func TestSnapshot_ShowsTheInProgressStateTheWorkerSet(t *testing.T) {
 		t.Errorf("running = %+v, want ST-1 In Progress", s.Running)
 	}
 	h.awaitStep(StepExit, "ST-1")
+}
+
+// tracker.comments posts a comment when a run starts, completes and fails, with what
+// happens next; cancellations get none.
+func TestComments_Lifecycle(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Tracker.HandoffState = "Review"
+		c.Tracker.Comments.OnDispatch, c.Tracker.Comments.OnCompletion, c.Tracker.Comments.OnFailure = true, true, true
+		c.Extensions = map[string]any{"mock": map[string]any{"script": []any{"failure", "success"}}}
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
+	h.trk.Put(issue("CMT-1", "Todo"))
+	h.start()
+	h.awaitStep(StepExit, "CMT-1")
+	h.advance(cfg.Agent.MaxRetryBackoff)
+	h.awaitStep(StepExit, "CMT-1")
+	h.stop() // comments are posted in the background; stopping waits for them
+	is, _ := h.trk.Issue("CMT-1")
+	var bodies []string
+	for _, c := range is.Comments {
+		bodies = append(bodies, c.Body)
+	}
+	want := []string{"Sortie session started.", "Sortie session failed.", "Retry: yes (attempt 2)",
+		"Sortie session started.", "Sortie session completed (handed off to Review)."}
+	joined := strings.Join(bodies, "\n---\n")
+	for _, w := range want {
+		if !strings.Contains(joined, w) {
+			t.Errorf("comments lack %q:\n%s", w, joined)
+		}
+	}
+	if len(bodies) != 4 {
+		t.Errorf("comments = %d, want 4 (two starts, a failure, a completion):\n%s", len(bodies), joined)
+	}
 }

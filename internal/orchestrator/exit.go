@@ -69,13 +69,34 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		kind := errorKind(ex.err)
 		if retryable(ex.err) {
 			log.Warn("run failed", "error", ex.err, "kind", kind)
-			o.retryFailure(ctx, cfg, e, ex, retry, ex.err.Error())
+			held := o.retryFailure(ctx, cfg, e, ex, retry, ex.err.Error())
+			if cfg.Tracker.Comments.OnFailure {
+				next := fmt.Sprintf("yes (attempt %d)", e.attempt+2)
+				if held {
+					next = "no — agent.max_retries reached; held for a human"
+				}
+				o.comment(e.issue, "failure", failureComment(ex.err, next))
+			}
 		} else {
+			if cfg.Tracker.Comments.OnFailure {
+				o.comment(e.issue, "failure", failureComment(ex.err, "no — not retryable; held for a human"))
+			}
 			log.Error("run failed with an error retrying cannot fix; holding the issue until it changes or the workflow is edited",
 				"error", ex.err, "kind", kind)
 			o.addHold(e.issue, ex, holdError, ex.err.Error())
 		}
 	case outcomeNormal:
+		if cfg.Tracker.Comments.OnCompletion {
+			next := ""
+			switch {
+			case ex.handedOff:
+				next = "handed off to " + cfg.Tracker.HandoffState
+			case ex.softStop == "" && ex.budgetStop == "" && isActive(cfg, ex.lastState) &&
+				!tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates):
+				next = "re-queuing"
+			}
+			o.comment(e.issue, "completion", completionComment(ex, o.clk.Now().Sub(e.startedAt), next))
+		}
 		switch {
 		case ex.softStop == "blocked":
 			log.Info("agent signalled blocked; waiting for a human")
@@ -104,16 +125,18 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 // retryFailure schedules a backoff retry after a failed run, or holds the issue when
 // it has failed agent.max_retries times in a row: a permanently failing issue must not
 // spend money forever.
-func (o *Orchestrator) retryFailure(ctx context.Context, cfg *config.Config, e *runningEntry, ex workerExit, retry retryEntry, reason string) {
+// It reports whether the issue was held.
+func (o *Orchestrator) retryFailure(ctx context.Context, cfg *config.Config, e *runningEntry, ex workerExit, retry retryEntry, reason string) (held bool) {
 	failures := e.failures + 1
 	if limit := cfg.Agent.MaxRetries; limit > 0 && failures > limit {
 		o.log.Error("run failed; agent.max_retries consecutive failures reached, holding the issue for a human",
 			"issue_identifier", e.issue.Identifier, "failures", failures, "error", reason)
 		o.addHold(e.issue, ex, holdRetries, fmt.Sprintf("%d consecutive failed runs; last: %s", failures, reason))
-		return
+		return true
 	}
 	retry.kind, retry.attempt, retry.failures, retry.reason = retryFailure, e.attempt+1, failures, reason
 	o.scheduleRetry(ctx, retry, BackoffDelay(retry.attempt, cfg.Agent.MaxRetryBackoff))
+	return false
 }
 
 // errorKind names the spec error kind of err, if it has one.

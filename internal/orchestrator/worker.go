@@ -137,6 +137,9 @@ func (w *worker) run(ctx context.Context) workerExit {
 	}
 
 	w.transitionInProgress(ctx)
+	if cfg.Tracker.Comments.OnDispatch {
+		o.comment(is, "dispatch", dispatchComment(cfg.Agent.Kind, w.e.attempt, w.runID))
+	}
 
 	wsIssue := workspace.Issue{ID: is.ID, Identifier: is.Identifier}
 	w.ws, err = mgr.Prepare(ctx, wsIssue, w.e.attempt)
