@@ -125,6 +125,8 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	var orch *orchestrator.Orchestrator
 	mets := metrics.New(version, func(ctx context.Context) (orchestrator.Snapshot, error) { return orch.Snapshot(ctx) })
 	hub := server.NewHub()
+	rateLimits := rateLimitsOf(trk)
+	mets.SetRateLimits(rateLimits)
 	trk = mets.Tracker(trk)
 	adapter, err := agent.New(agentConfig(cfg))
 	if err != nil {
@@ -184,7 +186,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", agentVersion, "db", cfg.DBPath, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
-	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, logger)
+	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, rateLimits, logger)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -377,7 +379,7 @@ func alertEvent(e string) string {
 // explicitly; the default port being busy (another daemon on this machine) only costs
 // this daemon its server, with a warning.
 func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow string, orch *orchestrator.Orchestrator,
-	st *sqlite.Store, hub *server.Hub, mets *metrics.Metrics, log *slog.Logger) (func(), error) {
+	st *sqlite.Store, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit, log *slog.Logger) (func(), error) {
 	host, port := pick(f.host, cfg.Server.Host), cfg.Server.Port
 	explicit := cfg.Server.PortSet
 	if f.port >= 0 {
@@ -390,6 +392,7 @@ func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow s
 		Host: host, Port: port, AuthToken: cfg.Server.AuthToken, Version: version, WorkflowPath: workflow,
 		Snapshot: orch.Snapshot, Refresh: orch.Refresh, Ready: func() error { return nil },
 		Runs: st, Hub: hub, Metrics: mets.Handler(), Dashboard: dashboard.Handler(version), Logger: log,
+		RateLimits: rateLimits,
 	})
 	if err != nil {
 		return nil, err
@@ -422,4 +425,13 @@ func displayAddr(addr string) string {
 		return addr
 	}
 	return net.JoinHostPort(apiHost(host), port)
+}
+
+// rateLimitsOf is the tracker's API budget for the API and metrics, nil for a tracker
+// without one (the file tracker).
+func rateLimitsOf(t tracker.Tracker) func() []tracker.RateLimit {
+	if rl, ok := t.(tracker.RateLimiter); ok {
+		return rl.RateLimits
+	}
+	return nil
 }

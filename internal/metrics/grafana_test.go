@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"sortie/internal/tracker"
 	"strings"
 	"testing"
 
@@ -104,6 +105,10 @@ func exportedBy(fams map[string]*dto.MetricFamily, name string) bool {
 func TestGrafanaDashboard_UsesOnlyMetricsWeExport(t *testing.T) {
 	m := New("1.2.3", fakeSnapshot(twoRunning()))
 	observeAll(m, script())
+	// A remote tracker's budget, as GitHub reports it.
+	m.SetRateLimits(func() []tracker.RateLimit {
+		return []tracker.RateLimit{{Resource: "core", Limit: 5000, Remaining: 4999}}
+	})
 	fams := gather(t, m)
 
 	queries := dashboardQueries(t, dashboardPath)

@@ -40,8 +40,10 @@ var pollDurationBuckets = prometheus.ExponentialBuckets(0.1, 2, 10)
 // Metrics holds every Sortie metric on its own registry. Its methods are safe for
 // concurrent use.
 type Metrics struct {
-	reg     *prometheus.Registry
-	handler http.Handler
+	reg *prometheus.Registry
+	// rateLimits reports the tracker API's budget (SetRateLimits).
+	rateLimits *rateLimitCollector
+	handler    http.Handler
 
 	dispatches   prometheus.Counter
 	stalls       prometheus.Counter
@@ -136,6 +138,8 @@ func New(version string, snapshot func(context.Context) (orchestrator.Snapshot, 
 		m.holds.get(v)
 	}
 
+	m.rateLimits = newRateLimitCollector()
+	reg.MustRegister(m.rateLimits)
 	reg.MustRegister(newSnapshotCollector(snapshot, snapshotTimeout),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

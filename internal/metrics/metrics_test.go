@@ -18,6 +18,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/orchestrator"
+	"sortie/internal/tracker"
 )
 
 // families is every sortie_* family New exports, with its type. docs/metrics.md lists
@@ -43,6 +44,9 @@ var families = map[string]dto.MetricType{
 	"sortie_holds_total":                     dto.MetricType_COUNTER,
 	"sortie_worker_exits_total":              dto.MetricType_COUNTER,
 	"sortie_reconciliation_actions_total":    dto.MetricType_COUNTER,
+	"sortie_tracker_rate_limit_remaining":    dto.MetricType_GAUGE,
+	"sortie_tracker_rate_limit_limit":        dto.MetricType_GAUGE,
+	"sortie_tracker_rate_limit_throttled":    dto.MetricType_GAUGE,
 	"sortie_poll_cycles_total":               dto.MetricType_COUNTER,
 	"sortie_workflow_reload_errors_total":    dto.MetricType_COUNTER,
 	"sortie_agent_runtime_seconds_total":     dto.MetricType_COUNTER,
@@ -157,6 +161,9 @@ func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, want m
 func TestNew_EveryFamilyIsExportedAfterAScriptedDay(t *testing.T) {
 	m := New("1.2.3", fakeSnapshot(twoRunning()))
 	observeAll(m, script())
+	m.SetRateLimits(func() []tracker.RateLimit {
+		return []tracker.RateLimit{{Resource: "core", Limit: 5000, Remaining: 4999}}
+	})
 
 	fams := gather(t, m)
 	for name, typ := range families {
@@ -330,7 +337,7 @@ sortie_sessions_running 2
 # HELP sortie_sessions_retrying Issues waiting for a retry timer.
 # TYPE sortie_sessions_retrying gauge
 sortie_sessions_retrying 1
-# HELP sortie_sessions_awaiting_input Issues held for a human (blocked, needs review, an error retrying cannot fix, retries exhausted).
+# HELP sortie_sessions_awaiting_input Issues waiting for a human's answer: the agent signalled blocked, or needs review with no handoff.
 # TYPE sortie_sessions_awaiting_input gauge
 sortie_sessions_awaiting_input 3
 # HELP sortie_slots_available Sessions that could start now: agent.max_concurrent_agents minus those running, never negative.

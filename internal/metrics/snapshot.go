@@ -26,7 +26,7 @@ func newSnapshotCollector(snapshot func(context.Context) (orchestrator.Snapshot,
 		snapshot: snapshot, timeout: timeout,
 		running:  desc("sessions_running", "Agent sessions running now."),
 		retrying: desc("sessions_retrying", "Issues waiting for a retry timer."),
-		awaiting: desc("sessions_awaiting_input", "Issues held for a human (blocked, needs review, an error retrying cannot fix, retries exhausted)."),
+		awaiting: desc("sessions_awaiting_input", "Issues waiting for a human's answer: the agent signalled blocked, or needs review with no handoff."),
 		slots:    desc("slots_available", "Sessions that could start now: agent.max_concurrent_agents minus those running, never negative."),
 		elapsed:  desc("active_sessions_elapsed_seconds", "Seconds the running sessions have run so far, summed."),
 	}

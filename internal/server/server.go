@@ -14,6 +14,7 @@ import (
 
 	"sortie/internal/orchestrator"
 	"sortie/internal/store"
+	"sortie/internal/tracker"
 )
 
 // Timeouts. Reads are small (no route takes a body bigger than a login form), so the
@@ -64,6 +65,9 @@ type Options struct {
 	// Ready reports whether the daemon passed its start-up preflight checks: nil when
 	// it did. /readyz fails its preflight check otherwise.
 	Ready func() error
+	// RateLimits reports the tracker API's budget (tracker.RateLimiter), shown in
+	// /api/v1/state. Optional.
+	RateLimits func() []tracker.RateLimit
 	// Runs is the run history (a store.Reader satisfies it).
 	Runs Runs
 	// Hub is the live feed of GET /api/v1/events; wire Hub.Publish as the

@@ -7,6 +7,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/orchestrator"
+	"sortie/internal/tracker"
 )
 
 // Hold reasons that wait for a human's answer rather than a fix: the issues listed
@@ -42,6 +43,9 @@ type stateTail struct {
 	LastPollOK    bool                    `json:"last_poll_ok"`
 	LastError     string                  `json:"last_error"`
 	Draining      bool                    `json:"draining"`
+	// RateLimits is the tracker API's budget as its last response said, [] for a
+	// tracker without one (tracker.RateLimiter).
+	RateLimits []tracker.RateLimit `json:"rate_limits"`
 }
 
 type stateCounts struct {
@@ -162,6 +166,12 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.snapshotTime(snap)
 	head, tail := stateParts(snap, now, s.opts.Version, s.opts.WorkflowPath)
+	tail.RateLimits = []tracker.RateLimit{}
+	if s.opts.RateLimits != nil {
+		if rl := s.opts.RateLimits(); rl != nil {
+			tail.RateLimits = rl
+		}
+	}
 	bp := statePool.Get().(*[]byte)
 	b, err := appendState((*bp)[:0], head, snap.Running, now, tail)
 	if err != nil {
