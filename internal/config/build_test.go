@@ -418,3 +418,17 @@ func TestLoad_NoFrontMatterNeedsTrackerKind(t *testing.T) {
 		t.Errorf("want tracker.kind required, got:\n%s", problemLines(problems))
 	}
 }
+
+func TestValidate_JiraProjectKey(t *testing.T) {
+	for _, bad := range []string{"bad key!", "1PROJ", "PROJ-1", `P"ROJ`} {
+		fm := "tracker:\n  kind: jira\n  project: '" + strings.ReplaceAll(bad, "'", "''") +
+			"'\n  api_key: x\n  endpoint: https://jira.example.com\n  active_states: [todo]\nagent: {kind: mock}\n"
+		_, problems, _ := checkFrontMatter(t, fm, nil)
+		if !strings.Contains(problemLines(problems), "tracker.project: must be a Jira project key") {
+			t.Errorf("project %q: problems =\n%s", bad, problemLines(problems))
+		}
+	}
+	if _, problems, _ := checkFrontMatter(t, "tracker: {kind: jira, project: PROJ_2, api_key: x, endpoint: https://j.example.com, active_states: [todo]}\nagent: {kind: mock}\n", nil); strings.Contains(problemLines(problems), "tracker.project") {
+		t.Errorf("PROJ_2 rejected:\n%s", problemLines(problems))
+	}
+}

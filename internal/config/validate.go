@@ -1,6 +1,7 @@
 package config
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -47,12 +48,19 @@ func (b *builder) validateTrackerKind(cfg *Config) {
 				b.invalid("tracker.project", "must be owner/repo for tracker.kind github", t.Project)
 			}
 		}
+		if t.Kind == "jira" && t.Project != "" && !b.failed("tracker.project") && !jiraKeyRE.MatchString(t.Project) {
+			b.invalid("tracker.project", "must be a Jira project key: a letter, then letters, digits or _ (for example PROJ)", t.Project)
+		}
 	case "file":
 		if cfg.Tracker.Path == "" && !b.failed("tracker.path") && !b.failed("file.path") {
 			b.errorf("tracker.path", "is required for tracker.kind file; set tracker.path (or file.path) to the issues JSON file")
 		}
 	}
 }
+
+// jiraKeyRE matches a Jira project key (Jira accepts upper case letters, digits and _,
+// starting with a letter; case is not significant in JQL).
+var jiraKeyRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 
 // apiKeyHint suggests a variable name for a missing api_key.
 var apiKeyHint = map[string]string{"github": "GITHUB_TOKEN", "jira": "SORTIE_JIRA_API_KEY"}
