@@ -13,6 +13,7 @@ import (
 	_ "sortie/internal/agent/claude"
 	_ "sortie/internal/agent/copilot"
 	_ "sortie/internal/tracker/file"
+	_ "sortie/internal/tracker/jira"
 	_ "sortie/internal/tracker/github"
 )
 
