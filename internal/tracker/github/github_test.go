@@ -16,9 +16,13 @@ import (
 // referenceDir holds response bodies recorded from the GitHub REST API, read in place.
 var referenceDir = filepath.FromSlash("../../../../shared/testdata/sortie-1.9/internal/scm/github/testdata")
 
+func readReference(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(referenceDir, name))
+}
+
 func referenceFile(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(referenceDir, name))
+	data, err := readReference(name)
 	if err != nil {
 		t.Skipf("shared reference test data not found: %v", err)
 	}
