@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -233,10 +232,4 @@ func (c *client) rateLimits() []tracker.RateLimit {
 		r.ThrottledUntil = time.Time{}
 	}
 	return []tracker.RateLimit{r}
-}
-
-// isKind reports whether err is a tracker error of kind k.
-func isKind(err error, k tracker.ErrorKind) bool {
-	var te *tracker.Error
-	return errors.As(err, &te) && te.Kind == k
 }
