@@ -9,6 +9,7 @@ import (
 
 	"sortie/internal/config"
 	"sortie/internal/prompt"
+	"sortie/internal/tracker"
 )
 
 // validation is the JSON form of `sortie validate --format json`.
@@ -43,6 +44,12 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 			// The field already says "prompt"; the package prefix would say it twice.
 			problems = append(problems, config.Problem{Severity: config.SeverityError, Check: "prompt", Field: "prompt",
 				Message: strings.TrimPrefix(err.Error(), "prompt: ")})
+		}
+		// The tracker adapter checks what only it knows (a repository name's rules, an
+		// endpoint's form) when it is built, as the daemon builds it; building one makes
+		// no request.
+		if _, err := tracker.New(trackerConfig(cfg)); err != nil {
+			problems = append(problems, trackerProblem(err))
 		}
 	}
 	v := validation{Path: path, Errors: []config.Problem{}, Warnings: []config.Problem{}}
@@ -86,4 +93,18 @@ func problemLine(p config.Problem) string {
 		return p.Severity + ": " + p.Message
 	}
 	return p.Severity + ": " + p.Field + ": " + p.Message
+}
+
+// trackerProblem turns an error from building the tracker into a problem with its field,
+// when the message names one ("config: tracker.project: ...").
+func trackerProblem(err error) config.Problem {
+	msg := err.Error()
+	if i := strings.Index(msg, "config: "); i >= 0 {
+		msg = msg[i+len("config: "):]
+	}
+	field := "tracker"
+	if f, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(f, "tracker.") && !strings.Contains(f, " ") {
+		field, msg = f, rest
+	}
+	return config.Problem{Severity: config.SeverityError, Check: "tracker", Field: field, Message: msg}
 }

@@ -299,3 +299,21 @@ func TestValidate_ReferenceExamples(t *testing.T) {
 		})
 	}
 }
+
+// What only the tracker adapter knows is checked too: GitHub's rules for repository
+// names, without any request.
+func TestValidate_GitHubProjectRulesOfTheAdapter(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for project, want := range map[string]string{
+		"octo/repo.git":          "tracker.project: drop the .git suffix",
+		"oc to/x":                "tracker.project: the owner must be a GitHub user or organisation name",
+		"https://github.com/o/r": "tracker.project: must be owner/repo",
+	} {
+		wf := writeFile(t, dir, "WORKFLOW.md", "---\ntracker:\n  kind: github\n  project: \""+project+"\"\n  api_key: x\n  active_states: [todo]\nagent: {kind: mock}\n---\nhi\n")
+		r := runSortie(t, dir, nil, "validate", wf)
+		if r.code != exitFailure || !strings.Contains(r.stderr, want) {
+			t.Errorf("project %q: %s\nwant %q", project, r, want)
+		}
+	}
+}

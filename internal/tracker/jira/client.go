@@ -112,7 +112,9 @@ func statusError(op, method, path string, resp *http.Response, body []byte, unti
 	case code == http.StatusBadRequest:
 		return tracker.Errorf(tracker.ErrPayload, op, "%s; check tracker.query_filter, tracker.project and the state names", where)
 	case code >= 500:
-		return tracker.Errorf(tracker.ErrTransport, op, "%s", where)
+		// spec/agent-extensions.md: 5xx is tracker_api_error (network failures are
+		// tracker_transport_error); both are retried.
+		return tracker.Errorf(tracker.ErrAPI, op, "%s", where)
 	}
 	return tracker.Errorf(tracker.ErrAPI, op, "%s", where)
 }
