@@ -13,8 +13,8 @@ import (
 	_ "sortie/internal/agent/claude"
 	_ "sortie/internal/agent/copilot"
 	_ "sortie/internal/tracker/file"
-	_ "sortie/internal/tracker/jira"
 	_ "sortie/internal/tracker/github"
+	_ "sortie/internal/tracker/jira"
 )
 
 // Set by the build (-ldflags -X).
