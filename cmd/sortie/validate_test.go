@@ -317,3 +317,16 @@ func TestValidate_GitHubProjectRulesOfTheAdapter(t *testing.T) {
 		}
 	}
 }
+
+// The shipped examples for the remote trackers validate once their variables are set.
+func TestValidate_TrackerExamples(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t.TempDir(), "GITHUB_TOKEN=ghp_example", "JIRA_API_KEY=bot@example.com:token",
+		"JIRA_ENDPOINT=https://example.atlassian.net", "JIRA_PROJECT=PROJ", "SORTIE_REPO_URL=https://github.com/octo/app.git")
+	for _, ex := range []string{"github", "jira", "claude-code"} {
+		r := runSortie(t, "", env, "validate", filepath.Join("..", "..", "examples", ex, "WORKFLOW.md"))
+		if r.code != exitOK {
+			t.Errorf("examples/%s: %s", ex, r)
+		}
+	}
+}
