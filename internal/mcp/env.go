@@ -84,7 +84,9 @@ func ParseEnv(getenv func(string) string) (Env, error) {
 }
 
 // Placeholder is what ConfigEnv answers for a variable the sidecar's environment lacks.
-const Placeholder = "sortie-sidecar-unset"
+// It is a valid value wherever a secret or a project key may stand (letters and _ only:
+// a Jira project key, a token), so that validation passes without the real value.
+const Placeholder = "sortie_sidecar_unset"
 
 // ConfigEnv returns the environment lookup to load WORKFLOW.md with in the sidecar
 // (config.Options.Env). The agent's environment, and so the sidecar's, lacks the
