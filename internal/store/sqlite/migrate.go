@@ -66,6 +66,15 @@ var embeddedMigrations = sync.OnceValues(func() ([]migration, error) {
 	return loadMigrations(migrationFiles)
 })
 
+// minReadableSchema is the oldest schema version OpenReadOnly accepts: the one the
+// read-only readers (the MCP sidecar's RunsForIssue and IssueTotals, `sortie status`'s
+// RecentRuns, RunsInProgress, LoadRetries and LoadHolds) work against. Migration 002
+// only added the indexes ListRuns and RunsForIdentifier name, which only the daemon's
+// own server uses, so a freshly installed binary's sidecars and `sortie status` still
+// read a daemon's database before that daemon restarts and migrates it. A migration
+// that changes what those readers query must raise this to its own version.
+const minReadableSchema = 1
+
 // SchemaVersion is the newest schema version this binary knows.
 func SchemaVersion() int {
 	ms, err := embeddedMigrations()

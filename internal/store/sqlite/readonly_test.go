@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"sortie/internal/store"
 )
@@ -129,5 +130,52 @@ func TestOpenReadOnly_Refuses(t *testing.T) {
 				t.Fatalf("OpenReadOnly(%s) = %v, want a refusal", tt.path, err)
 			}
 		})
+	}
+}
+
+// A database one index-only migration behind (a daemon not restarted since this binary
+// was installed) is still read: its queries work without the indexes. One newer than
+// this binary is refused.
+func TestOpenReadOnly_ReadsAnOlderReadableSchema(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "sortie.db")
+	s, err := Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartRun(ctx, store.Run{IssueID: "1", Identifier: "P-1", Attempt: 1, AgentKind: "mock", StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// Undo 002 as an older binary would have left the file.
+	for _, q := range []string{`DROP INDEX runs_identifier`, `DROP INDEX runs_status`, `DELETE FROM schema_migrations WHERE version = 2`} {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+
+	ro, err := OpenReadOnly(ctx, db)
+	if err != nil {
+		t.Fatalf("OpenReadOnly of a version-1 database: %v", err)
+	}
+	// What the sidecar and `sortie status` read.
+	runs, err := ro.RunsForIssue(ctx, "1", 10)
+	recent, err2 := ro.RecentRuns(ctx, 10)
+	ro.Close()
+	if err != nil || err2 != nil || len(runs) != 1 || len(recent) != 1 {
+		t.Fatalf("reads on the older schema = %v, %v; %v, %v", runs, err, recent, err2)
+	}
+
+	s, err = Open(ctx, db) // migrates it back to the current version
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if ro, err := OpenReadOnly(ctx, db); err == nil {
+		ro.Close()
+		t.Fatal("OpenReadOnly accepted a schema newer than this binary")
 	}
 }

@@ -110,8 +110,9 @@ func (s *Store) open(ctx context.Context, abs string, ms []migration) error {
 }
 
 // OpenReadOnly opens an existing database for reading only (SQLite mode=ro), without the
-// daemon's lock, for the MCP sidecar. Write methods return store.ErrReadOnly. It fails
-// when the file does not exist or its schema version differs from SchemaVersion.
+// daemon's lock, for the MCP sidecar and `sortie status`. Write methods return
+// store.ErrReadOnly. It fails when the file does not exist or its schema version is
+// older than minReadableSchema or newer than SchemaVersion.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	abs, err := absPath(path)
 	if err != nil {
@@ -128,7 +129,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	st, err := readSchemaState(ctx, s.r)
 	if err != nil {
 		err = fmt.Errorf("store: open %s read-only: %w", path, err)
-	} else if err = st.checkOwner(path); err == nil && st.version != SchemaVersion() {
+	} else if err = st.checkOwner(path); err == nil && (st.version < minReadableSchema || st.version > SchemaVersion()) {
 		err = &store.SchemaError{Path: path, Version: st.version, Known: SchemaVersion()}
 	}
 	if err != nil {
