@@ -170,7 +170,7 @@ func TestOpenReadOnly_ReadsAnOlderReadableSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)`); err != nil {
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (99, 'future', 0)`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
