@@ -18,10 +18,12 @@ export function runsTable(runs, { showIssue = true } = {}) {
       String(r.attempt ?? ''),
       dur,
       String(r.turns ?? ''),
-      // A running run's tokens and cost are recorded when it ends; its card has them live.
-      r.status === 'running' ? el('span', { class: 'muted', title: 'recorded when the run ends' }, '…')
-        : el('span', { title: `input ${fmtInt(t.input_tokens || 0)} · output ${fmtInt(t.output_tokens || 0)} · cache read ${fmtInt(t.cache_read_tokens || 0)}` }, fmtTokens(t.total_tokens || 0)),
-      r.status === 'running' ? el('span', { class: 'muted' }, '…') : fmtCost(r.cost_usd || 0),
+      // A running run's figures are its progress so far (the daemon records it every
+      // second); they are shown muted until the run ends.
+      el('span', { class: r.status === 'running' ? 'muted' : null,
+        title: `${r.status === 'running' ? 'so far: ' : ''}input ${fmtInt(t.input_tokens || 0)} · output ${fmtInt(t.output_tokens || 0)} · cache read ${fmtInt(t.cache_read_tokens || 0)}` },
+        fmtTokens(t.total_tokens || 0)),
+      r.status === 'running' ? el('span', { class: 'muted', title: 'so far' }, fmtCost(r.cost_usd || 0)) : fmtCost(r.cost_usd || 0),
       r.model || '—',
       r.error ? el('span', { class: 'err', title: r.error }, clip(r.error, 140)) : null,
     ];
