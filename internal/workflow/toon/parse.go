@@ -62,7 +62,7 @@ func (p *parser) scan() error {
 			ln.blank = true
 		} else {
 			if p.opts.Strict && spaces%p.opts.Indent != 0 {
-				return p.errAt(&ln, 0, fmt.Sprintf("indentation of %d spaces is not a multiple of %d", spaces, p.opts.Indent))
+				return p.errAt(&line{num: ln.num}, 0, fmt.Sprintf("indentation of %d spaces is not a multiple of %d", spaces, p.opts.Indent))
 			}
 			ln.depth = spaces/p.opts.Indent + units
 		}
