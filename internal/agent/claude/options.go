@@ -2,8 +2,9 @@ package claude
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,12 +42,7 @@ var (
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
 	o := options{SessionPersistence: true}
 	var problems, warnings []string
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
 		at := "claude-code." + k
 		var err error

@@ -2,8 +2,9 @@ package copilot
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,12 +43,7 @@ var optionKeys = []string{
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
 	o := options{MaxAutopilotContinues: DefaultMaxAutopilotContinues}
 	var problems, warnings []string
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
 		at := Kind + "." + k
 		var err error
