@@ -14,6 +14,8 @@ var (
 	ErrRunNotRunning = errors.New("run is not running")
 	// ErrReadOnly: the store was opened read-only (the MCP sidecar) and cannot write.
 	ErrReadOnly = errors.New("store is read-only")
+	// ErrConflict: the change collides with one already made (a checkpoint answered twice).
+	ErrConflict = errors.New("conflict")
 )
 
 // LockedError is returned by a daemon's Open when another live process holds the
