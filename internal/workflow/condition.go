@@ -1,9 +1,11 @@
 package workflow
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Condition types.
@@ -118,4 +120,38 @@ func (c *Condition) variables(dst []string) []string {
 		dst = c.Conditions[i].variables(dst)
 	}
 	return c.Condition.variables(dst)
+}
+
+// String is the condition's text form, the one transition_condition claims
+// are compared with (workflow-server-behaviour.md §6): `var op value` with
+// value as compact JSON, `var exists`, parts joined by " AND " or " OR ",
+// and "NOT (…)".
+func (c *Condition) String() string {
+	if c == nil {
+		return ""
+	}
+	switch c.Type {
+	case CondSimple:
+		if c.Operator == "exists" || c.Operator == "notExists" || len(c.Value) == 0 {
+			return c.Variable + " " + c.Operator
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, c.Value); err != nil {
+			return c.Variable + " " + c.Operator + " " + string(c.Value)
+		}
+		return c.Variable + " " + c.Operator + " " + buf.String()
+	case CondAnd, CondOr:
+		sep := " AND "
+		if c.Type == CondOr {
+			sep = " OR "
+		}
+		parts := make([]string, len(c.Conditions))
+		for i := range c.Conditions {
+			parts[i] = c.Conditions[i].String()
+		}
+		return strings.Join(parts, sep)
+	case CondNot:
+		return "NOT (" + c.Condition.String() + ")"
+	}
+	return ""
 }

@@ -348,6 +348,11 @@ func (w *Workflow) graphWarnings() []Problem {
 	return out
 }
 
+// Successors returns the activities a session may go to from a: its
+// transitions, decision branches, checkpoint-option effects and loop
+// activities, in that order, possibly repeated.
+func (a *Activity) Successors() []string { return a.successors() }
+
 func (a *Activity) successors() []string {
 	var ids []string
 	for _, t := range a.Transitions {
