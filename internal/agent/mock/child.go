@@ -31,8 +31,8 @@ const (
 const IssueEnv = "SORTIE_ISSUE_IDENTIFIER"
 
 // instructionsVersion guards against a child built from another version of this file
-// (agent.command pointing at a different sortie binary).
-const instructionsVersion = 1
+// (agent.command pointing at a different sortie binary). Version 2 added mcp_calls.
+const instructionsVersion = 2
 
 // instructions is the turn file the adapter writes and passes to the child as its last
 // argument.
@@ -120,6 +120,17 @@ func runChildTurn(in instructions, issue string, stdout, stderr io.Writer) int {
 
 	w := &eventWriter{w: bufio.NewWriter(stdout)}
 	w.event(wireEvent{Type: wireSessionStarted, SessionID: in.SessionID, Model: prof.Model})
+	// MCP calls come first, after files and status are written (a tool may look at
+	// what the "agent" wrote). A call that goes wrong fails the turn whatever the
+	// script says: the rest of the turn is skipped.
+	if err := runMCPCalls(root, prof.MCPCalls, in.SessionID, w); err != nil {
+		w.event(usageEvent(prof))
+		w.event(wireEvent{Type: wireResult, Outcome: string(outcomeFailure), Message: err.Error()})
+		if err := w.flush(); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
 	if out == outcomeHang {
 		sleepForever()
 	}
@@ -155,15 +166,19 @@ func runChildTurn(in instructions, issue string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mock agent: crashing with exit status %d as scripted (script entry %d)\n", prof.CrashExitCode, seq+1)
 		return int(prof.CrashExitCode)
 	}
-	w.event(wireEvent{
-		Type: wireUsage, Model: prof.Model, APIDurationMS: prof.APIDurationMS,
-		InputTokens: prof.InputTokens, OutputTokens: prof.OutputTokens, CacheReadTokens: prof.CacheReadTokens,
-	})
+	w.event(usageEvent(prof))
 	w.event(wireEvent{Type: wireResult, Outcome: string(out), Message: resultMessage(out, seq)})
 	if err := w.flush(); err != nil {
 		return fail(err)
 	}
 	return 0
+}
+
+func usageEvent(prof profile) wireEvent {
+	return wireEvent{
+		Type: wireUsage, Model: prof.Model, APIDurationMS: prof.APIDurationMS,
+		InputTokens: prof.InputTokens, OutputTokens: prof.OutputTokens, CacheReadTokens: prof.CacheReadTokens,
+	}
 }
 
 func resultMessage(out outcome, seq int) string {

@@ -1,6 +1,8 @@
 package mock
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -55,6 +57,7 @@ type profile struct {
 	MalformedLines  int64             `json:"malformed_lines"`
 	HelperProcesses int64             `json:"helper_processes"`
 	CrashExitCode   int64             `json:"crash_exit_code"`
+	MCPCalls        [][]mcpCall       `json:"mcp_calls,omitempty"`
 }
 
 // toolCall is one tool_result event the child emits each turn.
@@ -62,6 +65,14 @@ type toolCall struct {
 	Name       string `json:"name"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      bool   `json:"error"`
+}
+
+// mcpCall is one MCP tool call of an mcp_calls turn group (mcpcalls.go runs it).
+type mcpCall struct {
+	Server      string          `json:"server"`
+	Tool        string          `json:"tool"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"` // a JSON object, before substitution
+	ExpectError bool            `json:"expect_error,omitempty"`
 }
 
 func defaultProfile() profile {
@@ -79,6 +90,13 @@ func defaultProfile() profile {
 func (p profile) clone() profile {
 	p.Script = slices.Clone(p.Script)
 	p.ToolCalls = slices.Clone(p.ToolCalls)
+	if p.MCPCalls != nil {
+		groups := make([][]mcpCall, len(p.MCPCalls))
+		for i, g := range p.MCPCalls {
+			groups[i] = slices.Clone(g)
+		}
+		p.MCPCalls = groups
+	}
 	if p.Files != nil {
 		files := make(map[string]string, len(p.Files))
 		for k, v := range p.Files {
@@ -97,6 +115,7 @@ const (
 	maxTokens   = 1_000_000_000_000
 	maxTools    = 1000
 	maxHelpers  = 16
+	maxMCPArgs  = 1 << 20 // bytes of one call's arguments, as JSON
 	counterDir  = ".mock-agent"
 	counterFile = counterDir + "/turns"
 	statusDir   = ".sortie"
@@ -106,7 +125,8 @@ const (
 var profileKeys = []string{
 	"api_duration_ms", "cache_read_tokens_per_turn", "crash_exit_code", "delay_ms",
 	"events_per_turn", "files", "helper_processes", "input_tokens_per_turn",
-	"malformed_lines", "model", "output_tokens_per_turn", "script", "status", "tool_calls",
+	"malformed_lines", "mcp_calls", "model", "output_tokens_per_turn", "script", "status",
+	"tool_calls",
 }
 
 // legacyKeys are keys of the in-process mock of the system we measure against, with
@@ -128,7 +148,7 @@ func parseOptions(raw map[string]any) (options, error) {
 	top := make(map[string]any, len(raw))
 	for k, v := range raw {
 		// mcp_config is the daemon's: it merges that file into .sortie/mcp.json, as for
-		// every adapter. The mock itself starts no MCP server.
+		// every adapter. The mock reads the merged file only for mcp_calls.
 		if k != "issues" && k != "mcp_config" {
 			top[k] = v
 		}
@@ -206,6 +226,8 @@ func (p *profile) apply(path string, m map[string]any) error {
 			p.HelperProcesses, err = asInt(at, v, 0, maxHelpers)
 		case "crash_exit_code":
 			p.CrashExitCode, err = asInt(at, v, 1, 255)
+		case "mcp_calls":
+			p.MCPCalls, err = asMCPCalls(at, v)
 		default:
 			if hint, ok := legacyKeys[k]; ok {
 				return fmt.Errorf("%s: not supported by this mock agent; %s (see docs/agents/mock.md)", at, hint)
@@ -285,6 +307,138 @@ func asToolCalls(path string, v any) ([]toolCall, error) {
 	return calls, nil
 }
 
+// asMCPCalls validates mcp_calls: a list of turn groups, each a list of
+// {tool, server, arguments, expect_error}. An empty group is a turn without calls.
+func asMCPCalls(path string, v any) ([][]mcpCall, error) {
+	groups, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: must be a list of turn groups, each a list of {tool, server, arguments, expect_error} (got %s)", path, agent.DescribeValue(v))
+	}
+	if len(groups) > maxTools {
+		return nil, fmt.Errorf("%s: at most %d turn groups (got %d)", path, maxTools, len(groups))
+	}
+	out := make([][]mcpCall, 0, len(groups))
+	for gi, g := range groups {
+		gat := fmt.Sprintf("%s[%d]", path, gi)
+		list, ok := g.([]any)
+		if !ok && g != nil {
+			return nil, fmt.Errorf("%s: must be a list of {tool, server, arguments, expect_error} (got %s)", gat, agent.DescribeValue(g))
+		}
+		if len(list) > maxTools {
+			return nil, fmt.Errorf("%s: at most %d calls (got %d)", gat, maxTools, len(list))
+		}
+		calls := make([]mcpCall, 0, len(list))
+		for ci, item := range list {
+			c, err := asMCPCall(fmt.Sprintf("%s[%d]", gat, ci), item)
+			if err != nil {
+				return nil, err
+			}
+			calls = append(calls, c)
+		}
+		out = append(out, calls)
+	}
+	return out, nil
+}
+
+func asMCPCall(at string, v any) (mcpCall, error) {
+	m, err := asMap(at, v)
+	if err != nil {
+		return mcpCall{}, err
+	}
+	c := mcpCall{Server: defaultMCPServer, Arguments: json.RawMessage("{}")}
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "tool":
+			c.Tool, err = asString(at+".tool", m[k])
+		case "server":
+			c.Server, err = asString(at+".server", m[k])
+			if err == nil && strings.TrimSpace(c.Server) == "" {
+				err = fmt.Errorf("%s.server: must not be empty (omit it for %s)", at, defaultMCPServer)
+			}
+		case "arguments":
+			c.Arguments, err = asJSONObject(at+".arguments", m[k])
+		case "expect_error":
+			c.ExpectError, err = asBool(at+".expect_error", m[k])
+		default:
+			err = fmt.Errorf("%s.%s: unknown key (known: arguments, expect_error, server, tool)", at, k)
+		}
+		if err != nil {
+			return mcpCall{}, err
+		}
+	}
+	if _, ok := m["tool"]; !ok {
+		return mcpCall{}, fmt.Errorf("%s.tool: required", at)
+	}
+	if strings.TrimSpace(c.Tool) == "" {
+		return mcpCall{}, fmt.Errorf("%s.tool: must not be empty", at)
+	}
+	return c, nil
+}
+
+// asJSONObject encodes a mapping from YAML or JSON as a JSON object of at most
+// maxMCPArgs bytes. Nested YAML mappings may have non-string keys; they become
+// strings, as JSON requires.
+func asJSONObject(path string, v any) (json.RawMessage, error) {
+	if v == nil {
+		return json.RawMessage("{}"), nil
+	}
+	if _, err := asMap(path, v); err != nil {
+		return nil, err
+	}
+	norm, err := jsonValue(path, v)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(norm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxMCPArgs {
+		return nil, fmt.Errorf("%s: at most %d bytes as JSON (got %d)", path, maxMCPArgs, len(data))
+	}
+	return data, nil
+}
+
+// jsonValue converts a decoded YAML or JSON value into one encoding/json writes as
+// the same JSON, rejecting what JSON cannot hold.
+func jsonValue(path string, v any) (any, error) {
+	switch x := v.(type) {
+	case nil, string, bool, int, int64, int32, uint, uint64, float64, json.Number:
+		return x, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, item := range x {
+			var err error
+			if out[i], err = jsonValue(fmt.Sprintf("%s[%d]", path, i), item); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case map[string]any, map[any]any:
+		m, _ := asMap(path, x)
+		out := make(map[string]any, len(m))
+		for k, item := range m {
+			var err error
+			if out[k], err = jsonValue(path+"."+k, item); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: cannot be sent as JSON (got %s); quote it", path, agent.DescribeValue(v))
+}
+
+// decodeJSONObject decodes a JSON object keeping numbers exact.
+func decodeJSONObject(data []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 func asFiles(path string, v any) (map[string]string, error) {
 	m, err := asMap(path, v)
 	if err != nil {
@@ -298,6 +452,9 @@ func asFiles(path string, v any) (map[string]string, error) {
 		}
 		if clean := filepath.ToSlash(filepath.Clean(name)); clean == counterDir || strings.HasPrefix(clean, counterDir+"/") {
 			return nil, fmt.Errorf("%s: %s/ holds the mock's own script counter", at, counterDir)
+		}
+		if clean := filepath.ToSlash(filepath.Clean(name)); clean == mcpStateFile || clean == mcpLogFile {
+			return nil, fmt.Errorf("%s: %s holds the mock's own mcp_calls state", at, clean)
 		}
 		content, err := asString(at, m[name])
 		if err != nil {

@@ -79,6 +79,17 @@ func TestParseOptions_RejectsInvalidBlocks(t *testing.T) {
 		{`issues: [DEMO-1]`, `mock.issues: must be a mapping (got a list)`},
 		{`issues: {DEMO-1: {issues: {}}}`, `mock.issues.DEMO-1.issues: per-issue blocks cannot contain issues`},
 		{`issues: {DEMO-1: {delay_ms: -2}}`, `mock.issues.DEMO-1.delay_ms: must be an integer`},
+		{`mcp_calls: {tool: a}`, `mock.mcp_calls: must be a list of turn groups`},
+		{`mcp_calls: [{tool: a}]`, `mock.mcp_calls[0]: must be a list of {tool, server, arguments, expect_error} (got a mapping)`},
+		{`mcp_calls: [[{tool: a}], [{server: x}]]`, `mock.mcp_calls[1][0].tool: required`},
+		{`mcp_calls: [[{tool: " "}]]`, `mock.mcp_calls[0][0].tool: must not be empty`},
+		{`mcp_calls: [[{tool: a, argument: {}}]]`, `mock.mcp_calls[0][0].argument: unknown key (known: arguments, expect_error, server, tool)`},
+		{`mcp_calls: [[{tool: a, arguments: [1]}]]`, `mock.mcp_calls[0][0].arguments: must be a mapping (got a list)`},
+		{`mcp_calls: [[{tool: a, arguments: {at: 2024-01-02T03:04:05Z}}]]`, `mock.mcp_calls[0][0].arguments.at: cannot be sent as JSON`},
+		{`mcp_calls: [[{tool: a, expect_error: "yes"}]]`, `mock.mcp_calls[0][0].expect_error: must be true or false`},
+		{`mcp_calls: [[{tool: a, server: ""}]]`, `mock.mcp_calls[0][0].server: must not be empty (omit it for sortie-tools)`},
+		{`issues: {DEMO-1: {mcp_calls: [[3]]}}`, `mock.issues.DEMO-1.mcp_calls[0][0]: must be a mapping (got 3)`},
+		{`files: {".sortie/mock-mcp.json": "{}"}`, `mock.files[".sortie/mock-mcp.json"]: .sortie/mock-mcp.json holds the mock's own mcp_calls state`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.yaml, func(t *testing.T) {
@@ -102,6 +113,27 @@ func TestParseOptions_AcceptsJSONNumbers(t *testing.T) {
 	}
 	if o.Default.DelayMS != 200 || o.profileFor("42").DelayMS != 5 {
 		t.Errorf("want delay 200 and 5 for issue 42, got %+v", o)
+	}
+}
+
+func TestParseOptions_MCPCallsDefaultsAndArguments(t *testing.T) {
+	o := mustParseYAML(t, `
+mcp_calls:
+  - [{tool: a}, {tool: b, server: other, expect_error: true, arguments: {n: 12345678901234567890, m: {1: x}, l: [$session_token, null]}}]
+  - []
+  -
+`)
+	g := o.Default.MCPCalls
+	if len(g) != 3 || len(g[0]) != 2 || len(g[1]) != 0 || len(g[2]) != 0 {
+		t.Fatalf("want groups of 2, 0 and 0 calls, got %+v", g)
+	}
+	if a := g[0][0]; a.Tool != "a" || a.Server != "sortie-tools" || a.ExpectError || string(a.Arguments) != "{}" {
+		t.Errorf("want server sortie-tools, no expected error and {} arguments by default, got %+v", a)
+	}
+	// Integers keep every digit; YAML's non-string keys become JSON strings.
+	want := `{"l":["$session_token",null],"m":{"1":"x"},"n":12345678901234567890}`
+	if b := g[0][1]; b.Server != "other" || !b.ExpectError || string(b.Arguments) != want {
+		t.Errorf("want server other, expect_error and arguments %s; got %+v (%s)", want, b, b.Arguments)
 	}
 }
 
