@@ -20,10 +20,11 @@ const (
 	EventBudgetExhausted  = "budget_exhausted"
 	EventRetriesExhausted = "retries_exhausted"
 	EventFailed           = "failed"
+	EventAwaitingInput    = "awaiting_input" // a workflow checkpoint waits for a human's answer
 )
 
 // Events lists every event, in the order the documentation gives them.
-var Events = []string{EventAgent, EventBlocked, EventNeedsReview, EventBudgetExhausted, EventRetriesExhausted, EventFailed}
+var Events = []string{EventAgent, EventBlocked, EventNeedsReview, EventAwaitingInput, EventBudgetExhausted, EventRetriesExhausted, EventFailed}
 
 // Severities, from least to most urgent.
 const (
@@ -36,12 +37,12 @@ const (
 var Severities = []string{SeverityInfo, SeverityWarning, SeverityCritical}
 
 // DefaultSeverity is the severity of a Notification that gives none: info for an agent's
-// notification and needs_human_review, warning for blocked and budget_exhausted,
+// notification and needs_human_review, warning for blocked, awaiting_input and budget_exhausted,
 // critical for retries_exhausted and failed. docs/notifications.md promises operators this mapping so that
 // min_severity filters daemon alerts predictably.
 func DefaultSeverity(event string) string {
 	switch event {
-	case EventBlocked, EventBudgetExhausted:
+	case EventBlocked, EventBudgetExhausted, EventAwaitingInput:
 		return SeverityWarning
 	case EventRetriesExhausted, EventFailed:
 		return SeverityCritical

@@ -116,6 +116,7 @@ func TestSend_DefaultsSeverityByEventAndTimeToNow(t *testing.T) {
 		EventRetriesExhausted: "critical",
 		EventNeedsReview:      "info",
 		EventFailed:           "critical",
+		EventAwaitingInput:    "warning",
 	}
 	for _, event := range Events {
 		if err := n.Send(context.Background(), Notification{Event: event, Message: "hi"}); err != nil {

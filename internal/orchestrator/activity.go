@@ -27,6 +27,7 @@ type Activity struct {
 	// ActivityRetry: the retry's trigger (failure, continuation, resume, stall).
 	// ActivityHold: the hold's reason. ActivityPoll: ok or error.
 	// ActivityReconcile: stop, cleanup or sweep_cleanup.
+	// ActivityCheckpoint: armed, answered or resolved.
 	Result   string        `json:"result,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"` // run, turn or poll duration
 	Message  string        `json:"message,omitempty"`
@@ -50,6 +51,7 @@ const (
 	ActivityPoll        ActivityKind = "poll"         // a poll of the tracker finished
 	ActivityReconcile   ActivityKind = "reconcile"    // a worker stopped or a workspace cleaned by reconciliation
 	ActivityReloadError ActivityKind = "reload_error" // a WORKFLOW.md edit was rejected
+	ActivityCheckpoint  ActivityKind = "checkpoint"   // Result: armed, answered or resolved
 )
 
 // report hands a to Options.Activity. Callers are the loop and the workers; the

@@ -48,6 +48,9 @@ func holdAlert(is tracker.Issue, reason, msg string) Alert {
 		a.Title = is.Identifier + " is blocked and waits for a human"
 	case holdHumanReview:
 		a.Title, a.Severity = is.Identifier+" is ready for review", "info"
+	case holdAwaiting:
+		a.Title = is.Identifier + " waits for your answer at a workflow checkpoint"
+		a.Message = msg + "\nAnswer on the dashboard, or with a tracker comment: /sortie choose <option>"
 	case holdRetries:
 		a.Title, a.Severity = is.Identifier+" failed too many times in a row; Sortie stopped retrying", "critical"
 	default:

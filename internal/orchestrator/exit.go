@@ -91,6 +91,8 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 			switch {
 			case ex.handedOff:
 				next = "handed off to " + cfg.Tracker.HandoffState
+			case ex.awaiting != nil:
+				next = "waiting for a human's answer to checkpoint " + ex.awaiting.CheckpointID
 			case ex.softStop == "" && ex.budgetStop == "" && isActive(cfg, ex.lastState) &&
 				!tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates):
 				next = "re-queuing"
@@ -98,6 +100,9 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 			o.comment(e.issue, "completion", completionComment(ex, o.clk.Now().Sub(e.startedAt), next))
 		}
 		switch {
+		case ex.awaiting != nil:
+			log.Info("agent stopped at a workflow checkpoint; waiting for a human's answer", "checkpoint", ex.awaiting.CheckpointID)
+			o.holdForCheckpoint(ctx, e.issue, ex, *ex.awaiting)
 		case ex.softStop == "blocked":
 			log.Info("agent signalled blocked; waiting for a human")
 			o.addHold(e.issue, ex, holdBlocked, "agent signalled blocked")

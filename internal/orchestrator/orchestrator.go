@@ -12,6 +12,7 @@ import (
 	"sortie/internal/clock"
 	"sortie/internal/config"
 	"sortie/internal/prompt"
+	"sortie/internal/store"
 	"sortie/internal/tracker"
 )
 
@@ -44,6 +45,12 @@ type Options struct {
 	// used up) to the operator's notification backends. Optional; it is called on its
 	// own goroutine and must respect ctx.
 	Alert func(ctx context.Context, a Alert) error
+	// Checkpoints enables structured-workflow checkpoints (checkpoints.go): the store
+	// of the workflow engine's checkpoints. Optional.
+	Checkpoints CheckpointStore
+	// DashboardURL is the dashboard's base URL, linked from checkpoint comments.
+	// Optional.
+	DashboardURL string
 	// Activity receives every Activity (activity.go) synchronously, on the loop or a
 	// worker goroutine: metrics and the live feed. It must be quick and must not call
 	// back into the Orchestrator. Optional.
@@ -81,6 +88,7 @@ type Orchestrator struct {
 	snapshots  chan chan Snapshot
 	stallCheck chan struct{}
 	sweeps     chan sweepResult
+	answers    chan string // issue ids whose checkpoint was answered
 
 	// Loop-owned state. Only the goroutine running loop() touches these.
 	running    map[string]*runningEntry
@@ -116,6 +124,7 @@ type Orchestrator struct {
 
 	movedMu sync.Mutex
 	moved   map[string]string // issue id → the state its own agent moved it to
+	cp      checkpoints
 	started time.Time
 }
 
@@ -139,7 +148,7 @@ func New(opts Options) (*Orchestrator, error) {
 	if opts.ProgressFlushInterval <= 0 {
 		opts.ProgressFlushInterval = time.Second
 	}
-	return &Orchestrator{
+	o := &Orchestrator{
 		opts:       opts,
 		log:        opts.Logger,
 		clk:        opts.Clock,
@@ -158,7 +167,10 @@ func New(opts Options) (*Orchestrator, error) {
 		spent:      map[string]spend{},
 		moved:      map[string]string{},
 		hostLoad:   map[string]int{},
-	}, nil
+		answers:    make(chan string, 64),
+	}
+	o.cp.pending, o.cp.timers, o.cp.seen = map[int64]store.Checkpoint{}, map[int64]clock.Timer{}, map[string]bool{}
+	return o, nil
 }
 
 // Refresh asks for a poll and reconcile now. Requests made while one is pending are
@@ -229,6 +241,10 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 		case <-o.stallCheck:
 			o.checkStalls()
 			step = Observation{Step: StepStallCheck}
+		case id := <-o.answers:
+			o.checkpointAnswered(workCtx, id)
+			o.dispatch(workCtx)
+			step = Observation{Step: StepAnswer, IssueID: id}
 		case res := <-o.sweeps:
 			o.applySweep(res)
 			step = Observation{Step: StepSweep}

@@ -111,6 +111,9 @@ func (o *Orchestrator) liftAnsweredHolds(candidates []tracker.Issue) {
 		switch {
 		case !ok:
 			o.liftHold(id, "issue left the active states")
+		case h.reason == holdAwaiting:
+			// Only an answer lifts it (checkpoints.go); the checkpoint's own comment
+			// updates the issue.
 		case is.State != h.state:
 			o.liftHold(id, "issue state changed to "+is.State)
 		case is.UpdatedAt != h.updatedAt:

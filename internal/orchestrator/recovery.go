@@ -32,6 +32,9 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := o.recoverCheckpoints(ctx); err != nil {
+		return fmt.Errorf("loading pending checkpoints: %w", err)
+	}
 	now := o.clk.Now()
 	for _, h := range holds {
 		o.holds[h.IssueID] = &hold{issueID: h.IssueID, identifier: h.Identifier, reason: h.Reason,

@@ -28,6 +28,9 @@ type Snapshot struct {
 	// WorkflowError says why the last edit of WORKFLOW.md was rejected; the previous
 	// configuration stays in force until the file is fixed. Empty when the file is good.
 	WorkflowError string `json:"workflow_error,omitempty"`
+	// Checkpoints are the pending structured-workflow checkpoints, oldest first; an
+	// unanswered one of a held issue is what its human is asked.
+	Checkpoints []CheckpointView `json:"checkpoints"`
 }
 
 // RunningView describes one running session.
@@ -139,6 +142,7 @@ func (o *Orchestrator) snapshot() Snapshot {
 	sort.Slice(s.Running, func(i, j int) bool { return s.Running[i].StartedAt.Before(s.Running[j].StartedAt) })
 	sort.Slice(s.Retrying, func(i, j int) bool { return s.Retrying[i].DueAt.Before(s.Retrying[j].DueAt) })
 	sort.Slice(s.Held, func(i, j int) bool { return s.Held[i].Since.Before(s.Held[j].Since) })
+	s.Checkpoints = o.pendingViews()
 	return s
 }
 
@@ -155,6 +159,7 @@ const (
 	StepStallCheck   Step = "stall_check"   // running sessions were checked for stalls
 	StepConfig       Step = "config"        // a new workflow configuration was applied
 	StepSweep        Step = "sweep"         // terminal issues' workspaces were looked for and removed
+	StepAnswer       Step = "answer"        // a checkpoint answer was acted on
 )
 
 // Observation reports one step of the loop and the state right after it.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/store"
 	"sortie/internal/tracker"
 )
 
@@ -125,6 +126,8 @@ type workerExit struct {
 	err        error
 	softStop   string // "blocked", "needs-human-review" or ""
 	budgetStop string // why a budget stopped the run, "" if none
+	// awaiting is the unanswered workflow checkpoint the run stopped on, if any.
+	awaiting *store.Checkpoint
 	handedOff  bool
 	lastState  string
 	updatedAt  string

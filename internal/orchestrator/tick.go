@@ -39,7 +39,11 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 	for id := range o.running {
 		ids = append(ids, id)
 	}
+	awaiting := o.awaitingIssues()
 	go func() {
+		if len(awaiting) > 0 {
+			o.readAnswers(ctx, awaiting)
+		}
 		res := tickResult{started: o.clk.Now()}
 		if o.opts.Reload != nil {
 			res.reloadErr = o.opts.Reload()

@@ -240,6 +240,9 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 			return w.fail(ex, err)
 		}
 		text := prompt.TurnPrompt(rendered, turn, o.promptTools())
+		if note := o.answerNote(ctx, w.issue.ID); note != "" {
+			text += "\n\n" + note
+		}
 		w.state.write(true)
 
 		turnCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -288,6 +291,11 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		case workspace.StatusUnknown:
 			o.log.Warn("ignoring unrecognised .sortie/status value", "issue_identifier", w.issue.Identifier, "value", st.Value)
 		}
+		if cp, ok := o.awaitingCheckpoint(w.issue.ID); ok {
+			// The agent ended its turn on a checkpoint only a human can answer.
+			ex.awaiting = &cp
+			break
+		}
 		if ex.softStop == "" {
 			if why := w.budgetExceeded(ex); why != "" {
 				ex.budgetStop = why
@@ -325,7 +333,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 // state seen at that moment wins; blocked never hands off.
 func (w *worker) handoff(ctx context.Context, ex *workerExit) {
 	cfg := w.cfg
-	if ex.softStop == "blocked" || ex.budgetStop != "" || cfg.Tracker.HandoffState == "" {
+	if ex.softStop == "blocked" || ex.budgetStop != "" || ex.awaiting != nil || cfg.Tracker.HandoffState == "" {
 		return
 	}
 	if tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates) || !isActive(cfg, ex.lastState) {

@@ -1,0 +1,533 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"sortie/internal/clock"
+	"sortie/internal/store"
+	"sortie/internal/tracker"
+	"sortie/internal/workflow/engine"
+)
+
+// Structured-workflow checkpoints (docs/workflows.md, "Checkpoints and humans"). The
+// workflow engine arms a checkpoint when the agent enters its activity; when the agent's
+// turn ends with a checkpoint still unanswered, the worker stops and the issue is held
+// as awaiting_input: the tracker gets a comment with the options, the notification
+// backends an alert, and the dashboard shows the question. A human answers on the
+// dashboard, through the API, or with a "/sortie choose <option>" tracker comment; the
+// answer is stored, the hold lifts and the agent's session is resumed with a prompt
+// that names the answer. Non-blocking checkpoints are answered with their default
+// option by the daemon's timer after autoAdvanceMs.
+
+// CheckpointStore is the part of the store the checkpoint flow uses.
+type CheckpointStore interface {
+	PendingCheckpoints(ctx context.Context) ([]store.Checkpoint, error)
+	AnswerCheckpoint(ctx context.Context, a store.CheckpointAnswer) (store.Checkpoint, error)
+	LoadWorkflowSessions(ctx context.Context) ([]store.WorkflowSession, error)
+}
+
+// holdAwaiting is the hold reason of an issue whose checkpoint waits for a human.
+const holdAwaiting = "awaiting_input"
+
+// Answer errors.
+var (
+	// ErrCheckpointNotFound: the issue has no pending checkpoint with that id.
+	ErrCheckpointNotFound = errors.New("no such pending checkpoint")
+	// ErrCheckpointAnswered: the checkpoint has an answer already.
+	ErrCheckpointAnswered = errors.New("checkpoint already answered")
+	// ErrCheckpointsOff: no workflow library is configured.
+	ErrCheckpointsOff = errors.New("structured workflows are not configured (workflows.dir)")
+)
+
+// OptionError is an answer naming an option the checkpoint does not have.
+type OptionError struct {
+	Option, Checkpoint string
+	Valid              []string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%q is not an option of checkpoint %s (options: %s)", e.Option, e.Checkpoint, strings.Join(e.Valid, ", "))
+}
+
+// CheckpointView is a pending checkpoint in a Snapshot.
+type CheckpointView struct {
+	ID            int64                    `json:"id"`
+	IssueID       string                   `json:"issue_id"`
+	Identifier    string                   `json:"issue_identifier"`
+	SessionID     string                   `json:"session_id"`
+	Workflow      string                   `json:"workflow"`
+	Activity      string                   `json:"activity"`
+	CheckpointID  string                   `json:"checkpoint_id"`
+	Name          string                   `json:"name"`
+	Message       string                   `json:"message"`
+	Options       []store.CheckpointOption `json:"options"`
+	Blocking      bool                     `json:"blocking"`
+	DefaultOption string                   `json:"default_option,omitempty"`
+	// AutoAdvanceAt is when the daemon answers a non-blocking checkpoint with its
+	// default option; zero for blocking ones.
+	AutoAdvanceAt time.Time `json:"auto_advance_at,omitzero"`
+	IssuedAt      time.Time `json:"issued_at"`
+	Answer        string    `json:"answer,omitempty"`
+	AnsweredBy    string    `json:"answered_by,omitempty"`
+	AnswerSource  string    `json:"answer_source,omitempty"`
+	AnsweredAt    time.Time `json:"answered_at,omitzero"`
+}
+
+func checkpointView(c store.Checkpoint) CheckpointView {
+	v := CheckpointView{ID: c.ID, IssueID: c.IssueID, Identifier: c.Identifier, SessionID: c.SessionID, Workflow: c.Workflow,
+		Activity: c.Activity, CheckpointID: c.CheckpointID, Name: c.Name, Message: c.Message, Options: c.Options,
+		Blocking: c.Blocking, DefaultOption: c.DefaultOption, IssuedAt: c.IssuedAt, Answer: c.Answer,
+		AnsweredBy: c.AnsweredBy, AnswerSource: c.AnswerSource, AnsweredAt: c.AnsweredAt}
+	if v.Options == nil {
+		v.Options = []store.CheckpointOption{}
+	}
+	if at, ok := autoAdvanceAt(c); ok {
+		v.AutoAdvanceAt = at
+	}
+	return v
+}
+
+// autoAdvanceAt is when a non-blocking checkpoint's default option is taken.
+func autoAdvanceAt(c store.Checkpoint) (time.Time, bool) {
+	if c.Blocking || c.DefaultOption == "" || c.AutoAdvanceMS <= 0 {
+		return time.Time{}, false
+	}
+	return c.IssuedAt.Add(time.Duration(c.AutoAdvanceMS) * time.Millisecond), true
+}
+
+// checkpoints is the orchestrator's view of pending checkpoints, kept current by the
+// engine's hooks and by answers, so snapshots need no database read. Safe for
+// concurrent use.
+type checkpoints struct {
+	mu      sync.Mutex
+	pending map[int64]store.Checkpoint
+	timers  map[int64]clock.Timer
+	seen    map[string]bool // tracker comment ids already read
+}
+
+// CheckpointsArmed is the engine's Armed hook: the agent of c entered an activity
+// with checkpoints. It schedules the auto-advance of non-blocking ones.
+func (o *Orchestrator) CheckpointsArmed(c engine.Caller, rows []store.Checkpoint) {
+	o.cp.mu.Lock()
+	if len(rows) > 0 {
+		sid := rows[0].SessionID
+		for id, p := range o.cp.pending {
+			if p.SessionID == sid {
+				delete(o.cp.pending, id)
+				o.stopTimerLocked(id)
+			}
+		}
+	}
+	for _, r := range rows {
+		o.cp.pending[r.ID] = r
+		o.scheduleAutoAdvanceLocked(r)
+	}
+	o.cp.mu.Unlock()
+	for _, r := range rows {
+		o.report(Activity{Kind: ActivityCheckpoint, IssueID: c.IssueID, Identifier: c.Identifier, RunID: c.RunID,
+			Result: "armed", Message: r.Activity + "/" + r.CheckpointID})
+	}
+}
+
+// CheckpointResolved is the engine's Resolved hook: the agent answered respond_checkpoint.
+func (o *Orchestrator) CheckpointResolved(c engine.Caller, row store.Checkpoint) {
+	o.cp.mu.Lock()
+	delete(o.cp.pending, row.ID)
+	o.stopTimerLocked(row.ID)
+	o.cp.mu.Unlock()
+	o.report(Activity{Kind: ActivityCheckpoint, IssueID: c.IssueID, Identifier: c.Identifier, RunID: c.RunID,
+		Result: "resolved", Message: row.CheckpointID + ": " + row.Resolution})
+}
+
+func (o *Orchestrator) stopTimerLocked(id int64) {
+	if t, ok := o.cp.timers[id]; ok {
+		t.Stop()
+		delete(o.cp.timers, id)
+	}
+}
+
+// scheduleAutoAdvanceLocked arms the timer of an unanswered non-blocking checkpoint.
+func (o *Orchestrator) scheduleAutoAdvanceLocked(r store.Checkpoint) {
+	at, ok := autoAdvanceAt(r)
+	if !ok || r.Answered() {
+		return
+	}
+	o.stopTimerLocked(r.ID)
+	o.cp.timers[r.ID] = o.clk.AfterFunc(at.Sub(o.clk.Now()), func() {
+		_, err := o.answer(context.Background(), r, r.DefaultOption, "auto-advance", store.AnswerAutoAdvance)
+		if err != nil && !errors.Is(err, ErrCheckpointAnswered) && !errors.Is(err, ErrCheckpointNotFound) {
+			o.log.Warn("auto-advancing a checkpoint failed", "issue_identifier", r.Identifier, "checkpoint", r.CheckpointID, "error", err)
+		}
+	})
+}
+
+// pendingFor returns the pending checkpoints of an issue, oldest first.
+func (o *Orchestrator) pendingFor(issueID string) []store.Checkpoint {
+	o.cp.mu.Lock()
+	defer o.cp.mu.Unlock()
+	var out []store.Checkpoint
+	for _, c := range o.cp.pending {
+		if c.IssueID == issueID {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Checkpoint) int { return a.IssuedAt.Compare(b.IssuedAt) })
+	return out
+}
+
+// pendingViews lists every pending checkpoint for a snapshot, oldest first.
+func (o *Orchestrator) pendingViews() []CheckpointView {
+	o.cp.mu.Lock()
+	rows := make([]store.Checkpoint, 0, len(o.cp.pending))
+	for _, c := range o.cp.pending {
+		rows = append(rows, c)
+	}
+	o.cp.mu.Unlock()
+	slices.SortFunc(rows, func(a, b store.Checkpoint) int {
+		if c := a.IssuedAt.Compare(b.IssuedAt); c != 0 {
+			return c
+		}
+		return int(a.ID - b.ID)
+	})
+	out := make([]CheckpointView, len(rows))
+	for i, r := range rows {
+		out[i] = checkpointView(r)
+	}
+	return out
+}
+
+// AnswerCheckpoint records a human's answer to the pending checkpoint checkpointID of
+// the issue identifier: by names who answered, source how (store.AnswerDashboard,
+// AnswerAPI, AnswerTracker). The issue's agent is resumed with the answer. It is safe
+// to call from any goroutine.
+func (o *Orchestrator) AnswerCheckpoint(ctx context.Context, identifier, checkpointID, option, by, source string) (CheckpointView, error) {
+	if o.opts.Checkpoints == nil {
+		return CheckpointView{}, ErrCheckpointsOff
+	}
+	var row store.Checkpoint
+	found := false
+	for _, c := range o.pendingViewsRows() {
+		if strings.EqualFold(c.Identifier, identifier) && c.CheckpointID == checkpointID {
+			row, found = c, true
+			break
+		}
+	}
+	if !found {
+		return CheckpointView{}, fmt.Errorf("%s has no pending checkpoint %q: %w", identifier, checkpointID, ErrCheckpointNotFound)
+	}
+	got, err := o.answer(ctx, row, option, by, source)
+	if err != nil {
+		return CheckpointView{}, err
+	}
+	return checkpointView(got), nil
+}
+
+func (o *Orchestrator) pendingViewsRows() []store.Checkpoint {
+	o.cp.mu.Lock()
+	defer o.cp.mu.Unlock()
+	rows := make([]store.Checkpoint, 0, len(o.cp.pending))
+	for _, c := range o.cp.pending {
+		rows = append(rows, c)
+	}
+	slices.SortFunc(rows, func(a, b store.Checkpoint) int { return a.IssuedAt.Compare(b.IssuedAt) })
+	return rows
+}
+
+// answer validates and stores an answer, then wakes the loop to resume the agent.
+func (o *Orchestrator) answer(ctx context.Context, row store.Checkpoint, option, by, source string) (store.Checkpoint, error) {
+	valid := make([]string, len(row.Options))
+	for i, op := range row.Options {
+		valid[i] = op.ID
+	}
+	if !slices.Contains(valid, option) {
+		return store.Checkpoint{}, &OptionError{Option: option, Checkpoint: row.CheckpointID, Valid: valid}
+	}
+	if by == "" {
+		by = source
+	}
+	got, err := o.opts.Checkpoints.AnswerCheckpoint(ctx, store.CheckpointAnswer{SessionID: row.SessionID, CheckpointID: row.CheckpointID,
+		Option: option, By: by, Source: source, At: o.clk.Now()})
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return store.Checkpoint{}, fmt.Errorf("%s: checkpoint %s was answered already (%w)", row.Identifier, row.CheckpointID, ErrCheckpointAnswered)
+	case errors.Is(err, store.ErrNotFound):
+		return store.Checkpoint{}, fmt.Errorf("%s: checkpoint %s is no longer pending (%w)", row.Identifier, row.CheckpointID, ErrCheckpointNotFound)
+	case err != nil:
+		return store.Checkpoint{}, fmt.Errorf("recording the answer: %w", err)
+	}
+	o.cp.mu.Lock()
+	if _, ok := o.cp.pending[got.ID]; ok {
+		o.cp.pending[got.ID] = got
+	}
+	o.stopTimerLocked(got.ID)
+	o.cp.mu.Unlock()
+	o.log.Info("checkpoint answered", "issue_identifier", row.Identifier, "checkpoint", row.CheckpointID,
+		"option", option, "by", by, "source", source)
+	o.report(Activity{Kind: ActivityCheckpoint, IssueID: row.IssueID, Identifier: row.Identifier,
+		Result: "answered", Message: fmt.Sprintf("%s: %s (by %s via %s)", row.CheckpointID, option, by, source)})
+	select {
+	case o.answers <- row.IssueID:
+	default:
+		// The loop is busy; wake it without blocking the caller.
+		go func() { o.answers <- row.IssueID }()
+	}
+	return got, nil
+}
+
+// checkpointAnswered runs on the loop after an answer: a held issue is resumed at once.
+// A running issue's worker sees the answer after its turn; an issue whose worker is
+// just exiting is resumed by handleExit, which re-checks the answer.
+func (o *Orchestrator) checkpointAnswered(ctx context.Context, issueID string) {
+	h, ok := o.holds[issueID]
+	if !ok || h.reason != holdAwaiting {
+		return
+	}
+	for _, c := range o.pendingFor(issueID) {
+		if !c.Answered() {
+			return // another checkpoint of the issue still waits
+		}
+	}
+	o.liftHold(issueID, "checkpoint answered")
+	o.resumeAfterAnswer(ctx, issueID, h.identifier)
+}
+
+// resumeAfterAnswer schedules the continuation that resumes the agent's session.
+func (o *Orchestrator) resumeAfterAnswer(ctx context.Context, issueID, identifier string) {
+	r := retryEntry{issueID: issueID, identifier: identifier, kind: retryContinuation, reason: "checkpoint answered"}
+	if runs, err := o.opts.Store.RunsForIssue(ctx, issueID, 1); err == nil && len(runs) > 0 {
+		r.attempt, r.sessionID, r.host = runs[0].Attempt, runs[0].SessionID, runs[0].SSHHost
+	}
+	o.scheduleRetry(ctx, r, 0)
+}
+
+// awaitingCheckpoint returns the first pending checkpoint of the issue no one has
+// answered: the reason to end the run after a turn.
+func (o *Orchestrator) awaitingCheckpoint(issueID string) (store.Checkpoint, bool) {
+	if o.opts.Checkpoints == nil {
+		return store.Checkpoint{}, false
+	}
+	for _, c := range o.pendingFor(issueID) {
+		if !c.Answered() {
+			return c, true
+		}
+	}
+	return store.Checkpoint{}, false
+}
+
+// holdForCheckpoint parks an issue whose run ended on an unanswered checkpoint, or
+// resumes it at once when the answer arrived while the run was ending.
+func (o *Orchestrator) holdForCheckpoint(ctx context.Context, is tracker.Issue, ex workerExit, cp store.Checkpoint) {
+	if _, still := o.awaitingCheckpoint(is.ID); !still {
+		o.resumeAfterAnswer(ctx, is.ID, is.Identifier)
+		return
+	}
+	msg := checkpointQuestion(cp)
+	o.addHold(is, ex, holdAwaiting, msg)
+	o.comment(is, "checkpoint", checkpointComment(cp, o.dashboardURL(is.Identifier)))
+}
+
+// dashboardURL is where a human answers, "" when unknown.
+func (o *Orchestrator) dashboardURL(identifier string) string {
+	if o.opts.DashboardURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(o.opts.DashboardURL, "/") + "/issues/" + identifier
+}
+
+// checkpointQuestion is the hold message: the checkpoint's question and its options.
+func checkpointQuestion(cp store.Checkpoint) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\nOptions: ", cp.Name, cp.Message)
+	for i, op := range cp.Options {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", op.ID, op.Label)
+	}
+	return b.String()
+}
+
+// checkpointComment is the tracker comment that asks a human to answer.
+func checkpointComment(cp store.Checkpoint, url string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Sortie checkpoint: %s\n\n%s\n\nOptions:\n", cp.Name, cp.Message)
+	for _, op := range cp.Options {
+		fmt.Fprintf(&b, "- %s: %s", op.ID, op.Label)
+		if op.Description != "" {
+			fmt.Fprintf(&b, " (%s)", op.Description)
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "\nTo answer, reply with a comment whose first line is: /sortie choose <option>")
+	if len(cp.Options) > 0 {
+		fmt.Fprintf(&b, " (for example: /sortie choose %s)", cp.Options[0].ID)
+	}
+	if url != "" {
+		fmt.Fprintf(&b, "\nOr answer on the dashboard: %s", url)
+	}
+	if at, ok := autoAdvanceAt(cp); ok {
+		fmt.Fprintf(&b, "\nWithout an answer, Sortie chooses %s at %s.", cp.DefaultOption, at.UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+// answerNote tells a resumed agent the answers to its pending checkpoints, and its
+// newest session token; "" when there is nothing to say.
+func (o *Orchestrator) answerNote(ctx context.Context, issueID string) string {
+	if o.opts.Checkpoints == nil {
+		return ""
+	}
+	var answered []store.Checkpoint
+	for _, c := range o.pendingFor(issueID) {
+		if c.Answered() {
+			answered = append(answered, c)
+		}
+	}
+	if len(answered) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Checkpoint answers\n\n")
+	for _, c := range answered {
+		who := c.AnsweredBy
+		if c.AnswerSource == store.AnswerAutoAdvance {
+			fmt.Fprintf(&b, "- Checkpoint %q (activity %s) auto-advanced to its default option %q: call respond_checkpoint(checkpoint_id=%q, auto_advance=true).\n",
+				c.CheckpointID, c.Activity, c.Answer, c.CheckpointID)
+			continue
+		}
+		fmt.Fprintf(&b, "- Checkpoint %q (activity %s) was answered by %s: option %q. Call respond_checkpoint(checkpoint_id=%q, option_id=%q).\n",
+			c.CheckpointID, c.Activity, who, c.Answer, c.CheckpointID, c.Answer)
+	}
+	if tok := o.newestToken(ctx, answered[0].SessionID); tok != "" {
+		fmt.Fprintf(&b, "\nYour newest workflow session_token is:\n%s\n", tok)
+	}
+	b.WriteString("\nThen continue the workflow from the checkpoint's activity, following the chosen option's effect.\n")
+	return b.String()
+}
+
+func (o *Orchestrator) newestToken(ctx context.Context, sid string) string {
+	sessions, err := o.opts.Checkpoints.LoadWorkflowSessions(ctx)
+	if err != nil {
+		o.log.Warn("reading workflow sessions failed", "error", err)
+		return ""
+	}
+	for _, s := range sessions {
+		if s.SessionID == sid {
+			return s.Token
+		}
+	}
+	return ""
+}
+
+// recoverCheckpoints loads pending checkpoints after a restart and re-arms the
+// auto-advance timers (past-due ones fire at once).
+func (o *Orchestrator) recoverCheckpoints(ctx context.Context) error {
+	if o.opts.Checkpoints == nil {
+		return nil
+	}
+	rows, err := o.opts.Checkpoints.PendingCheckpoints(ctx)
+	if err != nil {
+		return err
+	}
+	o.cp.mu.Lock()
+	defer o.cp.mu.Unlock()
+	for _, r := range rows {
+		if r.IssueID == "" {
+			continue // a standalone session's
+		}
+		o.cp.pending[r.ID] = r
+		o.scheduleAutoAdvanceLocked(r)
+	}
+	return nil
+}
+
+// chooseRE matches a tracker answer: a comment whose first line is
+// "/sortie choose <option>".
+var chooseRE = regexp.MustCompile(`^\s*/sortie\s+choose\s+(\S+)\s*$`)
+
+// parseChoose returns the option of a "/sortie choose" comment.
+func parseChoose(body string) (string, bool) {
+	first, _, _ := strings.Cut(strings.TrimLeft(body, " \t\r\n"), "\n")
+	m := chooseRE.FindStringSubmatch(strings.TrimRight(first, "\r"))
+	if m == nil {
+		return "", false
+	}
+	return strings.Trim(m[1], "`*_\"'"), true
+}
+
+// awaitingIssues lists the held issues whose checkpoints wait, for the tick to read
+// their comments. Loop only.
+func (o *Orchestrator) awaitingIssues() []string {
+	var ids []string
+	for id, h := range o.holds {
+		if h.reason == holdAwaiting {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// maxCommentReads bounds the issues whose comments one tick reads.
+const maxCommentReads = 20
+
+// readAnswers reads the tracker comments of issues awaiting an answer and records the
+// first "/sortie choose" of each that came after its checkpoint. It runs on the tick
+// goroutine; answers wake the loop.
+func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
+	if len(ids) > maxCommentReads {
+		ids = ids[:maxCommentReads]
+	}
+	for _, id := range ids {
+		pending := o.pendingFor(id)
+		if len(pending) == 0 {
+			continue
+		}
+		comments, err := o.opts.Tracker.FetchIssueComments(ctx, id)
+		if err != nil {
+			o.log.Warn("reading tracker comments for checkpoint answers failed", "issue_identifier", pending[0].Identifier, "error", err)
+			continue
+		}
+		for _, cm := range comments {
+			option, ok := parseChoose(cm.Body)
+			if !ok || o.commentSeen(id, cm.ID) {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339, cm.CreatedAt)
+			for _, cp := range pending {
+				if cp.Answered() || err != nil || at.Before(cp.IssuedAt.Truncate(time.Second)) {
+					continue
+				}
+				_, aerr := o.answer(ctx, cp, option, cm.Author, store.AnswerTracker)
+				var oe *OptionError
+				if errors.As(aerr, &oe) {
+					o.comment(tracker.Issue{ID: id, Identifier: cp.Identifier}, "checkpoint",
+						fmt.Sprintf("Sortie: %q is not an option of checkpoint %s. Choose one of: %s (reply /sortie choose <option>).",
+							option, cp.CheckpointID, strings.Join(oe.Valid, ", ")))
+				} else if aerr != nil {
+					o.log.Warn("recording a tracker answer failed", "issue_identifier", cp.Identifier, "error", aerr)
+				}
+				break
+			}
+		}
+	}
+}
+
+// commentSeen marks a comment read and reports whether it had been.
+func (o *Orchestrator) commentSeen(issueID, commentID string) bool {
+	key := issueID + "\x00" + commentID
+	o.cp.mu.Lock()
+	defer o.cp.mu.Unlock()
+	if o.cp.seen[key] {
+		return true
+	}
+	o.cp.seen[key] = true
+	return false
+}
