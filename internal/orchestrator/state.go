@@ -127,15 +127,15 @@ type workerExit struct {
 	softStop   string // "blocked", "needs-human-review" or ""
 	budgetStop string // why a budget stopped the run, "" if none
 	// awaiting is the unanswered workflow checkpoint the run stopped on, if any.
-	awaiting *store.Checkpoint
-	handedOff  bool
-	lastState  string
-	updatedAt  string
-	sessionID  string
-	turns      int
-	usage      agent.Usage
-	costUSD    float64
-	workspace  string
+	awaiting  *store.Checkpoint
+	handedOff bool
+	lastState string
+	updatedAt string
+	sessionID string
+	turns     int
+	usage     agent.Usage
+	costUSD   float64
+	workspace string
 }
 
 // Totals are the token and time totals of finished runs since the daemon started.
