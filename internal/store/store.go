@@ -1,10 +1,10 @@
 // Package store owns everything a Sortie daemon must not lose across a restart, even
 // a kill -9: run history (written when a run starts, not when it ends), the retry
 // queue, issues held for a human, the last agent session of each issue, per-run event
-// logs, and the token spend derived from the runs. It defines the Store interface and
-// the types it speaks; implementations live in subpackages (sqlite now, postgres
-// later). It makes no scheduling decisions: the orchestrator decides, the store
-// remembers.
+// logs, the token spend derived from the runs, and the workflow tools' sessions, trace
+// and checkpoints. It defines the Store interface and the types it speaks;
+// implementations live in subpackages (sqlite now, postgres later). It makes no
+// scheduling decisions: the orchestrator decides, the store remembers.
 package store
 
 import "context"
@@ -14,6 +14,8 @@ import "context"
 // Every method is safe for concurrent use. Lists are bounded by the caller's limit,
 // which must be positive.
 type Reader interface {
+	WorkflowReader
+
 	// RunsInProgress returns every run still in status running, oldest first. After a
 	// restart these are runs of a daemon that died: the caller stops their process
 	// groups and passes their ids to MarkInterrupted.
@@ -65,6 +67,7 @@ type Reader interface {
 // has already ended.
 type Store interface {
 	Reader
+	WorkflowStore
 
 	// StartRun records a run that is starting, in status running, and returns its id.
 	// Call it before spawning the agent so a crash at any later moment leaves a row.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -141,6 +142,23 @@ type CheckpointAnswer struct {
 	By           string
 	Source       string
 	At           time.Time
+}
+
+// Validate checks the fields AnswerCheckpoint needs. By may be empty (the
+// auto-advance timer).
+func (a CheckpointAnswer) Validate() error {
+	var c checks
+	c.empty("session id", a.SessionID)
+	c.empty("checkpoint id", a.CheckpointID)
+	c.empty("option", a.Option)
+	switch a.Source {
+	case AnswerDashboard, AnswerAPI, AnswerTracker, AnswerAutoAdvance:
+	default:
+		c.add(fmt.Errorf("source must be one of %s, %s, %s, %s (got %q)",
+			AnswerDashboard, AnswerAPI, AnswerTracker, AnswerAutoAdvance, a.Source))
+	}
+	c.zero("at", a.At)
+	return c.err()
 }
 
 // WorkflowReader is the read side of the workflow records.

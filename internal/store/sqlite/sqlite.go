@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -42,6 +43,10 @@ type Store struct {
 	pid  int
 
 	stmtProgress, stmtInsertEvent, stmtTrimEvents *sql.Stmt
+
+	// workflowTables is set once the database is known to be at workflowSchema or
+	// newer; see workflowTablesExist.
+	workflowTables atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error

@@ -1,0 +1,510 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"sortie/internal/store"
+)
+
+var _ store.WorkflowStore = (*Store)(nil)
+
+const traceColumns = `id, session_id, span_id, issue_id, run_id, tool, ts_ms, duration_ms, ok,
+	workflow, activity, agent_id, error, warnings, detail`
+
+const checkpointColumns = `id, session_id, issue_id, identifier, run_id, workflow, activity,
+	checkpoint_id, name, message, options, blocking, default_option, auto_advance_ms, conditional,
+	issued_at_ms, answer, answered_by, answer_source, answered_at_ms, resolution, resolved_at_ms`
+
+// sqlTrimTrace deletes every trace event of a session older than its
+// MaxTraceEventsPerSession-th newest (the third argument is MaxTraceEventsPerSession-1),
+// like sqlTrimEvents.
+const sqlTrimTrace = `DELETE FROM workflow_trace WHERE session_id = ? AND id < (
+	SELECT id FROM workflow_trace WHERE session_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`
+
+// SaveWorkflowSession implements store.WorkflowStore. UpdatedAt is the caller's: it is
+// when the token was issued.
+func (s *Store) SaveWorkflowSession(ctx context.Context, ws store.WorkflowSession) error {
+	op := fmt.Sprintf("save workflow session %q", ws.SessionID)
+	if err := s.writable(op); err != nil {
+		return err
+	}
+	if err := ws.Validate(); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO workflow_sessions (session_id, workflow, issue_id, identifier,
+		token, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET workflow = excluded.workflow, issue_id = excluded.issue_id,
+			identifier = excluded.identifier, token = excluded.token, updated_at_ms = excluded.updated_at_ms`,
+		ws.SessionID, ws.Workflow, ws.IssueID, ws.Identifier, ws.Token, toMS(ws.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return nil
+}
+
+// DeleteWorkflowSession implements store.WorkflowStore. The session's pending
+// checkpoints are deleted with it; its resolved checkpoints and its trace stay, as the
+// history of its issue. Deleting a missing session is not an error.
+func (s *Store) DeleteWorkflowSession(ctx context.Context, sessionID string) error {
+	op := fmt.Sprintf("delete workflow session %q", sessionID)
+	if err := s.writable(op); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`DELETE FROM workflow_sessions WHERE session_id = ?`,
+		`DELETE FROM checkpoints WHERE session_id = ? AND resolution = ''`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, sessionID); err != nil {
+			return fmt.Errorf("store: %s: %w", op, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return nil
+}
+
+// LoadWorkflowSessions implements store.WorkflowReader.
+func (s *Store) LoadWorkflowSessions(ctx context.Context) ([]store.WorkflowSession, error) {
+	const op = "load workflow sessions"
+	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
+		return nil, wrapOp(op, err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT session_id, workflow, issue_id, identifier, token, updated_at_ms
+		FROM workflow_sessions ORDER BY updated_at_ms, session_id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer rows.Close()
+	var out []store.WorkflowSession
+	for rows.Next() {
+		var ws store.WorkflowSession
+		var updated int64
+		if err := rows.Scan(&ws.SessionID, &ws.Workflow, &ws.IssueID, &ws.Identifier, &ws.Token, &updated); err != nil {
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+		ws.UpdatedAt = fromMS(updated)
+		out = append(out, ws)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// AppendTraceEvent implements store.WorkflowStore. The ID of e is ignored. Error is cut
+// to MaxRunErrorBytes, Detail and each warning to MaxEventMessageBytes; Duration is
+// stored in whole milliseconds.
+func (s *Store) AppendTraceEvent(ctx context.Context, e store.TraceEvent) (int64, error) {
+	op := fmt.Sprintf("append %s trace event to workflow session %q", e.Tool, e.SessionID)
+	if err := s.writable(op); err != nil {
+		return 0, err
+	}
+	if err := e.Validate(); err != nil {
+		return 0, fmt.Errorf("store: %s: %w", op, err)
+	}
+	warnings := make([]string, len(e.Warnings))
+	for i, w := range e.Warnings {
+		warnings[i] = truncate(w, store.MaxEventMessageBytes)
+	}
+	warningsJSON, err := json.Marshal(warnings)
+	if err != nil {
+		return 0, fmt.Errorf("store: %s: warnings: %w", op, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer tx.Rollback()
+	var id int64
+	err = tx.QueryRowContext(ctx, `INSERT INTO workflow_trace (session_id, span_id, issue_id, run_id, tool,
+		ts_ms, duration_ms, ok, workflow, activity, agent_id, error, warnings, detail)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		e.SessionID, e.SpanID, e.IssueID, e.RunID, e.Tool, toMS(e.TS), e.Duration.Milliseconds(), e.OK,
+		e.Workflow, e.Activity, e.AgentID, truncate(e.Error, store.MaxRunErrorBytes), string(warningsJSON),
+		truncate(e.Detail, store.MaxEventMessageBytes),
+	).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store: %s: %w", op, err)
+	}
+	if _, err := tx.ExecContext(ctx, sqlTrimTrace, e.SessionID, e.SessionID, store.MaxTraceEventsPerSession-1); err != nil {
+		return 0, fmt.Errorf("store: %s: trim: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return id, nil
+}
+
+// TraceEvents implements store.WorkflowReader.
+func (s *Store) TraceEvents(ctx context.Context, sessionID string, limit int) ([]store.TraceEvent, error) {
+	op := fmt.Sprintf("list trace of workflow session %q", sessionID)
+	return s.queryTrace(ctx, op, limit, `session_id = ?`, sessionID)
+}
+
+// RunTraceEvents implements store.WorkflowReader.
+func (s *Store) RunTraceEvents(ctx context.Context, runID int64, limit int) ([]store.TraceEvent, error) {
+	op := fmt.Sprintf("list workflow trace of run %d", runID)
+	return s.queryTrace(ctx, op, limit, `run_id = ?`, runID)
+}
+
+// queryTrace returns the newest limit trace events matching where, oldest first.
+func (s *Store) queryTrace(ctx context.Context, op string, limit int, where string, arg any) ([]store.TraceEvent, error) {
+	if err := checkLimit(op, limit); err != nil {
+		return nil, err
+	}
+	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
+		return nil, wrapOp(op, err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+traceColumns+` FROM (
+		SELECT `+traceColumns+` FROM workflow_trace WHERE `+where+` ORDER BY id DESC LIMIT ?
+	) AS newest ORDER BY id`, arg, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer rows.Close()
+	var out []store.TraceEvent
+	for rows.Next() {
+		var (
+			e            store.TraceEvent
+			ts, duration int64
+			warnings     string
+		)
+		err := rows.Scan(&e.ID, &e.SessionID, &e.SpanID, &e.IssueID, &e.RunID, &e.Tool, &ts, &duration, &e.OK,
+			&e.Workflow, &e.Activity, &e.AgentID, &e.Error, &warnings, &e.Detail)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+		e.TS = fromMS(ts)
+		e.Duration = time.Duration(duration) * time.Millisecond
+		if e.Warnings, err = fromJSONList[string](warnings); err != nil {
+			return nil, fmt.Errorf("store: %s: trace event %d: warnings: %w", op, e.ID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// ArmCheckpoints implements store.WorkflowStore. Every checkpoint must belong to
+// sessionID, and no checkpoint id may appear twice. The rows are written as armed:
+// pending, with no answer but a carried one, whatever the Answer and Resolution
+// fields of cps say. The superseded rows' resolution time is the new issuance's
+// (the earliest IssuedAt of cps), or the store's clock when cps is empty.
+//
+// Only the rows this call supersedes carry their answers over: an answer to an older
+// issuance, already resolved, is not an answer to a new one.
+func (s *Store) ArmCheckpoints(ctx context.Context, sessionID string, cps []store.Checkpoint) ([]store.Checkpoint, error) {
+	op := fmt.Sprintf("arm %d checkpoints of workflow session %q", len(cps), sessionID)
+	if err := s.writable(op); err != nil {
+		return nil, err
+	}
+	if sessionID == "" {
+		return nil, fmt.Errorf("store: %s: session id is empty", op)
+	}
+	var issued time.Time
+	seen := make(map[string]bool, len(cps))
+	for _, cp := range cps {
+		if err := cp.Validate(); err != nil {
+			return nil, fmt.Errorf("store: %s: checkpoint %q: %w", op, cp.CheckpointID, err)
+		}
+		if cp.SessionID != sessionID {
+			return nil, fmt.Errorf("store: %s: checkpoint %q belongs to workflow session %q", op, cp.CheckpointID, cp.SessionID)
+		}
+		if seen[cp.CheckpointID] {
+			return nil, fmt.Errorf("store: %s: checkpoint %q is armed twice", op, cp.CheckpointID)
+		}
+		seen[cp.CheckpointID] = true
+		if issued.IsZero() || cp.IssuedAt.Before(issued) {
+			issued = cp.IssuedAt
+		}
+	}
+	if issued.IsZero() {
+		issued = s.now()
+	}
+
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer tx.Rollback()
+	carried, err := supersedeCheckpoints(ctx, tx, sessionID, issued)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: supersede: %w", op, err)
+	}
+	out := make([]store.Checkpoint, 0, len(cps))
+	for _, cp := range cps {
+		options, err := toJSONList(cp.Options)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: checkpoint %q: options: %w", op, cp.CheckpointID, err)
+		}
+		a := carried[checkpointKey{cp.Activity, cp.CheckpointID}]
+		row, err := scanCheckpoint(tx.QueryRowContext(ctx, `INSERT INTO checkpoints (session_id, issue_id,
+			identifier, run_id, workflow, activity, checkpoint_id, name, message, options, blocking,
+			default_option, auto_advance_ms, conditional, issued_at_ms, answer, answered_by, answer_source,
+			answered_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			RETURNING `+checkpointColumns,
+			sessionID, cp.IssueID, cp.Identifier, cp.RunID, cp.Workflow, cp.Activity, cp.CheckpointID, cp.Name,
+			cp.Message, options, cp.Blocking, cp.DefaultOption, cp.AutoAdvanceMS, cp.Conditional,
+			toMS(cp.IssuedAt), a.answer, a.by, a.source, a.at))
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: checkpoint %q: %w", op, cp.CheckpointID, err)
+		}
+		out = append(out, row)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// checkpointKey is what a new issuance shares with the one it supersedes.
+type checkpointKey struct{ activity, checkpointID string }
+
+// carriedAnswer is the answer of a superseded checkpoint, as ArmCheckpoints writes it.
+type carriedAnswer struct {
+	answer, by, source string
+	at                 sql.NullInt64
+}
+
+// supersedeCheckpoints resolves every pending checkpoint of a session as superseded at
+// resolvedAt and returns the answers they had, by activity and checkpoint id.
+func supersedeCheckpoints(ctx context.Context, tx *sql.Tx, sessionID string, resolvedAt time.Time) (map[checkpointKey]carriedAnswer, error) {
+	rows, err := tx.QueryContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
+		WHERE session_id = ? AND resolution = ''
+		RETURNING id, activity, checkpoint_id, answer, answered_by, answer_source, answered_at_ms`,
+		store.ResolvedSuperseded, toMS(resolvedAt), sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	carried := map[checkpointKey]carriedAnswer{}
+	newest := map[checkpointKey]int64{}
+	for rows.Next() {
+		var (
+			id int64
+			k  checkpointKey
+			a  carriedAnswer
+		)
+		if err := rows.Scan(&id, &k.activity, &k.checkpointID, &a.answer, &a.by, &a.source, &a.at); err != nil {
+			return nil, err
+		}
+		// The pending index allows one row per checkpoint id; the newest wins should an
+		// older file hold more.
+		if a.answer != "" && id > newest[k] {
+			carried[k], newest[k] = a, id
+		}
+	}
+	return carried, rows.Err()
+}
+
+// AnswerCheckpoint implements store.WorkflowStore.
+func (s *Store) AnswerCheckpoint(ctx context.Context, a store.CheckpointAnswer) (store.Checkpoint, error) {
+	op := fmt.Sprintf("answer checkpoint %q of workflow session %q", a.CheckpointID, a.SessionID)
+	if err := s.writable(op); err != nil {
+		return store.Checkpoint{}, err
+	}
+	if err := a.Validate(); err != nil {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer tx.Rollback()
+	cp, err := scanCheckpoint(tx.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
+		WHERE session_id = ? AND checkpoint_id = ? AND resolution = ''`, a.SessionID, a.CheckpointID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: pending checkpoint %w", op, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
+	}
+	if cp.Answered() {
+		by := ""
+		if cp.AnsweredBy != "" {
+			by = " by " + cp.AnsweredBy
+		}
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w: already answered %q%s via %s at %s",
+			op, store.ErrConflict, cp.Answer, by, cp.AnswerSource, cp.AnsweredAt.Format(time.RFC3339))
+	}
+	cp, err = scanCheckpoint(tx.QueryRowContext(ctx, `UPDATE checkpoints SET answer = ?, answered_by = ?,
+		answer_source = ?, answered_at_ms = ? WHERE id = ? RETURNING `+checkpointColumns,
+		a.Option, a.By, a.Source, toMS(a.At), cp.ID))
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return cp, nil
+}
+
+// ResolveCheckpoint implements store.WorkflowStore. resolution must be one of the
+// store.Resolved* constants.
+func (s *Store) ResolveCheckpoint(ctx context.Context, sessionID, checkpointID, resolution string, at time.Time) (store.Checkpoint, error) {
+	op := fmt.Sprintf("resolve checkpoint %q of workflow session %q", checkpointID, sessionID)
+	if err := s.writable(op); err != nil {
+		return store.Checkpoint{}, err
+	}
+	var errs []error
+	if sessionID == "" {
+		errs = append(errs, errors.New("session id is empty"))
+	}
+	if checkpointID == "" {
+		errs = append(errs, errors.New("checkpoint id is empty"))
+	}
+	switch resolution {
+	case store.ResolvedOption, store.ResolvedAutoAdvance, store.ResolvedConditionNot, store.ResolvedSuperseded:
+	default:
+		errs = append(errs, fmt.Errorf("resolution must be one of %s, %s, %s, %s (got %q)", store.ResolvedOption,
+			store.ResolvedAutoAdvance, store.ResolvedConditionNot, store.ResolvedSuperseded, resolution))
+	}
+	if at.IsZero() {
+		errs = append(errs, errors.New("resolved at is zero"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
+	}
+	cp, err := scanCheckpoint(s.w.QueryRowContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
+		WHERE session_id = ? AND checkpoint_id = ? AND resolution = '' RETURNING `+checkpointColumns,
+		resolution, toMS(at), sessionID, checkpointID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: pending checkpoint %w", op, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return cp, nil
+}
+
+// PendingCheckpoints implements store.WorkflowReader.
+func (s *Store) PendingCheckpoints(ctx context.Context) ([]store.Checkpoint, error) {
+	const op = "list pending checkpoints"
+	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
+		return nil, wrapOp(op, err)
+	}
+	return s.queryCheckpoints(ctx, op, `SELECT `+checkpointColumns+` FROM checkpoints
+		WHERE resolution = '' ORDER BY issued_at_ms, id`)
+}
+
+// IssueCheckpoints implements store.WorkflowReader. Newest is by issuance order (id).
+func (s *Store) IssueCheckpoints(ctx context.Context, issueID string, limit int) ([]store.Checkpoint, error) {
+	op := fmt.Sprintf("list checkpoints of issue %q", issueID)
+	if err := checkLimit(op, limit); err != nil {
+		return nil, err
+	}
+	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
+		return nil, wrapOp(op, err)
+	}
+	return s.queryCheckpoints(ctx, op, `SELECT `+checkpointColumns+` FROM (
+		SELECT `+checkpointColumns+` FROM checkpoints WHERE issue_id = ? ORDER BY id DESC LIMIT ?
+	) AS newest ORDER BY id`, issueID, limit)
+}
+
+func (s *Store) queryCheckpoints(ctx context.Context, op, query string, args ...any) ([]store.Checkpoint, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer rows.Close()
+	var out []store.Checkpoint
+	for rows.Next() {
+		cp, err := scanCheckpoint(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanCheckpoint reads one row of checkpointColumns.
+func scanCheckpoint(sc scanner) (store.Checkpoint, error) {
+	var (
+		cp                 store.Checkpoint
+		options            string
+		issued             int64
+		answered, resolved sql.NullInt64
+	)
+	err := sc.Scan(&cp.ID, &cp.SessionID, &cp.IssueID, &cp.Identifier, &cp.RunID, &cp.Workflow, &cp.Activity,
+		&cp.CheckpointID, &cp.Name, &cp.Message, &options, &cp.Blocking, &cp.DefaultOption, &cp.AutoAdvanceMS,
+		&cp.Conditional, &issued, &cp.Answer, &cp.AnsweredBy, &cp.AnswerSource, &answered, &cp.Resolution, &resolved)
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	if cp.Options, err = fromJSONList[store.CheckpointOption](options); err != nil {
+		return store.Checkpoint{}, fmt.Errorf("checkpoint %d: options: %w", cp.ID, err)
+	}
+	cp.IssuedAt = fromMS(issued)
+	cp.AnsweredAt = fromNullMS(answered)
+	cp.ResolvedAt = fromNullMS(resolved)
+	return cp, nil
+}
+
+// toJSONList encodes a list for a JSON TEXT column; an empty list is "[]".
+func toJSONList[T any](v []T) (string, error) {
+	if len(v) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// fromJSONList decodes a JSON TEXT column; an empty list is nil, as it was written.
+func fromJSONList[T any](s string) ([]T, error) {
+	var v []T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil, err
+	}
+	if len(v) == 0 {
+		return nil, nil
+	}
+	return v, nil
+}
+
+// workflowTablesExist reports whether the database has the tables of migration
+// workflowSchema. A daemon's store always has them (Open migrates). A read-only store
+// may be reading an older database whose daemon has not restarted since this binary was
+// installed: it holds no workflow records yet, so the workflow lists are empty until that
+// daemon migrates it, which this notices on the next call.
+func (s *Store) workflowTablesExist(ctx context.Context) (bool, error) {
+	if s.workflowTables.Load() {
+		return true, nil
+	}
+	var v int
+	if err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return false, fmt.Errorf("read schema version: %w", err)
+	}
+	if v < workflowSchema {
+		return false, nil
+	}
+	s.workflowTables.Store(true)
+	return true, nil
+}
+
+// wrapOp wraps a non-nil err with the operation, the house way; nil stays nil.
+func wrapOp(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
