@@ -65,7 +65,9 @@ func (c *call) nextActivity(args json.RawMessage) (any, error) {
 
 	now := c.e.o.Now()
 	next := *p
-	next.Activity, next.Cond = act.ID, a.TransitionCondition
+	// skill is the skill loaded in the current activity: entering one starts afresh,
+	// so the skill-association check of the next transition looks at this one only.
+	next.Activity, next.Cond, next.Skill = act.ID, a.TransitionCondition, ""
 	next.Pending, next.PendingAt = nil, 0
 	var armed []store.Checkpoint
 	for _, cp := range act.Checkpoints {
@@ -78,8 +80,6 @@ func (c *call) nextActivity(args json.RawMessage) (any, error) {
 	if len(next.Pending) > 0 {
 		next.PendingAt = now.Unix()
 	}
-	// The trace segment closes before this call's own event, as upstream.
-	c.traceToken = c.e.traceToken(p.SessionID, act.ID, now)
 	rows, err := c.e.o.State.ArmCheckpoints(c.ctx, p.SessionID, armed)
 	if err != nil {
 		return nil, fail(KindStateUnavailable, "recording the activity's checkpoints failed (%v); retry next_activity with the same session_token", err)
@@ -87,6 +87,9 @@ func (c *call) nextActivity(args json.RawMessage) (any, error) {
 	if err := c.issue(next); err != nil {
 		return nil, err
 	}
+	// The trace segment closes before this call's own event, as upstream, and only
+	// once the call has succeeded, so a failed call loses no events.
+	c.traceToken = c.e.traceToken(p.SessionID, act.ID, now)
 	c.activityForLog = act.ID
 	c.detail = "→ " + act.ID
 	if p.Activity != "" {
@@ -100,9 +103,12 @@ func (c *call) nextActivity(args json.RawMessage) (any, error) {
 		body["pending_checkpoints"] = next.Pending
 		body["checkpoint_instructions"] = c.e.checkpointInstructions(next.Pending)
 	}
-	body["trace_token"] = c.traceToken
-	if len(rows) > 0 && c.e.o.Hooks.Armed != nil {
-		c.e.o.Hooks.Armed(c.caller, rows)
+	if c.traceToken != "" {
+		body["trace_token"] = c.traceToken
+	}
+	if h := c.e.o.Hooks.Armed; len(rows) > 0 && h != nil {
+		caller := c.caller
+		c.later(func() { h(caller, rows) })
 	}
 	return c.withToken(body), nil
 }
@@ -366,8 +372,9 @@ func (c *call) respondCheckpoint(args json.RawMessage) (any, error) {
 		return nil, err
 	}
 	body["remaining_checkpoints"] = next.Pending
-	if err == nil && c.e.o.Hooks.Resolved != nil {
-		c.e.o.Hooks.Resolved(c.caller, resolved)
+	if h := c.e.o.Hooks.Resolved; err == nil && h != nil {
+		caller := c.caller
+		c.later(func() { h(caller, resolved) })
 	}
 	return c.withToken(body), nil
 }

@@ -26,6 +26,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -104,6 +105,10 @@ type Engine struct {
 	mu       sync.Mutex
 	bindings map[string]binding      // sid → owner
 	segments map[string][]traceEvent // sid → events since the last trace token
+	// locks serialise the calls of one session from token check to token issue, so
+	// that two calls presenting the same token cannot both act on it (the loser
+	// would otherwise arm checkpoints or close a trace segment before failing).
+	locks map[string]*sync.Mutex
 }
 
 // binding ties a session to the issue whose agent started it (daemon mode).
@@ -142,7 +147,7 @@ func New(o Options) (*Engine, error) {
 	m := hmac.New(sha256.New, o.Key)
 	m.Write([]byte("sortie workflow trace token v1"))
 	return &Engine{o: o, sessions: ss, traceKey: m.Sum(nil), started: o.Now(),
-		bindings: map[string]binding{}, segments: map[string][]traceEvent{}}, nil
+		bindings: map[string]binding{}, segments: map[string][]traceEvent{}, locks: map[string]*sync.Mutex{}}, nil
 }
 
 // Restore reloads every persisted session, so that the newest token of each verifies
@@ -230,14 +235,29 @@ func (e *Engine) Call(ctx context.Context, c Caller, tool string, args json.RawM
 				Error: fmt.Sprintf("the %s tool failed unexpectedly; please report this as a sortie bug", tool)}}
 		}
 	}()
+	resp = e.run(cl, spec, args, start)
+	// Hooks run after the session's lock is released (Hooks: "outside the engine's
+	// locks").
+	for _, f := range cl.after {
+		f()
+	}
+	return resp
+}
+
+// run runs one call while holding its session's lock (taken by verify).
+func (e *Engine) run(cl *call, spec Spec, args json.RawMessage, start time.Time) (resp Response) {
+	defer cl.release()
 	body, err := spec.run(cl, args)
 	if err != nil {
-		ce, ok := err.(*callError)
-		if !ok {
-			ce = &callError{kind: KindInternal, msg: err.Error()}
-		}
-		if se, ok := err.(*session.Error); ok {
+		var ce *callError
+		var se *session.Error
+		switch {
+		case errors.As(err, &ce):
+		case errors.As(err, &se):
 			ce = &callError{kind: string(se.Kind), msg: se.Error()}
+		default:
+			e.o.Log.Error("workflow tool failed", "tool", cl.tool, "error", err)
+			ce = &callError{kind: KindInternal, msg: fmt.Sprintf("the %s tool failed: %v", cl.tool, err)}
 		}
 		resp = Response{IsError: true, Body: errorBody{Error: ce.msg, Kind: ce.kind}}
 	} else {
@@ -248,6 +268,33 @@ func (e *Engine) Call(ctx context.Context, c Caller, tool string, args json.RawM
 	}
 	return resp
 }
+
+// lock takes the lock of session sid for the rest of c.
+func (c *call) lock(sid string) {
+	if c.unlock != nil {
+		return
+	}
+	c.e.mu.Lock()
+	m, ok := c.e.locks[sid]
+	if !ok {
+		m = &sync.Mutex{}
+		c.e.locks[sid] = m
+	}
+	c.e.mu.Unlock()
+	m.Lock()
+	c.unlock = m.Unlock
+}
+
+// release releases the session lock c holds, if any.
+func (c *call) release() {
+	if c.unlock != nil {
+		c.unlock()
+		c.unlock = nil
+	}
+}
+
+// later runs f once the call has released its session lock.
+func (c *call) later(f func()) { c.after = append(c.after, f) }
 
 // call is one tool call in progress.
 type call struct {
@@ -263,6 +310,9 @@ type call struct {
 	traceToken     string
 	detail         string
 	activityForLog string
+
+	unlock func()   // releases the session lock, once taken
+	after  []func() // hooks to run after the lock is released
 }
 
 func (c *call) warn(format string, args ...any) {
@@ -312,7 +362,7 @@ func (c *call) verify(token string) (*workflow.Workflow, error) {
 	if token == "" {
 		return nil, fail(KindInvalidInput, "session_token: missing; pass the session_token from your most recent workflow tool response (start_session gives the first)")
 	}
-	p, err := c.e.sessions.Verify(token)
+	p, err := c.verifyLocked(token, "")
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +386,17 @@ func (c *call) verify(token string) (*workflow.Workflow, error) {
 		c.warn("version drift: %s", d.Msg)
 	}
 	return w, nil
+}
+
+// verifyLocked checks the token's signature, takes its session's lock and then
+// checks that it is the session's newest token (of workflowID, when not "").
+func (c *call) verifyLocked(token, workflowID string) (session.Payload, error) {
+	p, err := session.Parse(c.e.o.Key, token)
+	if err != nil {
+		return session.Payload{}, err
+	}
+	c.lock(p.SessionID)
+	return c.e.sessions.VerifyWorkflow(token, workflowID)
 }
 
 // gate fails while checkpoints are pending (every gated tool).

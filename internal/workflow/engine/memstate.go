@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,10 +138,15 @@ func (m *MemoryState) TraceEvents(_ context.Context, sid string, limit int) ([]s
 func (m *MemoryState) ArmCheckpoints(_ context.Context, sid string, cps []store.Checkpoint) ([]store.Checkpoint, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Supersede at the new issuance's time (the engine's clock), when there is one.
+	at := time.Now()
+	if len(cps) > 0 && !cps[0].IssuedAt.IsZero() {
+		at = cps[0].IssuedAt
+	}
 	var superseded []store.Checkpoint
 	for i := range m.checkpoints {
 		if c := &m.checkpoints[i]; c.SessionID == sid && c.Pending() {
-			c.Resolution, c.ResolvedAt = store.ResolvedSuperseded, time.Now()
+			c.Resolution, c.ResolvedAt = store.ResolvedSuperseded, at
 			superseded = append(superseded, *c)
 		}
 	}
@@ -183,8 +189,13 @@ func (m *MemoryState) PendingCheckpoints(context.Context) ([]store.Checkpoint, e
 	return out, nil
 }
 
-// Answer records a human answer (tests, and any standalone front end).
+// AnswerCheckpoint records a human answer (tests, and any standalone front end), as
+// store.WorkflowStore.AnswerCheckpoint does. The option must be one of the
+// checkpoint's: an answer the agent cannot respond with would strand it.
 func (m *MemoryState) AnswerCheckpoint(_ context.Context, a store.CheckpointAnswer) (store.Checkpoint, error) {
+	if err := a.Validate(); err != nil {
+		return store.Checkpoint{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range m.checkpoints {
@@ -194,6 +205,13 @@ func (m *MemoryState) AnswerCheckpoint(_ context.Context, a store.CheckpointAnsw
 		}
 		if c.Answered() {
 			return *c, fmt.Errorf("checkpoint %s already answered: %w", a.CheckpointID, store.ErrConflict)
+		}
+		if len(c.Options) > 0 && !slices.ContainsFunc(c.Options, func(o store.CheckpointOption) bool { return o.ID == a.Option }) {
+			ids := make([]string, len(c.Options))
+			for i, o := range c.Options {
+				ids[i] = o.ID
+			}
+			return *c, fmt.Errorf("checkpoint %s has no option %q (options: %s)", a.CheckpointID, a.Option, strings.Join(ids, ", "))
 		}
 		c.Answer, c.AnsweredBy, c.AnswerSource, c.AnsweredAt = a.Option, a.By, a.Source, a.At
 		return *c, nil

@@ -134,11 +134,12 @@ func (c *call) startSession(args json.RawMessage) (any, error) {
 		c.detail = "new session"
 		return c.withToken(body), nil
 	}
-	p, err := c.e.sessions.VerifyWorkflow(a.SessionToken, a.WorkflowID)
+	p, err := c.verifyLocked(a.SessionToken, a.WorkflowID)
 	if err != nil {
 		return nil, err
 	}
 	c.in = &p
+	c.activityForLog = p.Activity
 	c.e.mu.Lock()
 	b, known := c.e.bindings[p.SessionID]
 	c.e.mu.Unlock()

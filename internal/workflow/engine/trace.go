@@ -77,8 +77,8 @@ func (e *Engine) trace(c *call, start time.Time, resp Response) {
 	}
 	e.segments[p.SessionID] = seg
 	e.mu.Unlock()
-	if e.o.Hooks.Traced != nil {
-		e.o.Hooks.Traced(ev)
+	if h := e.o.Hooks.Traced; h != nil {
+		c.later(func() { h(ev) })
 	}
 }
 
