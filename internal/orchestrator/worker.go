@@ -575,6 +575,8 @@ func runStatus(ex workerExit, stop stopReason) (store.RunStatus, string) {
 		return store.StatusCancelled, "stopped: issue " + string(stop)
 	}
 	switch {
+	case ex.awaiting != nil:
+		return store.StatusBlocked, "waiting for a human's answer to workflow checkpoint " + ex.awaiting.CheckpointID
 	case ex.softStop == "blocked":
 		return store.StatusBlocked, "agent signalled blocked"
 	case ex.budgetStop != "":
