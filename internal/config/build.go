@@ -13,7 +13,7 @@ import (
 
 // typedKeys are the top-level keys with typed fields in Config. Every other top-level key
 // is kept in Config.Extensions.
-var typedKeys = []string{"tracker", "polling", "workspace", "hooks", "agent", "db_path", "server", "logging", "worker", "token_rates"}
+var typedKeys = []string{"tracker", "polling", "workspace", "hooks", "agent", "db_path", "server", "logging", "worker", "token_rates", "workflows"}
 
 // knownExtensionKeys are untyped top-level keys that other parts of Sortie read, so they
 // draw no unknown_key warning. Adapter blocks named after a kind are known too.
@@ -31,6 +31,7 @@ var (
 	loggingKeys   = []string{"level", "format"}
 	workerKeys    = []string{"ssh_hosts", "max_concurrent_agents_per_host", "ssh_strict_host_key_checking"}
 	tokenRateKeys = []string{"input_per_mtok", "output_per_mtok", "cache_read_per_mtok"}
+	workflowsKeys = []string{"dir", "workflow"}
 )
 
 // builder turns the decoded front matter (after environment overrides) into a Config,
@@ -305,6 +306,7 @@ func (b *builder) build(raw map[string]any) *Config {
 	b.buildLogging(cfg, raw)
 	b.buildWorker(cfg, raw)
 	b.buildTokenRates(cfg, raw)
+	b.buildWorkflows(cfg, raw)
 
 	for _, k := range sortedKeys(raw) {
 		if slices.Contains(typedKeys, k) {
@@ -690,6 +692,36 @@ func (b *builder) buildTokenRates(cfg *Config, raw map[string]any) {
 		}
 		if good {
 			cfg.TokenRates[kind] = rate
+		}
+	}
+}
+
+// buildWorkflows reads the `workflows:` section. The directory must exist when the
+// file is loaded: a library that is missing at start-up would silently leave the
+// agents without their workflow tools.
+func (b *builder) buildWorkflows(cfg *Config, raw map[string]any) {
+	sec := b.section(raw, "workflows", workflowsKeys)
+	w := &cfg.Workflows
+	if s, ok := b.str(sec, "workflows.dir"); ok {
+		if s == "" {
+			b.errorf("workflows.dir", "is empty; set it to the workflow library directory or remove the workflows section")
+		} else if p, ok := b.resolvePath("workflows.dir", s); ok {
+			switch fi, err := os.Stat(p); {
+			case err != nil && os.IsNotExist(err):
+				b.errorf("workflows.dir", "%s does not exist; create the workflow library there or fix the path (relative paths are resolved against %s)", p, b.dir)
+			case err != nil:
+				b.errorf("workflows.dir", "%v", err)
+			case !fi.IsDir():
+				b.errorf("workflows.dir", "%s is not a directory; set it to the workflow library directory", p)
+			default:
+				w.Dir = p
+			}
+		}
+	}
+	if s, ok := b.str(sec, "workflows.workflow"); ok && s != "" {
+		w.Workflow = s
+		if w.Dir == "" && !b.failed("workflows.dir") {
+			b.errorf("workflows.workflow", "needs workflows.dir: the workflow %q must come from a library", s)
 		}
 	}
 }

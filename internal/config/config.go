@@ -27,6 +27,9 @@ type Config struct {
 	Worker  WorkerConfig
 	// TokenRates holds cost-estimate rates by agent kind (for the dashboard only).
 	TokenRates map[string]TokenRate
+	// Workflows is the `workflows:` section: the workflow library the agents'
+	// workflow tools serve. Zero when absent.
+	Workflows WorkflowsConfig
 	// Extensions holds every top-level key without a typed field, unchanged: adapter
 	// blocks (`file:`, `claude-code:`, `copilot-cli:`, `mock:`), `notifications`,
 	// `reactions`, `self_review`, `ci_feedback` and unknown keys.
@@ -121,6 +124,17 @@ type WorkerConfig struct {
 	MaxConcurrentAgentsPerHost int
 	// SSHStrictHostKeyChecking is accept-new (default), yes or no.
 	SSHStrictHostKeyChecking string
+}
+
+// WorkflowsConfig is the `workflows:` section.
+type WorkflowsConfig struct {
+	// Dir is the absolute directory of the workflow library (workflows.dir: relative
+	// to WORKFLOW.md's directory, $VAR and ~ expanded). "" means no workflow tools.
+	// Load checks that it is a directory; the library itself is loaded by its user.
+	Dir string
+	// Workflow is the id of the workflow the first-turn prompt tells the agent to
+	// run; "" leaves the choice to the agent (or the prompt template).
+	Workflow string
 }
 
 // TokenRate is the price of one million tokens, in dollars, for cost estimates.

@@ -5,6 +5,7 @@ import (
 
 	"sortie/internal/mcp/tools"
 	"sortie/internal/prompt"
+	"sortie/internal/workflow/engine"
 )
 
 // Gates are the conditions under which the sidecar offers each tool
@@ -19,6 +20,10 @@ type Gates struct {
 	// set, the daemon answers the session query, and grants the capability. Offer
 	// tracker_api and notify_operator.
 	TrackerAPI, NotifyOperator bool
+	// Workflows: the daemon grants the workflows capability (it has a workflow
+	// library, workflows.dir), or the sidecar runs its own engine (--workflows).
+	// Offers the twelve workflow tools (spec/workflow-tools-api.md).
+	Workflows bool
 }
 
 // Offered returns the tools a sidecar whose gates are g registers, in registration
@@ -38,16 +43,26 @@ func Offered(g Gates) []string {
 	if g.NotifyOperator {
 		names = append(names, tools.NameNotify)
 	}
+	if g.Workflows {
+		names = append(names, engine.Names()...)
+	}
 	return names
 }
 
 // ToolDocs returns the first-turn prompt's description of each named tool, in the order
 // given; names of tools that do not exist are skipped. Tools without arguments carry no
-// schema, so the prompt stays short.
+// schema, and neither do the workflow tools (twelve schemas would crowd the prompt; the
+// agent reads them from tools/list and the workflow itself says which to call), so the
+// prompt stays short.
 func ToolDocs(names []string) []prompt.ToolDoc {
 	specs := tools.Specs()
+	workflowSpecs := engine.Specs()
 	var docs []prompt.ToolDoc
 	for _, name := range names {
+		if i := slices.IndexFunc(workflowSpecs, func(s engine.Spec) bool { return s.Name == name }); i >= 0 {
+			docs = append(docs, prompt.ToolDoc{Name: name, Description: workflowSpecs[i].Description})
+			continue
+		}
 		i := slices.IndexFunc(specs, func(s tools.Spec) bool { return s.Name == name })
 		if i < 0 {
 			continue

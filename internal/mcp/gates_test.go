@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sortie/internal/mcp/tools"
+	"sortie/internal/workflow/engine"
 )
 
 func TestOffered(t *testing.T) {
@@ -18,7 +19,9 @@ func TestOffered(t *testing.T) {
 		{Gates{Workspace: true, DB: true}, []string{"sortie_status", "workspace_history", "cost_budget"}},
 		{Gates{TrackerAPI: true}, []string{"tracker_api"}},
 		{Gates{NotifyOperator: true}, []string{"notify_operator"}},
-		{Gates{true, true, true, true}, []string{"sortie_status", "workspace_history", "cost_budget", "tracker_api", "notify_operator"}},
+		{Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: true}, []string{"sortie_status", "workspace_history", "cost_budget", "tracker_api", "notify_operator"}},
+		{Gates{Workflows: true}, engine.Names()},
+		{Gates{Workspace: true, NotifyOperator: true, Workflows: true}, append([]string{"sortie_status", "notify_operator"}, engine.Names()...)},
 	}
 	for _, tt := range tests {
 		if got := Offered(tt.g); !slices.Equal(got, tt.want) {
@@ -38,7 +41,23 @@ func TestToolDocs(t *testing.T) {
 	if docs[1].InputSchema != nil || docs[1].Description == "" {
 		t.Errorf("sortie_status doc = %+v; want a description and no schema (it takes no arguments)", docs[1])
 	}
-	if got := ToolDocs(Offered(Gates{true, true, true, true})); len(got) != len(tools.Specs()) {
-		t.Errorf("ToolDocs of every tool returned %d docs, want %d", len(got), len(tools.Specs()))
+	all := Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}
+	if got := ToolDocs(Offered(all)); len(got) != len(tools.Specs())+len(engine.Specs()) {
+		t.Errorf("ToolDocs of every tool returned %d docs, want %d", len(got), len(tools.Specs())+len(engine.Specs()))
+	}
+}
+
+// The first-turn prompt lists every workflow tool the sidecar offers, with its
+// description and without its schema.
+func TestToolDocs_WorkflowTools(t *testing.T) {
+	docs := ToolDocs(Offered(Gates{Workflows: true}))
+	specs := engine.Specs()
+	if len(docs) != len(specs) {
+		t.Fatalf("ToolDocs of the workflow tools returned %d docs, want %d", len(docs), len(specs))
+	}
+	for i, d := range docs {
+		if d.Name != specs[i].Name || d.Description != specs[i].Description || d.InputSchema != nil {
+			t.Errorf("doc %d = %+v; want %s with its description and no schema", i, d, specs[i].Name)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func sdkTool(s tools.Spec) *sdk.Tool {
 }
 
 // handler adapts t to the SDK: the envelope goes out both as the text content and as
-// structuredContent, with isError set on failures. A panicking tool answers
+// structuredContent, with isError set on failures and the tool's Meta as _meta. A panicking tool answers
 // internal_error instead of taking the session down.
 func handler(t tools.Tool, log *slog.Logger) sdk.ToolHandler {
 	name := t.Spec().Name
@@ -95,6 +95,7 @@ func toResult(out tools.Result) *sdk.CallToolResult {
 		out.IsError = true
 	}
 	return &sdk.CallToolResult{
+		Meta:              sdk.Meta(out.Meta),
 		Content:           []sdk.Content{&sdk.TextContent{Text: string(body)}},
 		StructuredContent: json.RawMessage(body),
 		IsError:           out.IsError,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,8 +24,14 @@ const (
 
 // Options configures a sidecar.
 type Options struct {
-	Env    Env
-	Config *config.Config // the loaded WORKFLOW.md (see ConfigEnv)
+	Env Env
+	// Config is the loaded WORKFLOW.md (see ConfigEnv). It may be nil only with
+	// Workflows: a standalone workflow server offers nothing else, and Env is unused.
+	Config *config.Config
+	// Workflows, when set, is this process's own workflow engine (`sortie mcp-server
+	// --workflows DIR`): the twelve workflow tools are answered by it, with a zero
+	// Caller, instead of by the daemon.
+	Workflows tools.WorkflowEngine
 	// Version is reported in serverInfo.
 	Version string
 	Log     *slog.Logger
@@ -49,13 +56,20 @@ type Sidecar struct {
 // agent socket that does not answer or does not grant a capability. It fails only on
 // programming errors; configuration errors are caught earlier by ParseEnv and
 // config.Load.
+//
+// With a local engine (Options.Workflows) the workflow tools are offered whatever the
+// daemon grants; without one, they are offered when the daemon grants the workflows
+// capability, and forwarded to it.
 func Start(ctx context.Context, o Options) (*Sidecar, error) {
-	if o.Config == nil {
-		return nil, errors.New("mcp: Start needs the loaded workflow configuration")
-	}
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Config == nil {
+		if o.Workflows == nil {
+			return nil, errors.New("mcp: Start needs the loaded workflow configuration or a workflow engine")
+		}
+		return startWorkflowsOnly(o, log), nil
 	}
 	e := o.Env
 	s := &Sidecar{}
@@ -82,7 +96,7 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 
 	var daemon *agentsock.Client
 	if e.AgentSocket == "" || e.AgentToken == "" {
-		log.Info("tracker_api and notify_operator not offered: SORTIE_AGENT_SOCKET and SORTIE_AGENT_TOKEN must both be set",
+		log.Info("tracker_api, notify_operator and the daemon's workflow tools not offered: SORTIE_AGENT_SOCKET and SORTIE_AGENT_TOKEN must both be set",
 			"socket_set", e.AgentSocket != "", "token_set", e.AgentToken != "")
 	} else {
 		daemon = agentsock.Dial(e.AgentSocket, e.AgentToken)
@@ -95,7 +109,7 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 		cancel()
 		switch {
 		case err != nil:
-			log.Warn("tracker_api and notify_operator not offered: the daemon's agent socket did not answer the session query",
+			log.Warn("tracker_api, notify_operator and the daemon's workflow tools not offered: the daemon's agent socket did not answer the session query",
 				"socket", e.AgentSocket, "error", err)
 		default:
 			if e.IssueID != "" && info.IssueID != e.IssueID {
@@ -110,7 +124,23 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 			if !s.Gates.NotifyOperator {
 				log.Info("notify_operator not offered: the daemon grants no notify_operator capability (no notification backend configured)")
 			}
+			s.Gates.Workflows = info.Capabilities.Workflows
+			if !s.Gates.Workflows && o.Workflows == nil {
+				log.Info("workflow tools not offered: the daemon grants no workflows capability (no workflows.dir configured)")
+			}
 		}
+	}
+
+	var workflowTools []tools.Tool
+	switch {
+	case o.Workflows != nil:
+		if s.Gates.Workflows {
+			log.Info("the daemon offers workflow tools too; this sidecar answers them with its own engine (--workflows)")
+		}
+		s.Gates.Workflows = true
+		workflowTools = tools.LocalWorkflows(o.Workflows)
+	case s.Gates.Workflows:
+		workflowTools = tools.DaemonWorkflows(daemon, e.ToolTimeout)
 	}
 
 	cfg := o.Config
@@ -136,7 +166,11 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 		case tools.NameNotify:
 			t = tools.NewNotify(daemon, e.ToolTimeout)
 		default:
-			panic("mcp: Offered returned " + name + ", which Start cannot build")
+			i := slices.IndexFunc(workflowTools, func(w tools.Tool) bool { return w.Spec().Name == name })
+			if i < 0 {
+				panic("mcp: Offered returned " + name + ", which Start cannot build")
+			}
+			t = workflowTools[i]
 		}
 		s.registry.Register(t)
 	}
@@ -144,6 +178,18 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 	log.Info("sortie-tools ready", "tools", s.registry.Names(), "issue_identifier", e.IssueIdentifier,
 		"run_id", e.RunID, "attempt", e.Attempt)
 	return s, nil
+}
+
+// startWorkflowsOnly is a standalone workflow server: the workflow tools of the local
+// engine and nothing else.
+func startWorkflowsOnly(o Options, log *slog.Logger) *Sidecar {
+	s := &Sidecar{Gates: Gates{Workflows: true}}
+	for _, t := range tools.LocalWorkflows(o.Workflows) {
+		s.registry.Register(t)
+	}
+	s.server = NewServer(&s.registry, o.Version, log)
+	log.Info("sortie-tools ready (workflow tools only)", "tools", s.registry.Names())
+	return s
 }
 
 // budgetOf is the per-issue budget cost_budget reports against: the one the

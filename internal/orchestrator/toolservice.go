@@ -17,8 +17,9 @@ const DefaultToolTimeout = 30 * time.Second
 
 // ToolService serves the Tier 2 agent tools over the agent socket: tracker_api with
 // the daemon's tracker and credentials, scoped to the configured project, and
-// notify_operator through the operator's notification backends. Its methods run on the
-// socket's goroutines, never on the loop.
+// notify_operator through the operator's notification backends, and the workflow tools
+// through the workflow engine. Its methods run on the socket's goroutines, never on the
+// loop.
 type ToolService struct {
 	// Config returns the current configuration (project, active states, tracker kind).
 	Config func() *config.Config

@@ -2,7 +2,9 @@
 // (spec/agent-extensions.md, spec/agent-tools-tiers.md): sortie_status,
 // workspace_history and cost_budget read local state (Tier 1); tracker_api and
 // notify_operator ask the daemon over its agent socket (Tier 2), so no credential ever
-// reaches the agent.
+// reaches the agent. The twelve workflow tools (spec/workflow-tools-api.md) wrap
+// package engine's tools: called directly standalone, forwarded over the agent socket
+// under the daemon.
 //
 // A tool here is a pure function from the agent's JSON arguments to a JSON envelope. It
 // does not decide whether it is offered (package mcp's gates do) and knows nothing of the
@@ -26,6 +28,10 @@ const (
 	// TierExternal tools reach an external service (the tracker, a notification
 	// backend) with the daemon's credentials, through the daemon's agent socket.
 	TierExternal Tier = 2
+	// TierWorkflow tools are the workflow tools API: they read the workflow library
+	// and advance a workflow session, in this process (standalone) or in the daemon
+	// (over the agent socket). They reach no external service.
+	TierWorkflow Tier = 3
 )
 
 // Tool names, as the agent calls them.
@@ -93,9 +99,12 @@ type Tool interface {
 	Call(ctx context.Context, args json.RawMessage) Result
 }
 
-// Result is a tool's answer: Body is marshalled to JSON and shown to the agent.
+// Result is a tool's answer: Body is marshalled to JSON and shown to the agent; Meta,
+// when not nil, is the result's _meta (the workflow tools' session_token, trace_token
+// and validation).
 type Result struct {
 	Body    any
+	Meta    map[string]any
 	IsError bool
 }
 

@@ -1,6 +1,8 @@
 // Package agentsock is the local channel between the daemon and the MCP sidecars its
 // agents start (`sortie mcp-server`). Tier 2 tools (tracker_api, notify_operator) need
 // the tracker's and the notification backends' credentials; those stay in the daemon.
+// The workflow tools need the daemon's workflow sessions and the humans' checkpoint
+// answers; those stay in the daemon too.
 // The sidecar sends each call over a unix socket (mode 0600, in a 0700 directory) to
 // the daemon, authenticated by a capability token that the daemon grants per agent
 // session, scopes to that session's issue and revokes when the session ends.
@@ -9,12 +11,20 @@
 // <token>`:
 //
 //	GET  /v1/session   → SessionInfo
-//	POST /v1/tracker   TrackerRequest → Reply
-//	POST /v1/notify    NotifyRequest  → Reply
+//	POST /v1/tracker   TrackerRequest  → Reply
+//	POST /v1/notify    NotifyRequest   → Reply
+//	POST /v1/workflow  WorkflowRequest → Reply whose data is a WorkflowResult
 //
 // Every answer is a Reply (status 200), except an unknown, revoked or missing token
 // (401 with a Reply whose error kind is "unauthorized") and a malformed request (400,
 // kind "invalid_input").
+//
+// A workflow call's Reply is OK whenever the daemon ran the tool, even when the tool
+// failed: the tool's own answer, success or error, is the WorkflowResult in data,
+// {"is_error": bool, "body": <JSON shown to the agent>, "meta": <its _meta>}. A Reply
+// error means the call did not reach the engine: unauthorized, invalid_input (a
+// malformed body, no tool, a body over MaxWorkflowBody) or unsupported_operation (the
+// daemon serves no workflow tools).
 package agentsock
 
 import (
@@ -48,10 +58,14 @@ type Session struct {
 	RunID      int64  `json:"run_id"`
 }
 
-// Capabilities are the Tier 2 tools the daemon can serve.
+// Capabilities are the tools the daemon can serve to sessions: the Tier 2 tools and
+// the workflow tools.
 type Capabilities struct {
 	TrackerAPI     bool `json:"tracker_api"`
 	NotifyOperator bool `json:"notify_operator"`
+	// Workflows: the daemon has a workflow library (workflows.dir) and answers
+	// POST /v1/workflow.
+	Workflows bool `json:"workflows"`
 }
 
 // SessionInfo answers GET /v1/session: who the token is for and what it may call.
@@ -75,6 +89,22 @@ type NotifyRequest struct {
 	Message  string `json:"message"`
 	Severity string `json:"severity,omitempty"` // info (default), warning, critical
 	Title    string `json:"title,omitempty"`
+}
+
+// WorkflowRequest is a workflow tool call: the tool's name and the agent's arguments,
+// unchanged (the engine checks them).
+type WorkflowRequest struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// WorkflowResult is the engine's answer to a workflow tool call: Body is the JSON
+// shown to the agent, Meta its _meta (session_token, trace_token, validation), and
+// IsError says the tool failed (Body is then {"error", "kind"}).
+type WorkflowResult struct {
+	IsError bool            `json:"is_error"`
+	Body    json.RawMessage `json:"body"`
+	Meta    map[string]any  `json:"meta,omitempty"`
 }
 
 // Reply is every answer: Data on success, Error otherwise.
@@ -109,8 +139,20 @@ type Handler interface {
 	Info() SessionInfo
 }
 
+// WorkflowHandler is the optional part of a Handler that serves the workflow tools. A
+// Handler without it answers POST /v1/workflow with unsupported_operation.
+type WorkflowHandler interface {
+	// Workflow runs tool with args for sess. The *Error is for a call the daemon
+	// cannot run at all; a tool failure is a WorkflowResult with IsError set.
+	Workflow(ctx context.Context, sess Session, tool string, args json.RawMessage) (WorkflowResult, *Error)
+}
+
 // MaxBody bounds a request body.
 const MaxBody = 64 << 10
+
+// MaxWorkflowBody bounds a POST /v1/workflow body: the agent's arguments (which the
+// sidecar bounds at 64 KiB) plus the request around them.
+const MaxWorkflowBody = MaxBody + 4<<10
 
 // Server listens on the socket and serves granted sessions.
 type Server struct {
@@ -154,6 +196,7 @@ func Listen(path string, h Handler) (*Server, error) {
 	mux.HandleFunc("GET /v1/session", s.session)
 	mux.HandleFunc("POST /v1/tracker", s.tracker)
 	mux.HandleFunc("POST /v1/notify", s.notify)
+	mux.HandleFunc("POST /v1/workflow", s.workflow)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -251,15 +294,50 @@ func (s *Server) notify(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]bool{"delivered": true}, s.h.Notify(r.Context(), sess, req))
 }
 
-// decode reads a strict JSON body: unknown fields and trailing data are invalid_input.
+func (s *Server) workflow(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	var req WorkflowRequest
+	if !decodeBounded(w, r, &req, MaxWorkflowBody) {
+		return
+	}
+	if req.Tool == "" {
+		writeReply(w, http.StatusBadRequest, Reply{Error: Errorf("invalid_input", "request body: tool is required")})
+		return
+	}
+	wh, ok := s.h.(WorkflowHandler)
+	if !ok {
+		reply(w, nil, Errorf("unsupported_operation", "this daemon serves no workflow tools"))
+		return
+	}
+	res, e := wh.Workflow(r.Context(), sess, req.Tool, req.Arguments)
+	reply(w, res, e)
+}
+
+// decode reads a strict JSON body of at most MaxBody bytes: unknown fields and
+// trailing data are invalid_input.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, MaxBody))
+	return decodeBounded(w, r, v, MaxBody)
+}
+
+// decodeBounded is decode with a bound of limit bytes; a longer body is invalid_input
+// saying so, not a truncated-JSON error.
+func decodeBounded(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil && dec.More() {
 		err = errors.New("trailing data after the JSON object")
 	}
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeReply(w, http.StatusBadRequest, Reply{Error: Errorf("invalid_input", "request body: larger than %d bytes", limit)})
+		return false
+	case err != nil:
 		writeReply(w, http.StatusBadRequest, Reply{Error: Errorf("invalid_input", "request body: %v", err)})
 		return false
 	}
@@ -359,6 +437,21 @@ func (c *Client) Tracker(ctx context.Context, req TrackerRequest) (json.RawMessa
 // Notify performs a notify_operator call, with errors as for Tracker.
 func (c *Client) Notify(ctx context.Context, req NotifyRequest) (json.RawMessage, error) {
 	return c.call(ctx, "/v1/notify", req)
+}
+
+// Workflow performs a workflow tool call. The tool's answer, failed or not, is the
+// WorkflowResult; an *Error means the daemon did not run the tool, any other error
+// that it could not be asked.
+func (c *Client) Workflow(ctx context.Context, tool string, args json.RawMessage) (WorkflowResult, error) {
+	var res WorkflowResult
+	data, err := c.call(ctx, "/v1/workflow", WorkflowRequest{Tool: tool, Arguments: args})
+	if err != nil {
+		return res, err
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return res, fmt.Errorf("the daemon's workflow answer is malformed: %w", err)
+	}
+	return res, nil
 }
 
 func (c *Client) call(ctx context.Context, path string, body any) (json.RawMessage, error) {
