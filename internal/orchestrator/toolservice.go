@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"sortie/internal/config"
 	"sortie/internal/server/agentsock"
 	"sortie/internal/tracker"
+	"sortie/internal/workflow/engine"
 )
 
 // DefaultToolTimeout bounds one Tier 2 tool call in the daemon.
@@ -37,15 +39,24 @@ type ToolService struct {
 	AgentMoved func(issueID, state string)
 	// Timeout bounds each call; 0 means DefaultToolTimeout.
 	Timeout time.Duration
+	// Workflows answers the workflow tools (*engine.Engine); nil means they are not
+	// offered.
+	Workflows WorkflowCaller
 }
 
-// Info describes the Tier 2 tools this daemon serves.
+// WorkflowCaller runs one workflow tool call for an agent session: *engine.Engine.
+type WorkflowCaller interface {
+	Call(ctx context.Context, c engine.Caller, tool string, args json.RawMessage) engine.Response
+}
+
+// Info describes the Tier 2 and workflow tools this daemon serves.
 func (t *ToolService) Info() agentsock.SessionInfo {
 	cfg := t.Config()
 	return agentsock.SessionInfo{
-		Capabilities: agentsock.Capabilities{TrackerAPI: t.Issues != nil, NotifyOperator: t.Deliver != nil},
-		TrackerKind:  cfg.Tracker.Kind,
-		Project:      cfg.Tracker.Project,
+		Capabilities: agentsock.Capabilities{TrackerAPI: t.Issues != nil, NotifyOperator: t.Deliver != nil,
+			Workflows: t.Workflows != nil},
+		TrackerKind: cfg.Tracker.Kind,
+		Project:     cfg.Tracker.Project,
 	}
 }
 
@@ -186,6 +197,22 @@ func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req ag
 	return nil
 }
 
+// Workflow runs a workflow tool for the session the token names: the engine binds the
+// workflow sessions an agent starts to its issue. The call is bounded by Timeout.
+func (t *ToolService) Workflow(ctx context.Context, sess agentsock.Session, tool string, args json.RawMessage) (agentsock.WorkflowResult, *agentsock.Error) {
+	if t.Workflows == nil {
+		return agentsock.WorkflowResult{}, agentsock.Errorf("unsupported_operation", "this daemon serves no workflow tools (workflows.dir is not configured)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	defer cancel()
+	resp := t.Workflows.Call(ctx, engine.Caller{IssueID: sess.IssueID, Identifier: sess.Identifier, RunID: sess.RunID}, tool, args)
+	body, err := json.Marshal(resp.Body)
+	if err != nil {
+		return agentsock.WorkflowResult{}, agentsock.Errorf("internal_error", "encoding the %s answer: %v", tool, err)
+	}
+	return agentsock.WorkflowResult{IsError: resp.IsError, Body: body, Meta: resp.Meta}, nil
+}
+
 // trackerError maps a tracker failure to the tool's error kinds; a call that ran out
 // of time is a transport error (spec).
 func trackerError(err error) *agentsock.Error {
@@ -236,4 +263,7 @@ func toIssueJSON(is tracker.Issue) issueJSON {
 	return j
 }
 
-var _ agentsock.Handler = (*ToolService)(nil)
+var (
+	_ agentsock.Handler         = (*ToolService)(nil)
+	_ agentsock.WorkflowHandler = (*ToolService)(nil)
+)
