@@ -1,10 +1,13 @@
 package session
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // signRaw signs arbitrary payload JSON the way Sign does, to reach the
@@ -66,4 +69,68 @@ func TestSign_RejectsEmptyPendingID(t *testing.T) {
 	if _, err := Sign(nil, Payload{}); err == nil {
 		t.Fatal("Sign accepted an empty key")
 	}
+}
+
+// FuzzParse checks the token verifier on its own: it never panics, a token
+// verifies only under the key that signed it, and Sign then Parse returns the
+// payload signed.
+func FuzzParse(f *testing.F) {
+	otherKey := bytes.Repeat([]byte{2}, KeySize)
+	good, _ := Sign(testKey, Payload{Workflow: "w", Version: "1.0.0", SessionID: "s", Pending: []string{"cp"}, PendingAt: 5})
+	for _, seed := range []string{good, signRaw(validJSON), "", ".", "a.b", good + "x", strings.ToUpper(good)} {
+		f.Add(seed, "w", "act", "s", uint64(3), "cp")
+	}
+	f.Fuzz(func(t *testing.T, token, wf, act, sid string, seq uint64, pending string) {
+		p, err := Parse(testKey, token)
+		if err == nil {
+			body, sig, _ := strings.Cut(token, ".")
+			if mac(testKey, body) != sig {
+				t.Fatalf("Parse accepted %q without its key's signature", token)
+			}
+			if _, err := Parse(otherKey, token); err == nil {
+				t.Fatalf("token %q verified under two keys", token)
+			}
+			if again, err := Sign(testKey, p); err != nil {
+				t.Fatalf("Sign(parsed %+v): %v", p, err)
+			} else if q, err := Parse(testKey, again); err != nil || !reflect.DeepEqual(p, q) {
+				t.Fatalf("re-signed %+v parses as %+v, %v", p, q, err)
+			}
+		} else {
+			var e *Error
+			if !errors.As(err, &e) || (e.Kind != KindMalformed && e.Kind != KindBadSignature) {
+				t.Fatalf("Parse error %v is not malformed or bad signature", err)
+			}
+		}
+		// Payload strings come from JSON (tool arguments, library files), so they
+		// are valid UTF-8; encoding/json would replace anything else.
+		for _, s := range []string{wf, act, sid, pending} {
+			if !utf8.ValidString(s) {
+				return
+			}
+		}
+		in := Payload{Workflow: wf, Activity: act, SessionID: sid, Seq: seq, TS: int64(seq >> 1), Pending: []string{}}
+		if pending != "" {
+			in.Pending = []string{pending}
+		}
+		tok, err := Sign(testKey, in)
+		if err != nil {
+			t.Fatalf("Sign(%+v): %v", in, err)
+		}
+		out, err := Parse(testKey, tok)
+		if len(tok) > MaxTokenLen {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("over-long token: %v", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Parse(Sign(%+v)): %v", in, err)
+		}
+		if !reflect.DeepEqual(in, out) {
+			t.Fatalf("round trip %+v → %+v", in, out)
+		}
+		if _, err := Parse(otherKey, tok); !errors.Is(err, ErrBadSignature) {
+			t.Fatalf("token verified under another key: %v", err)
+		}
+	})
 }
