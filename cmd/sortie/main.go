@@ -84,6 +84,9 @@ Usage:
                                       database when no daemon answers
   sortie mcp-server --workflow PATH   the sortie-tools MCP server (stdio) that agent CLIs
                                       start from .sortie/mcp.json; not run by hand
+  sortie mcp-server --workflows DIR [--state-dir DIR]
+                                      serve the workflow tools of the library in DIR to
+                                      any MCP client (stdio), with their own state
   sortie version                      print the version
   sortie help                         print this help
 

@@ -6,25 +6,39 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sortie/internal/config"
 	"sortie/internal/mcp"
+	"sortie/internal/workflow"
+	"sortie/internal/workflow/engine"
+	"sortie/internal/workflow/session"
 )
 
-// cmdMCPServer runs `sortie mcp-server --workflow PATH`: the sortie-tools MCP server an
-// agent CLI starts from .sortie/mcp.json. MCP flows over stdin and stdout; logs go to
-// stderr. It is configured only by its environment (the env block the daemon wrote) and
-// the workflow, and exits 0 when the agent closes stdin.
+// Files of a standalone workflow server's state directory.
+const (
+	workflowKeyFile   = "workflow.key"  // the HMAC key of its session and trace tokens
+	workflowStateFile = "sessions.json" // the newest token of each session
+)
+
+// cmdMCPServer runs `sortie mcp-server`: with --workflow PATH, the sortie-tools MCP
+// server an agent CLI starts from .sortie/mcp.json; with --workflows DIR, a standalone
+// server of the workflow tools for any MCP client, with its own state; with both, both
+// sets. MCP flows over stdin and stdout; logs go to stderr. It exits 0 when the client
+// closes stdin.
 func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	workflow := fs.String("workflow", "", "absolute path of the WORKFLOW.md the session runs under (required)")
+	workflowPath := fs.String("workflow", "", "absolute path of the WORKFLOW.md the session runs under (required unless --workflows is given)")
+	libraryDir := fs.String("workflows", "", "serve the workflow tools standalone, from the workflow library in this directory")
+	stateDir := fs.String("state-dir", "", "with --workflows: where the session key and sessions are kept\n(default $XDG_STATE_HOME/sortie/workflows, else ~/.local/state/sortie/workflows)")
 	if err := fs.Parse(args); err != nil {
 		return parseErrorCode(err)
 	}
@@ -32,11 +46,15 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "sortie mcp-server: unexpected argument %q; the workflow is given with --workflow\n", fs.Arg(0))
 		return exitUsage
-	case *workflow == "":
-		fmt.Fprintln(stderr, "sortie mcp-server: --workflow is required (the absolute WORKFLOW.md path; the daemon writes it into .sortie/mcp.json)")
+	case *workflowPath == "" && *libraryDir == "":
+		fmt.Fprintln(stderr, "sortie mcp-server: --workflow is required (the absolute WORKFLOW.md path; the daemon writes it into .sortie/mcp.json), "+
+			"unless --workflows DIR serves the workflow tools standalone")
 		return exitUsage
-	case !filepath.IsAbs(*workflow):
-		fmt.Fprintf(stderr, "sortie mcp-server: --workflow must be an absolute path (got %q): the agent starts the sidecar in its workspace\n", *workflow)
+	case *workflowPath != "" && !filepath.IsAbs(*workflowPath):
+		fmt.Fprintf(stderr, "sortie mcp-server: --workflow must be an absolute path (got %q): the agent starts the sidecar in its workspace\n", *workflowPath)
+		return exitUsage
+	case *stateDir != "" && *libraryDir == "":
+		fmt.Fprintln(stderr, "sortie mcp-server: --state-dir is only used with --workflows DIR")
 		return exitUsage
 	}
 	fail := func(format string, a ...any) int {
@@ -44,15 +62,22 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		return exitFailure
 	}
 
-	env, err := mcp.ParseEnv(os.Getenv)
-	if err != nil {
-		return fail("%v", err)
+	var (
+		env mcp.Env
+		cfg *config.Config
+		err error
+	)
+	level, format := config.DefaultLogLevel, config.DefaultLogFormat
+	if *workflowPath != "" {
+		if env, err = mcp.ParseEnv(os.Getenv); err != nil {
+			return fail("%v", err)
+		}
+		if cfg, err = config.Load(*workflowPath, config.Options{Env: mcp.ConfigEnv(os.LookupEnv)}); err != nil {
+			return fail("%v", err)
+		}
+		level, format = cfg.Logging.Level, cfg.Logging.Format
 	}
-	cfg, err := config.Load(*workflow, config.Options{Env: mcp.ConfigEnv(os.LookupEnv)})
-	if err != nil {
-		return fail("%v", err)
-	}
-	log, err := newLogger(stderr, cfg.Logging.Level, cfg.Logging.Format)
+	log, err := newLogger(stderr, level, format)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -60,7 +85,15 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sidecar, err := mcp.Start(ctx, mcp.Options{Env: env, Config: cfg, Version: version, Log: log})
+	opts := mcp.Options{Env: env, Config: cfg, Version: version, Log: log}
+	if *libraryDir != "" {
+		eng, err := standaloneEngine(ctx, *libraryDir, *stateDir, log)
+		if err != nil {
+			return fail("%v", err)
+		}
+		opts.Workflows = eng
+	}
+	sidecar, err := mcp.Start(ctx, opts)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -71,6 +104,80 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		return fail("%v", err)
 	}
 	return exitOK
+}
+
+// standaloneEngine loads the workflow library in dir and starts an engine over the
+// state in stateDir ("" for the default): the key file, created on first use, and the
+// sessions file, so a restarted server still accepts each session's newest token.
+// There are no humans to answer checkpoints: an option_id response only has to wait
+// the minimum response time.
+func standaloneEngine(ctx context.Context, dir, stateDir string, log *slog.Logger) (*engine.Engine, error) {
+	lib, err := workflow.LoadLibrary(dir)
+	if err != nil {
+		var le *workflow.LoadError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("--workflows %s: %d problem(s) in the workflow library:\n%s", dir, len(le.Problems), problemList(le.Problems))
+		}
+		return nil, fmt.Errorf("--workflows: %w", err)
+	}
+	for _, w := range lib.Warnings() {
+		log.Warn("workflow library", "problem", w.String())
+	}
+	if stateDir == "" {
+		if stateDir, err = defaultWorkflowStateDir(); err != nil {
+			return nil, err
+		}
+	}
+	key, err := session.LoadOrCreateKey(filepath.Join(stateDir, workflowKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("--state-dir: %w", err)
+	}
+	state, err := engine.NewMemoryState(filepath.Join(stateDir, workflowStateFile))
+	if err != nil {
+		return nil, fmt.Errorf("--state-dir: %w", err)
+	}
+	eng, err := engine.New(engine.Options{
+		Library: func() *workflow.Library { return lib },
+		Key:     key,
+		State:   state,
+		Humans:  false,
+		Now:     time.Now,
+		Log:     log.With("component", "workflows"),
+		Version: version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.Restore(ctx); err != nil {
+		return nil, err
+	}
+	log.Info("workflow library loaded", "dir", lib.Dir(), "workflows", len(lib.Workflows()), "state_dir", stateDir)
+	return eng, nil
+}
+
+// problemList formats library problems one to a line.
+func problemList(ps []workflow.Problem) string {
+	var out string
+	for i, p := range ps {
+		if i > 0 {
+			out += "\n"
+		}
+		out += "  " + p.String()
+	}
+	return out
+}
+
+// defaultWorkflowStateDir is $XDG_STATE_HOME/sortie/workflows, else
+// ~/.local/state/sortie/workflows (the XDG base directory default).
+func defaultWorkflowStateDir() (string, error) {
+	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "sortie", "workflows"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the workflow state directory: %w; pass --state-dir", err)
+	}
+	return filepath.Join(home, ".local", "state", "sortie", "workflows"), nil
 }
 
 // nopWriteCloser keeps the transport from closing stdout, which the process owns.

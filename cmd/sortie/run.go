@@ -150,7 +150,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		return fail("%v", err)
 	}
 	defer st.Close()
-	tools, sock, err := startAgentTools(cfg, watcher.Current, trk, notifier)
+	tools, sock, err := startAgentTools(cfg, watcher.Current, trk, notifier, nil)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -321,13 +321,17 @@ type agentTools struct {
 
 // startAgentTools opens the agent socket next to the database and prepares what every
 // session gets: the sortie-tools MCP entry (this binary), the socket's capability
-// tokens and the first-turn tool list (docs/agent-tools.md).
-func startAgentTools(cfg *config.Config, current func() *config.Config, trk tracker.Tracker, n *notify.Notifier) (agentTools, *agentsock.Server, error) {
+// tokens and the first-turn tool list (docs/agent-tools.md). wf, when not nil, answers
+// the workflow tools (workflows.dir), which are then offered to every session.
+func startAgentTools(cfg *config.Config, current func() *config.Config, trk tracker.Tracker, n *notify.Notifier, wf orchestrator.WorkflowCaller) (agentTools, *agentsock.Server, error) {
 	dbPath, err := filepath.Abs(cfg.DBPath)
 	if err != nil {
 		return agentTools{}, nil, err
 	}
 	svc := &orchestrator.ToolService{Config: current, Issues: trk}
+	if wf != nil {
+		svc.Workflows = wf
+	}
 	if n.Enabled() {
 		svc.Deliver = func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) error {
 			return n.Send(ctx, notify.Notification{Event: notify.EventAgent, Severity: req.Severity, Title: req.Title,
@@ -346,7 +350,7 @@ func startAgentTools(cfg *config.Config, current func() *config.Config, trk trac
 		sock.Close()
 		return agentTools{}, nil, fmt.Errorf("finding this executable for the agents' MCP server: %w", err)
 	}
-	offered := mcp.Offered(mcp.Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: n.Enabled()})
+	offered := mcp.Offered(mcp.Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: n.Enabled(), Workflows: wf != nil})
 	return agentTools{svc: svc, ext: orchestrator.Extensions{
 		Executable: exe, DBPath: dbPath, Socket: sock, PromptTools: mcp.ToolDocs(offered),
 	}}, sock, nil
