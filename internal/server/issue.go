@@ -39,6 +39,9 @@ type issueBody struct {
 	// RecentEventsRunID names that run (null when the issue has no run yet).
 	RecentEvents      []eventJSON `json:"recent_events"`
 	RecentEventsRunID *int64      `json:"recent_events_run_id"`
+	// Workflow is what structured workflows did for the issue: its checkpoint
+	// decisions and its runs' activity paths (empty lists without workflows).
+	Workflow issueWorkflowJSON `json:"workflow"`
 }
 
 type workspaceJSON struct {
@@ -70,7 +73,8 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.snapshotTime(snap)
-	out := issueBody{Identifier: id, Status: issueIdle, Runs: []runJSON{}, RecentEvents: []eventJSON{}}
+	out := issueBody{Identifier: id, Status: issueIdle, Runs: []runJSON{}, RecentEvents: []eventJSON{},
+		Workflow: issueWorkflowJSON{Checkpoints: []decisionJSON{}, Runs: []activityPathJSON{}}}
 	known := false
 	// Decide the status from the most to the least active; an issue is in at most one
 	// of running and retrying, but may also be held.
@@ -78,7 +82,7 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 		if h := snap.Held[i]; h.Identifier == id {
 			known, out.Hold, out.IssueID = true, &h, h.IssueID
 			out.Status = issueHeld
-			if h.Reason == holdBlocked || h.Reason == holdHumanReview {
+			if waitsForAnswer(h.Reason) {
 				out.Status = issueAwaitingInput
 			}
 		}
@@ -127,6 +131,13 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		out.Runs = runsOf(runs, s.now())
+		if wh, ok := s.opts.Runs.(WorkflowHistory); ok {
+			out.Workflow, err = issueWorkflow(r.Context(), wh, out.IssueID, runs)
+			if err != nil {
+				s.storeFailed(w, r, err)
+				return
+			}
+		}
 	}
 	if !known {
 		notFound()

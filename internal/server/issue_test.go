@@ -138,3 +138,117 @@ func TestIssue_SnapshotUnavailableIs503(t *testing.T) {
 	f.sched.err = orchestrator.ErrNotRunning
 	wantError(t, f.get(t, "/api/v1/PROJ-1"), http.StatusServiceUnavailable, codeSnapshotUnavailable)
 }
+
+// The workflow block: the issue's checkpoint decisions and, per run, the activities
+// its agent entered, read from a real store seeded through its methods.
+func TestIssue_WorkflowBlockHasDecisionsAndActivityPaths(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	f.sched.set(func(s *orchestrator.Snapshot) {
+		s.Held = []orchestrator.HeldView{{IssueID: "id-8", Identifier: "PROJ-8", Reason: "awaiting_input",
+			Message: "waiting for approve-plan", State: "In Progress", Since: t0.Add(-time.Minute)}}
+	})
+	first := seedRun(t, f.st, "id-8", "PROJ-8", 1, t0.Add(-time.Hour), &store.RunEnd{Status: store.StatusSucceeded, EndedAt: t0.Add(-50 * time.Minute)})
+	second := seedRun(t, f.st, "id-8", "PROJ-8", 1, t0.Add(-40*time.Minute), &store.RunEnd{Status: store.StatusSucceeded, EndedAt: t0.Add(-30 * time.Minute)})
+	seedRun(t, f.st, "id-8", "PROJ-8", 1, t0.Add(-20*time.Minute), &store.RunEnd{Status: store.StatusSucceeded, EndedAt: t0.Add(-10 * time.Minute)}) // no workflow calls
+
+	const sid = "wf-sess-8"
+	if err := f.st.SaveWorkflowSession(ctx, store.WorkflowSession{SessionID: sid, Workflow: "work-package", IssueID: "id-8",
+		Identifier: "PROJ-8", Token: "tok", UpdatedAt: t0.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	span := 0
+	trace := func(run int64, tool, activity string, ok bool) {
+		t.Helper()
+		span++
+		_, err := f.st.AppendTraceEvent(ctx, store.TraceEvent{SessionID: sid, SpanID: fmt.Sprint("span-", span), IssueID: "id-8",
+			RunID: run, Tool: tool, TS: t0.Add(time.Duration(span-100) * time.Minute), OK: ok, Workflow: "work-package", Activity: activity})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	trace(first, "start_session", "", true)
+	trace(first, "next_activity", "plan", true)
+	trace(first, "get_skill", "plan", true)
+	trace(first, "next_activity", "implement", false) // refused: the checkpoint was pending
+	trace(first, "respond_checkpoint", "plan", true)
+	trace(first, "next_activity", "implement", true)
+	trace(second, "next_activity", "verify", true)
+	trace(second, "next_activity", "implement", true)
+
+	cps, err := f.st.ArmCheckpoints(ctx, sid, []store.Checkpoint{{SessionID: sid, IssueID: "id-8", Identifier: "PROJ-8", RunID: first,
+		Workflow: "work-package", Activity: "plan", CheckpointID: "approve-plan", Name: "Approve the plan", Message: "OK?",
+		Options: []store.CheckpointOption{{ID: "approve", Label: "Approve"}}, Blocking: true, IssuedAt: t0.Add(-58 * time.Minute)}})
+	if err != nil || len(cps) != 1 {
+		t.Fatalf("ArmCheckpoints = %v, %v", cps, err)
+	}
+	if _, err := f.st.AnswerCheckpoint(ctx, store.CheckpointAnswer{SessionID: sid, CheckpointID: "approve-plan", Option: "approve",
+		By: "alice", Source: store.AnswerDashboard, At: t0.Add(-55 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.ResolveCheckpoint(ctx, sid, "approve-plan", store.ResolvedOption, t0.Add(-54*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	var got issueBody
+	decode(t, f.get(t, "/api/v1/PROJ-8"), &got)
+	if got.Status != issueAwaitingInput {
+		t.Errorf("status = %q, want awaiting_input for an issue held as awaiting_input", got.Status)
+	}
+	wf := got.Workflow
+	if len(wf.Checkpoints) != 1 {
+		t.Fatalf("workflow.checkpoints = %+v, want the one decision", wf.Checkpoints)
+	}
+	d := wf.Checkpoints[0]
+	if d.CheckpointID != "approve-plan" || d.Activity != "plan" || d.Answer != "approve" || d.AnsweredBy != "alice" ||
+		d.Source != "dashboard" || d.AnsweredAt == nil || !d.AnsweredAt.Equal(t0.Add(-55*time.Minute)) ||
+		d.Resolution != store.ResolvedOption || d.ResolvedAt == nil || d.RunID != first {
+		t.Errorf("decision = %+v, want approve-plan answered approve by alice via dashboard, resolved option, in run %d", d, first)
+	}
+	want := []activityPathJSON{
+		{RunID: second, Workflow: "work-package", Activities: []string{"verify", "implement"}},
+		{RunID: first, Workflow: "work-package", Activities: []string{"plan", "implement"}},
+	}
+	if fmt.Sprint(wf.Runs) != fmt.Sprint(want) {
+		t.Errorf("workflow.runs = %+v,\nwant %+v (newest run first; runs without workflow calls left out)", wf.Runs, want)
+	}
+}
+
+func TestIssue_WorkflowBlockIsEmptyListsWithoutWorkflows(t *testing.T) {
+	f := newFixture(t, nil)
+	f.sched.snap = stateSnapshot()
+	body := f.get(t, "/api/v1/PROJ-1").Body.String()
+	if !strings.Contains(body, `"workflow":{"checkpoints":[],"runs":[]}`) {
+		t.Errorf("body lacks an empty workflow block:\n%s", body)
+	}
+}
+
+func TestActivityPath_KeepsTheLastActivities(t *testing.T) {
+	var events []store.TraceEvent
+	for i := range pathActivities + 5 {
+		events = append(events, store.TraceEvent{Tool: "next_activity", OK: true, Workflow: "w", Activity: fmt.Sprint("a", i)})
+	}
+	tests := []struct {
+		name      string
+		events    []store.TraceEvent
+		cut       bool
+		wantOK    bool
+		wantLen   int
+		wantFirst string
+		wantTrunc bool
+	}{
+		{"none entered", []store.TraceEvent{{Tool: "start_session", OK: true}, {Tool: "next_activity", OK: false, Activity: "plan"}}, false, false, 0, "", false},
+		{"short", events[:3], false, true, 3, "a0", false},
+		{"the read was cut", events[:3], true, true, 3, "a0", true},
+		{"too long", events, false, true, pathActivities, "a5", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, ok := activityPath(1, tt.events, tt.cut)
+			if ok != tt.wantOK || len(p.Activities) != tt.wantLen || p.Truncated != tt.wantTrunc ||
+				(tt.wantLen > 0 && p.Activities[0] != tt.wantFirst) {
+				t.Errorf("activityPath = %+v, %v; want ok %v, %d activities from %q, truncated %v", p, ok, tt.wantOK, tt.wantLen, tt.wantFirst, tt.wantTrunc)
+			}
+		})
+	}
+}

@@ -25,7 +25,13 @@ const (
 	codeHistoryUnavailable  = "history_unavailable"  // 503: no run history is wired in
 	codeEventsUnavailable   = "events_unavailable"   // 503: no live feed is wired in
 	codeRefreshUnavailable  = "refresh_unavailable"  // 503: no refresh is wired in
-	codeStoreError          = "store_error"          // 500: reading run history failed
+	codeStoreError          = "store_error"          // 500: reading run history (or recording an answer) failed
+
+	codeInvalidBody            = "invalid_body"            // 400: a request body is malformed or out of bounds
+	codeCheckpointNotFound     = "checkpoint_not_found"    // 404: the issue has no such pending checkpoint
+	codeCheckpointAnswered     = "checkpoint_answered"     // 409: the checkpoint has an answer already
+	codeInvalidOption          = "invalid_option"          // 422: the answer is not one of the checkpoint's options
+	codeCheckpointsUnavailable = "checkpoints_unavailable" // 503: structured workflows are off
 )
 
 // errorBody is the error envelope.

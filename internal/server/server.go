@@ -68,8 +68,14 @@ type Options struct {
 	// RateLimits reports the tracker API's budget (tracker.RateLimiter), shown in
 	// /api/v1/state. Optional.
 	RateLimits func() []tracker.RateLimit
-	// Runs is the run history (a store.Reader satisfies it).
+	// Runs is the run history (a store.Reader satisfies it). When it also has the
+	// workflow records (WorkflowHistory, which a store.Reader has), the issue detail
+	// shows its checkpoint decisions and its runs' activity paths.
 	Runs Runs
+	// Checkpoints records humans' answers to workflow checkpoints (the orchestrator
+	// satisfies it). Without it POST /api/v1/{identifier}/checkpoints/{checkpoint_id}
+	// answers 503 checkpoints_unavailable.
+	Checkpoints CheckpointAnswerer
 	// Hub is the live feed of GET /api/v1/events; wire Hub.Publish as the
 	// orchestrator's Activity hook.
 	Hub *Hub
@@ -229,6 +235,7 @@ func (s *Server) routes() http.Handler {
 	api.Handle("/api/v1/events", methods(s.handleEvents, http.MethodGet))
 	api.Handle("/api/v1/refresh", methods(s.handleRefresh, http.MethodPost))
 	api.Handle("/api/v1/{identifier}", methods(s.handleIssue, http.MethodGet))
+	api.Handle("/api/v1/{identifier}/checkpoints/{checkpoint_id}", methods(s.handleAnswer, http.MethodPost))
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no API route "+r.URL.Path+"; see docs/api.md")
 	})

@@ -15,7 +15,14 @@ import (
 const (
 	holdBlocked     = "blocked"
 	holdHumanReview = "needs_human_review"
+	// holdAwaiting is an issue parked on an unanswered workflow checkpoint.
+	holdAwaiting = "awaiting_input"
 )
+
+// waitsForAnswer reports whether issues held for reason wait for a human's answer.
+func waitsForAnswer(reason string) bool {
+	return reason == holdBlocked || reason == holdHumanReview || reason == holdAwaiting
+}
 
 // stateBody is GET /api/v1/state: stateHead, the running sessions, stateTail. It is
 // encoded in parts (appendState) and decoded whole (tests, clients).
@@ -34,15 +41,19 @@ type stateHead struct {
 }
 
 type stateTail struct {
-	Retrying      []retryJSON             `json:"retrying"`
-	AwaitingInput []awaitingJSON          `json:"awaiting_input"`
-	Held          []orchestrator.HeldView `json:"held"`
-	Totals        orchestrator.Totals     `json:"totals"`
-	Workflow      workflowJSON            `json:"workflow"`
-	LastPollAt    *time.Time              `json:"last_poll_at"`
-	LastPollOK    bool                    `json:"last_poll_ok"`
-	LastError     string                  `json:"last_error"`
-	Draining      bool                    `json:"draining"`
+	Retrying      []retryJSON    `json:"retrying"`
+	AwaitingInput []awaitingJSON `json:"awaiting_input"`
+	// Checkpoints are every pending workflow checkpoint, answered or not, of held and
+	// running issues alike, oldest first: a running issue's can be answered before
+	// its agent's turn ends.
+	Checkpoints []checkpointJSON        `json:"checkpoints"`
+	Held        []orchestrator.HeldView `json:"held"`
+	Totals      orchestrator.Totals     `json:"totals"`
+	Workflow    workflowJSON            `json:"workflow"`
+	LastPollAt  *time.Time              `json:"last_poll_at"`
+	LastPollOK  bool                    `json:"last_poll_ok"`
+	LastError   string                  `json:"last_error"`
+	Draining    bool                    `json:"draining"`
 	// RateLimits is the tracker API's budget as its last response said, [] for a
 	// tracker without one (tracker.RateLimiter).
 	RateLimits []tracker.RateLimit `json:"rate_limits"`
@@ -130,19 +141,36 @@ type awaitingJSON struct {
 	Question   string    `json:"question"`
 	State      string    `json:"state"`
 	Since      time.Time `json:"since"`
+	// Checkpoint is the workflow checkpoint asked, with the options and the URL that
+	// answer it; null for the holds whose agent stopped itself.
+	Checkpoint *checkpointJSON `json:"checkpoint"`
 }
 
-// awaitingInput lists the issues that wait for a human's answer, oldest first. Today
-// these are the holds whose agent stopped itself (blocked, needs_human_review), and
-// the question is what the agent wrote. Checkpoints of structured workflows
-// (spec/workflow-tools-api.md) belong here too: when the snapshot carries them, add
-// one entry per pending checkpoint with its question (and the fields to answer it).
-func awaitingInput(snap orchestrator.Snapshot) []awaitingJSON {
+// awaitingInput lists the questions that wait for a human's answer, in the order of
+// the holds (oldest first): the holds whose agent stopped itself (blocked,
+// needs_human_review), whose question is what the agent wrote, and one entry per
+// unanswered checkpoint of each issue held as awaiting_input. An awaiting_input hold
+// whose checkpoints are all answered is resuming and asks nothing more.
+func awaitingInput(snap orchestrator.Snapshot, cps []checkpointJSON) []awaitingJSON {
 	out := []awaitingJSON{}
 	for _, h := range snap.Held {
-		if h.Reason == holdBlocked || h.Reason == holdHumanReview {
+		switch h.Reason {
+		case holdBlocked, holdHumanReview:
 			out = append(out, awaitingJSON{IssueID: h.IssueID, Identifier: h.Identifier, Reason: h.Reason,
 				Question: h.Message, State: h.State, Since: h.Since})
+		case holdAwaiting:
+			for i := range cps {
+				c := &cps[i]
+				if c.Answer != "" || (c.IssueID != h.IssueID && (c.IssueID != "" || c.Identifier != h.Identifier)) {
+					continue
+				}
+				q := c.Message
+				if q == "" {
+					q = c.Name
+				}
+				out = append(out, awaitingJSON{IssueID: h.IssueID, Identifier: h.Identifier, Reason: h.Reason,
+					Question: q, State: h.State, Since: h.Since, Checkpoint: c})
+			}
 		}
 	}
 	return out
@@ -196,8 +224,9 @@ func stateParts(snap orchestrator.Snapshot, now time.Time, version, workflowPath
 	if !snap.StartedAt.IsZero() {
 		head.UptimeSeconds = seconds(now.Sub(snap.StartedAt))
 	}
+	cps := checkpointsOf(snap.Checkpoints)
 	tail := stateTail{
-		Retrying: make([]retryJSON, len(snap.Retrying)), AwaitingInput: awaitingInput(snap),
+		Retrying: make([]retryJSON, len(snap.Retrying)), AwaitingInput: awaitingInput(snap, cps), Checkpoints: cps,
 		Held: snap.Held, Totals: snap.Totals, Workflow: workflowJSON{Path: workflowPath},
 		LastPollAt: optTime(snap.LastPollAt), LastPollOK: snap.LastPollOK, LastError: snap.LastError,
 		Draining: snap.Draining,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sortie/internal/orchestrator"
+	"sortie/internal/store"
 )
 
 // stateSnapshot has two running sessions, an overdue and a future retry, and holds of
@@ -121,7 +122,7 @@ func TestState_EmptySchedulerHasEmptyListsNotNull(t *testing.T) {
 	f.sched.snap = orchestrator.Snapshot{GeneratedAt: t0, WorkflowError: "config: tracker.kind: missing"}
 	w := f.get(t, "/api/v1/state")
 	body := w.Body.String()
-	for _, want := range []string{`"running":[]`, `"retrying":[]`, `"awaiting_input":[]`, `"held":[]`, `"last_poll_at":null`,
+	for _, want := range []string{`"running":[]`, `"retrying":[]`, `"awaiting_input":[]`, `"checkpoints":[]`, `"held":[]`, `"last_poll_at":null`,
 		`"reload_error":"config: tracker.kind: missing"`, `"slots_free":0`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body lacks %s:\n%s", want, body)
@@ -144,4 +145,61 @@ func TestState_SnapshotUnavailableIs503(t *testing.T) {
 			t.Errorf("message = %q, want it to say the scheduler did not answer within 1ms", e.Message)
 		}
 	})
+}
+
+// An issue held as awaiting_input gets one awaiting_input entry per unanswered
+// checkpoint; checkpoints lists every pending one, a running issue's included.
+func TestState_AwaitingInputAsksEachUnansweredCheckpoint(t *testing.T) {
+	f := newFixture(t, nil)
+	snap := stateSnapshot()
+	snap.Held = append(snap.Held, orchestrator.HeldView{IssueID: "id-8", Identifier: "PROJ-8", Reason: "awaiting_input",
+		Message: "waiting for approve-plan", State: "In Progress", Since: t0.Add(-2 * time.Minute)})
+	plan := planCheckpoint()
+	answered := planCheckpoint()
+	answered.ID, answered.CheckpointID, answered.Name = 8, "confirm-scope", "Confirm the scope"
+	answered.Answer, answered.AnsweredBy, answered.AnswerSource, answered.AnsweredAt = "approve", "alice", store.AnswerDashboard, t0.Add(-time.Minute)
+	// PROJ-1 is running: its checkpoint is not awaiting input (yet) but can be answered.
+	running := planCheckpoint()
+	running.ID, running.IssueID, running.Identifier, running.Blocking = 9, "id-1", "PROJ-1", false
+	running.DefaultOption, running.AutoAdvanceAt = "approve", t0.Add(time.Minute)
+	snap.Checkpoints = []orchestrator.CheckpointView{plan, answered, running}
+	f.sched.snap = snap
+
+	var got stateBody
+	decode(t, f.get(t, "/api/v1/state"), &got)
+	if got.Counts.AwaitingInput != 3 || len(got.AwaitingInput) != 3 {
+		t.Fatalf("awaiting_input has %d entries (count %d), want 3: two holds and PROJ-8's unanswered checkpoint\n%+v",
+			len(got.AwaitingInput), got.Counts.AwaitingInput, got.AwaitingInput)
+	}
+	q := got.AwaitingInput[2]
+	if q.Identifier != "PROJ-8" || q.Reason != "awaiting_input" || q.Question != plan.Message || q.State != "In Progress" ||
+		!q.Since.Equal(t0.Add(-2*time.Minute)) || q.Checkpoint == nil {
+		t.Fatalf("awaiting_input[2] = %+v, want PROJ-8's approve-plan question", q)
+	}
+	want := checkpointJSON{IssueID: "id-8", Identifier: "PROJ-8", SessionID: "sess-wf-8", Workflow: "work-package", Activity: "plan",
+		CheckpointID: "approve-plan", Name: "Approve the plan", Message: plan.Message, Options: plan.Options, Blocking: true,
+		IssuedAt: t0.Add(-3 * time.Minute), AnswerURL: "/api/v1/PROJ-8/checkpoints/approve-plan"}
+	if !reflect.DeepEqual(*q.Checkpoint, want) {
+		t.Errorf("awaiting_input[2].checkpoint = %+v,\nwant %+v", *q.Checkpoint, want)
+	}
+	if got.AwaitingInput[0].Checkpoint != nil {
+		t.Errorf("a blocked hold's entry has checkpoint %+v, want null", got.AwaitingInput[0].Checkpoint)
+	}
+	if len(got.Checkpoints) != 3 {
+		t.Fatalf("checkpoints has %d entries, want all 3 pending", len(got.Checkpoints))
+	}
+	if c := got.Checkpoints[1]; c.Answer != "approve" || c.AnsweredBy != "alice" || c.AnswerSource != "dashboard" || c.AnsweredAt == nil {
+		t.Errorf("checkpoints[1] = %+v, want answered approve by alice via dashboard", c)
+	}
+	if c := got.Checkpoints[2]; c.Identifier != "PROJ-1" || c.AutoAdvanceAt == nil || !c.AutoAdvanceAt.Equal(t0.Add(time.Minute)) || c.DefaultOption != "approve" {
+		t.Errorf("checkpoints[2] = %+v, want PROJ-1's auto-advancing checkpoint", c)
+	}
+
+	// The raw shape: times not yet come are null, never year 1.
+	body := f.get(t, "/api/v1/state").Body.String()
+	for _, want := range []string{`"checkpoint":null`, `"auto_advance_at":null`, `"answered_at":null`, `"answer_url":"/api/v1/PROJ-8/checkpoints/approve-plan"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("state lacks %s", want)
+		}
+	}
 }
