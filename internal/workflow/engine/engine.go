@@ -237,11 +237,21 @@ func (e *Engine) Call(ctx context.Context, c Caller, tool string, args json.RawM
 	}()
 	resp = e.run(cl, spec, args, start)
 	// Hooks run after the session's lock is released (Hooks: "outside the engine's
-	// locks").
+	// locks"). A panicking hook must not turn a call whose token was issued into an
+	// error: the agent would be left without its newest token.
 	for _, f := range cl.after {
-		f()
+		e.runHook(tool, f)
 	}
 	return resp
+}
+
+func (e *Engine) runHook(tool string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.o.Log.Error("workflow hook panicked", "tool", tool, "panic", fmt.Sprint(r))
+		}
+	}()
+	f()
 }
 
 // run runs one call while holding its session's lock (taken by verify).

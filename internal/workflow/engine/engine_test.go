@@ -1,14 +1,17 @@
 package engine
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"sortie/internal/store"
 	"sortie/internal/workflow"
 	"sortie/internal/workflow/session"
 )
@@ -309,4 +312,69 @@ func TestNew_RequiresLibraryStateKey(t *testing.T) {
 			t.Fatalf("New(%+v) succeeded", o)
 		}
 	}
+}
+
+// failingState fails the operations named in fail.
+type failingState struct {
+	*MemoryState
+	fail map[string]bool
+}
+
+var errBroken = errors.New("disk on fire")
+
+func (f *failingState) ArmCheckpoints(ctx context.Context, sid string, cps []store.Checkpoint) ([]store.Checkpoint, error) {
+	if f.fail["arm"] {
+		return nil, errBroken
+	}
+	return f.MemoryState.ArmCheckpoints(ctx, sid, cps)
+}
+
+func (f *failingState) ResolveCheckpoint(ctx context.Context, sid, id, res string, at time.Time) (store.Checkpoint, error) {
+	if f.fail["resolve"] {
+		return store.Checkpoint{}, errBroken
+	}
+	return f.MemoryState.ResolveCheckpoint(ctx, sid, id, res, at)
+}
+
+func (f *failingState) SaveWorkflowSession(ctx context.Context, s store.WorkflowSession) error {
+	if f.fail["save"] {
+		return errBroken
+	}
+	return f.MemoryState.SaveWorkflowSession(ctx, s)
+}
+
+func TestStateFailures_CallCanBeRetried(t *testing.T) {
+	mem, _ := NewMemoryState("")
+	fs := &failingState{MemoryState: mem, fail: map[string]bool{}}
+	h := newHarness(t, writeLibrary(t, flowFiles), func(o *Options) { o.State = fs })
+	h.start("flow")
+	h.ok(ToolGetSkills, obj{})
+
+	fs.fail["arm"] = true
+	h.err(ToolNextActivity, obj{"activity_id": "start"}, KindStateUnavailable)
+	fs.fail["arm"] = false
+	m := h.ok(ToolNextActivity, obj{"activity_id": "start"}) // the same token still works
+	p, err := h.e.parseTraceToken(m["trace_token"].(string))
+	if err != nil || !slices.Equal(eventNames(p.Events), []string{ToolStartSession, ToolGetSkills, ToolNextActivity}) {
+		t.Fatalf("trace token after a failed next_activity: %+v, %v", p, err)
+	}
+
+	h.clk.Advance(3 * time.Second)
+	fs.fail["resolve"] = true
+	h.err(ToolRespondCheckpoint, obj{"checkpoint_id": "go", "option_id": "approve"}, KindStateUnavailable)
+	fs.fail["resolve"] = false
+	h.ok(ToolRespondCheckpoint, obj{"checkpoint_id": "go", "option_id": "approve"})
+
+	// A failed save is logged, not returned: the call succeeds in memory.
+	fs.fail["save"] = true
+	h.ok(ToolGetSkills, obj{})
+}
+
+func TestHooks_PanicDoesNotLoseTheToken(t *testing.T) {
+	h := newHarness(t, writeLibrary(t, flowFiles), func(o *Options) {
+		o.Hooks.Armed = func(Caller, []store.Checkpoint) { panic("hook bug") }
+	})
+	h.start("flow")
+	h.ok(ToolNextActivity, obj{"activity_id": "start"})
+	h.ok(ToolGetCheckpoint, obj{"activity_id": "start", "checkpoint_id": "go"})
 }

@@ -176,15 +176,22 @@ func TestConcurrentCallsWithOneToken_OnlyOneAdvances(t *testing.T) {
 		}()
 	}
 	okN := 0
+	var winner Response
 	for range n {
 		if r := <-results; !r.IsError {
 			okN++
+			winner = r
 		} else if k := r.Body.(errorBody).Kind; k != "token_stale" {
 			t.Errorf("loser's error kind %q, want token_stale", k)
 		}
 	}
 	if okN != 1 {
 		t.Fatalf("%d calls with one token succeeded, want 1", okN)
+	}
+	// The losers closed no trace segment: the winner's token covers start_session.
+	p, err := h.e.parseTraceToken(winner.Meta["trace_token"].(string))
+	if err != nil || !slices.Equal(eventNames(p.Events), []string{ToolStartSession}) {
+		t.Fatalf("winner's trace token %+v, %v: want the start_session event", p, err)
 	}
 	// The losers armed nothing: one issuance of go.
 	rows, _ := h.st.PendingCheckpoints(context.Background())
