@@ -46,15 +46,15 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "sortie mcp-server: unexpected argument %q; the workflow is given with --workflow\n", fs.Arg(0))
 		return exitUsage
+	case *stateDir != "" && *libraryDir == "":
+		fmt.Fprintln(stderr, "sortie mcp-server: --state-dir is only used with --workflows DIR")
+		return exitUsage
 	case *workflowPath == "" && *libraryDir == "":
 		fmt.Fprintln(stderr, "sortie mcp-server: --workflow is required (the absolute WORKFLOW.md path; the daemon writes it into .sortie/mcp.json), "+
 			"unless --workflows DIR serves the workflow tools standalone")
 		return exitUsage
 	case *workflowPath != "" && !filepath.IsAbs(*workflowPath):
 		fmt.Fprintf(stderr, "sortie mcp-server: --workflow must be an absolute path (got %q): the agent starts the sidecar in its workspace\n", *workflowPath)
-		return exitUsage
-	case *stateDir != "" && *libraryDir == "":
-		fmt.Fprintln(stderr, "sortie mcp-server: --state-dir is only used with --workflows DIR")
 		return exitUsage
 	}
 	fail := func(format string, a ...any) int {

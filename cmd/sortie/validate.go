@@ -2,14 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"sortie/internal/config"
 	"sortie/internal/prompt"
 	"sortie/internal/tracker"
+	"sortie/internal/workflow"
 )
 
 // validation is the JSON form of `sortie validate --format json`.
@@ -51,6 +54,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		if _, err := tracker.New(trackerConfig(cfg)); err != nil {
 			problems = append(problems, trackerProblem(err))
 		}
+		problems = append(problems, libraryProblems(cfg.Workflows)...)
 	}
 	v := validation{Path: path, Errors: []config.Problem{}, Warnings: []config.Problem{}}
 	for _, p := range problems {
@@ -107,4 +111,41 @@ func trackerProblem(err error) config.Problem {
 		field, msg = f, rest
 	}
 	return config.Problem{Severity: config.SeverityError, Check: "tracker", Field: field, Message: msg}
+}
+
+// libraryProblems loads the workflow library of workflows.dir, as the daemon will, and
+// returns each of its problems and warnings under workflows.dir, and an error when
+// workflows.workflow names a workflow the library does not have.
+func libraryProblems(w config.WorkflowsConfig) []config.Problem {
+	if w.Dir == "" {
+		return nil
+	}
+	const check = "workflows"
+	lib, err := workflow.LoadLibrary(w.Dir)
+	if err != nil {
+		var le *workflow.LoadError
+		if !errors.As(err, &le) {
+			return []config.Problem{{Severity: config.SeverityError, Check: check, Field: "workflows.dir", Message: err.Error()}}
+		}
+		var ps []config.Problem
+		for _, p := range le.Problems {
+			ps = append(ps, config.Problem{Severity: config.SeverityError, Check: check, Field: "workflows.dir", Message: p.String()})
+		}
+		return ps
+	}
+	var ps []config.Problem
+	for _, p := range lib.Warnings() {
+		ps = append(ps, config.Problem{Severity: config.SeverityWarning, Check: check, Field: "workflows.dir", Message: p.String()})
+	}
+	if w.Workflow != "" {
+		var ids []string
+		for _, wf := range lib.Workflows() { // not meta: it holds skills, not a workflow to run
+			ids = append(ids, wf.ID)
+		}
+		if !slices.Contains(ids, w.Workflow) {
+			ps = append(ps, config.Problem{Severity: config.SeverityError, Check: check, Field: "workflows.workflow",
+				Message: fmt.Sprintf("%q is not a workflow of the library in %s (it has: %s)", w.Workflow, w.Dir, strings.Join(ids, ", "))})
+		}
+	}
+	return ps
 }
