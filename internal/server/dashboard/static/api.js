@@ -37,6 +37,33 @@ export async function getJSON(path, signal) {
   return body;
 }
 
+// postJSON sends body as JSON to path and decodes the JSON answer, like getJSON. The
+// X-Sortie-Client header tells the daemon the request comes from the dashboard (it
+// records checkpoint answers with source "dashboard").
+export async function postJSON(path, body) {
+  let res;
+  try {
+    res = await fetch(path, {
+      method: 'POST', cache: 'no-store', body: JSON.stringify(body),
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json', 'X-Sortie-Client': 'dashboard' },
+    });
+  } catch {
+    throw new APIError(0, 'unreachable', 'the daemon is not answering');
+  }
+  if (res.status === 401) throw new AuthError('a token is required');
+  let data = null;
+  try {
+    data = await res.json();
+  } catch {
+    // a proxy's HTML error page, or an empty body
+  }
+  if (!res.ok) {
+    const e = data && data.error ? data.error : {};
+    throw new APIError(res.status, e.code, e.message || `HTTP ${res.status} from ${path}`);
+  }
+  return data || {};
+}
+
 // serverClock follows the offset between this browser's clock and the daemon's, so
 // countdowns agree with the daemon even when the two clocks do not.
 export const serverClock = {
@@ -53,7 +80,7 @@ export const serverClock = {
 // The activity kinds the daemon streams (the SSE event names). "dropped" says the
 // stream skipped some activities because this page fell behind.
 export const KINDS = ['dispatch', 'agent_event', 'turn', 'run_finished', 'handoff', 'retry',
-  'hold', 'poll', 'reconcile', 'reload_error', 'dropped'];
+  'hold', 'checkpoint', 'poll', 'reconcile', 'reload_error', 'dropped'];
 
 // normalize gives an activity one shape whichever way the daemon spelled it: the agent
 // event's fields in snake_case (Go field names are accepted too), and the duration as

@@ -36,6 +36,10 @@ export function describe(a) {
     }
     case 'hold':
       return row('hold', `held (${String(a.result || 'hold').replace(/_/g, ' ')})` + (a.message ? `: ${a.message}` : ''), 'warn');
+    case 'checkpoint': {
+      const tone = { armed: 'warn', answered: 'ok', resolved: 'info' }[a.result] || '';
+      return row('checkpoint', `checkpoint ${a.result || ''}` + (a.message ? `: ${a.message}` : ''), tone);
+    }
     case 'reconcile':
       return row('reconcile', `${a.result || 'reconciled'}` + (a.message ? `: ${a.message}` : ''), 'info');
     default:

@@ -6,9 +6,10 @@ import { getJSON, serverClock, Poller, APIError } from './api.js';
 import { Feed, FeedView, describe, describeRecent } from './feed.js';
 import { SessionCard } from './session.js';
 import { runsTable } from './runs.js';
+import { Answers, checkpointCard, workflowPanel } from './checkpoint.js';
 
 const FEED_ROWS = 200;
-const STATE_KINDS = new Set(['dispatch', 'turn', 'run_finished', 'handoff', 'retry', 'hold', 'reconcile', 'dropped']);
+const STATE_KINDS = new Set(['dispatch', 'turn', 'run_finished', 'handoff', 'retry', 'hold', 'checkpoint', 'reconcile', 'dropped']);
 
 export function startIssue(main, ctx, identifier) {
   const head = el('div', { class: 'issue-head' },
@@ -20,19 +21,32 @@ export function startIssue(main, ctx, identifier) {
   h1.append(statusBadge, titleEl);
 
   const now = el('section', { class: 'panel', id: 'now' }, el('h2', {}, 'Now'));
+  // The questions are drawn apart from the rest, and only when they change, so a
+  // half-typed name or a hovered button survives the refreshes.
+  const questions = el('div', { class: 'questions' });
   const nowBody = el('div', {});
-  now.append(nowBody);
+  now.append(questions, nowBody);
+  const workflowBody = el('div', {});
+  const workflow = el('section', { class: 'panel', id: 'workflow', hidden: true }, el('h2', {}, 'Workflow'), workflowBody);
   const feed = new Feed(FEED_ROWS);
   const feedView = new FeedView(feed, 'No events yet. New ones appear here as they happen.');
   const eventsFrom = el('span', { class: 'count' });
   const events = el('section', { class: 'panel', id: 'events' }, el('h2', {}, 'Events ', eventsFrom), feedView.node);
   const runsBody = el('div', {});
   const runs = el('section', { class: 'panel', id: 'runs' }, el('h2', {}, 'Runs'), runsBody);
-  main.replaceChildren(head, now, events, runs);
+  main.replaceChildren(head, now, workflow, events, runs);
 
   let issueID = '';
   let detail = null;
-  let awaiting = null;
+  let awaiting = null; // the issue's hold with a question (blocked, needs_human_review)
+  let checkpoints = []; // the issue's pending workflow checkpoints
+  let running = false;
+  let questionsSig = '';
+  let workflowSig = '';
+  const answers = new Answers(() => renderQuestions(true), () => {
+    ctx.refreshState();
+    detailPoll.kick();
+  });
   let card = null;
   let loadedRecent = false;
 
@@ -48,9 +62,31 @@ export function startIssue(main, ctx, identifier) {
   });
 
   ctx.onState((s) => {
-    awaiting = (s.awaiting_input || []).find((q) => q.issue_identifier === identifier) || null;
+    awaiting = (s.awaiting_input || []).find((q) => q.issue_identifier === identifier && !q.checkpoint) || null;
+    checkpoints = (s.checkpoints || []).filter((c) => c.issue_identifier === identifier);
+    running = (s.running || []).some((r) => r.issue_identifier === identifier);
+    renderQuestions(false);
     if (detail) renderNow();
   });
+
+  function renderQuestions(force) {
+    const sig = JSON.stringify([awaiting, checkpoints, running]) + answers.version;
+    if (!force && sig === questionsSig) return;
+    questionsSig = sig;
+    const parts = checkpoints.map((c) => checkpointCard(c, answers, {
+      showIssue: false,
+      note: running ? 'Its agent is still working: answer now and it continues with this answer after its turn.' : '',
+    }));
+    if (awaiting) {
+      parts.push(el('article', { class: 'question' },
+        el('header', {}, el('strong', {}, 'Waiting for an answer'), badge(awaiting.reason || 'input'),
+          el('span', { class: 'muted' }, 'since ', timeEl(parseTime(awaiting.since)))),
+        el('p', { class: 'question-text' }, awaiting.question || '(the agent asked no explicit question)'),
+        el('p', { class: 'muted small' }, 'Answer on the tracker: a comment or a change of the issue lifts the hold.')));
+    }
+    questions.replaceChildren(...parts);
+    tickAll(questions);
+  }
 
   async function loadDetail() {
     try {
@@ -84,6 +120,13 @@ export function startIssue(main, ctx, identifier) {
       }
     }
     renderNow();
+    const sig = JSON.stringify(detail.workflow || null);
+    if (sig !== workflowSig) {
+      workflowSig = sig;
+      const parts = workflowPanel(detail.workflow);
+      workflow.hidden = !parts;
+      workflowBody.replaceChildren(...(parts || []));
+    }
     const list = detail.runs || [];
     runsBody.replaceChildren(list.length ? runsTable(list, { showIssue: false }) : el('p', { class: 'empty' }, 'No runs yet.'));
     tickAll(runsBody);
@@ -99,16 +142,6 @@ export function startIssue(main, ctx, identifier) {
       else card.update(d.running);
       parts.push(card.node);
     } else card = null;
-    if (awaiting) {
-      const soon = 'answering arrives with structured workflows';
-      parts.push(el('article', { class: 'question' },
-        el('header', {}, el('strong', {}, 'Waiting for an answer'), badge(awaiting.reason || 'input'),
-          el('span', { class: 'muted' }, 'since ', timeEl(parseTime(awaiting.since)))),
-        el('p', { class: 'question-text' }, awaiting.question || '(the agent asked no explicit question)'),
-        el('div', { class: 'answers', title: soon },
-          el('button', { type: 'button', disabled: true, title: soon }, 'Approve'),
-          el('button', { type: 'button', disabled: true, title: soon }, 'Answer…'))));
-    }
     if (d.retry) {
       const r = d.retry;
       parts.push(el('div', { class: 'sub' }, el('h3', {}, 'Retry'), table(['Attempt', 'Kind', 'Due', 'Error'], [[
@@ -123,7 +156,7 @@ export function startIssue(main, ctx, identifier) {
         badge(h.reason || 'held'), el('span', { class: 'err' }, clip(h.message || '—', 400)), h.state || '—',
         timeEl(since, agoText(since, serverClock.now()))]])));
     }
-    if (!d.running && !awaiting && !d.retry && !d.hold) {
+    if (!d.running && !awaiting && !checkpoints.length && !d.retry && !d.hold) {
       const last = (d.runs || [])[0];
       parts.push(el('p', { class: 'empty' }, d.status === 'idle' || !d.status
         ? 'Nothing is running for this issue' : `Status: ${String(d.status).replace(/_/g, ' ')}`,

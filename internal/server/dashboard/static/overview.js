@@ -7,6 +7,7 @@ import { Feed, describe } from './feed.js';
 import { SessionCard } from './session.js';
 import { bucketize, usageChart, legend } from './chart.js';
 import { runsTable } from './runs.js';
+import { Answers, checkpointCard } from './checkpoint.js';
 
 const FEED_ROWS = 50; // kept per session
 const FEEDS_KEPT = 200; // sessions whose feeds are kept (the newest)
@@ -16,7 +17,7 @@ const STATUSES = ['running', 'succeeded', 'handed_off', 'blocked', 'budget_exhau
   'timed_out', 'stalled', 'cancelled', 'interrupted'];
 // Activities after which the state has changed in a way the page shows.
 // "dropped": the stream skipped activities, so the page may have missed a change.
-const STATE_KINDS = new Set(['dispatch', 'turn', 'run_finished', 'handoff', 'retry', 'hold', 'poll', 'reconcile', 'reload_error', 'dropped']);
+const STATE_KINDS = new Set(['dispatch', 'turn', 'run_finished', 'handoff', 'retry', 'hold', 'checkpoint', 'poll', 'reconcile', 'reload_error', 'dropped']);
 
 function panel(id, title, ...content) {
   const count = el('span', { class: 'count' });
@@ -129,7 +130,7 @@ export function startOverview(main, ctx) {
     setText(cardEls.runningSub, (c.max_agents ? `of ${c.max_agents} · ` : '') + `${fmtDuration(t.seconds_running || 0)} agent time`);
 
     renderRunning(s.running || []);
-    renderAwaiting(s.awaiting_input || []);
+    renderAwaiting(s);
     renderRetrying(s.retrying || []);
     // An issue that waits for an answer is shown once, under Awaiting input.
     const asked = new Set((s.awaiting_input || []).map((q) => q.issue_id));
@@ -170,19 +171,41 @@ export function startOverview(main, ctx) {
     }
   }
 
-  function renderAwaiting(list) {
-    setText(awaiting.count, list.length ? `(${list.length})` : '');
-    if (!list.length) return awaitingBody.replaceChildren(el('p', { class: 'empty' }, 'No issue is waiting for an answer.'));
-    const soon = 'answering arrives with structured workflows';
-    awaitingBody.replaceChildren(...list.map((q) => el('article', { class: 'question' },
+  // Awaiting input: the holds whose agent asked a question, and every pending workflow
+  // checkpoint (a running issue's too: it can be answered before the turn ends). Drawn
+  // again only when something changed, so a half-typed name or a hovered button stays.
+  let awaitingSig = '';
+  let lastState = null;
+  const answers = new Answers(() => lastState && renderAwaiting(lastState), () => ctx.refreshState());
+  function renderAwaiting(s) {
+    lastState = s;
+    const list = s.awaiting_input || [];
+    const running = new Set((s.running || []).map((r) => r.issue_id));
+    const asked = new Set(list.filter((q) => q.checkpoint).map((q) => answers.key(q.checkpoint)));
+    const others = (s.checkpoints || []).filter((c) => !asked.has(answers.key(c)));
+    const sig = JSON.stringify([list, others, [...running]]) + answers.version;
+    if (sig === awaitingSig) return;
+    awaitingSig = sig;
+    const n = list.length + others.filter((c) => !c.answer).length;
+    setText(awaiting.count, n ? `(${n})` : '');
+    if (!list.length && !others.length) return awaitingBody.replaceChildren(el('p', { class: 'empty' }, 'No issue is waiting for an answer.'));
+    awaitingBody.replaceChildren(
+      ...list.map((q) => (q.checkpoint ? checkpointCard(q.checkpoint, answers, { since: q.since }) : heldQuestion(q))),
+      ...others.map((c) => checkpointCard(c, answers, {
+        note: running.has(c.issue_id) ? 'Its agent is still working: answer now and it continues with this answer after its turn.' : '',
+      })));
+    tickNow(awaitingBody);
+  }
+
+  // heldQuestion is a hold whose agent stopped itself with a question: it is answered on
+  // the tracker, not here.
+  function heldQuestion(q) {
+    return el('article', { class: 'question' },
       el('header', {}, issueLink(q.issue_identifier), badge(q.reason || 'input'),
         el('span', { class: 'muted' }, 'waiting ', el('span', { dataset: { since: q.since || '' } }, '—'))),
       el('p', { class: 'question-text' }, q.question || '(the agent asked no explicit question)'),
       q.state ? el('div', { class: 'muted small' }, `tracker state: ${q.state}`) : null,
-      el('div', { class: 'answers', title: soon },
-        el('button', { type: 'button', disabled: true, title: soon }, 'Approve'),
-        el('button', { type: 'button', disabled: true, title: soon }, 'Answer…')))));
-    tickNow(awaitingBody);
+      el('p', { class: 'muted small' }, 'Answer on the tracker: a comment or a change of the issue lifts the hold.'));
   }
 
   function renderRetrying(list) {
