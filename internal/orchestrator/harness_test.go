@@ -131,6 +131,7 @@ type harnessOptions struct {
 	ext          Extensions
 	alert        func(context.Context, Alert) error
 	activity     func(Activity)
+	checkpoints  bool // Options.Checkpoints is the harness's store
 }
 
 func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
@@ -180,6 +181,9 @@ func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
 		Alert:                 ho.alert,
 		Activity:              ho.activity,
 	})
+	if err == nil && ho.checkpoints {
+		h.orch.opts.Checkpoints = st
+	}
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

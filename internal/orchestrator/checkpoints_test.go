@@ -1,0 +1,261 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sortie/internal/config"
+	"sortie/internal/store"
+	"sortie/internal/testkit/faketracker"
+	"sortie/internal/tracker"
+	"sortie/internal/workflow/engine"
+)
+
+// armOnFirstTurn makes the first turn of ident's first run end with checkpoint cp
+// pending, as if its agent had entered the checkpoint's activity through the workflow
+// tools, and records the session's newest token.
+func armOnFirstTurn(t *testing.T, h *harness, ident string, cp store.Checkpoint) {
+	t.Helper()
+	var once sync.Once
+	h.agent.afterTurn = func(id string, turn int) {
+		if id != ident {
+			return
+		}
+		once.Do(func() {
+			ctx := context.Background()
+			if err := h.st.SaveWorkflowSession(ctx, store.WorkflowSession{SessionID: cp.SessionID, Workflow: cp.Workflow,
+				IssueID: cp.IssueID, Identifier: cp.Identifier, Token: "tok-" + cp.SessionID, UpdatedAt: h.clk.Now()}); err != nil {
+				t.Errorf("SaveWorkflowSession: %v", err)
+			}
+			rows, err := h.st.ArmCheckpoints(ctx, cp.SessionID, []store.Checkpoint{cp})
+			if err != nil {
+				t.Errorf("ArmCheckpoints: %v", err)
+				return
+			}
+			h.orch.CheckpointsArmed(engine.Caller{IssueID: cp.IssueID, Identifier: cp.Identifier}, rows)
+		})
+	}
+}
+
+// awaitComment waits until a comment of issue id contains substr; comments are posted
+// in the background.
+func awaitComment(t *testing.T, h *harness, id, substr string) tracker.Issue {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	changed := h.trk.Watch(ctx)
+	for {
+		is, _ := h.trk.Issue(id)
+		for _, c := range is.Comments {
+			if strings.Contains(c.Body, substr) {
+				return is
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("no comment of %s contains %q: %+v", id, substr, is.Comments)
+		}
+	}
+}
+
+func approvePlan(id string) store.Checkpoint {
+	return store.Checkpoint{SessionID: "sid-" + id, IssueID: id, Identifier: id, Workflow: "work-package", Activity: "approve-plan",
+		CheckpointID: "approve-plan", Name: "Approve the plan", Message: "Is the plan in .sortie/plan.md good?",
+		Options:  []store.CheckpointOption{{ID: "approve", Label: "Approve"}, {ID: "revise", Label: "Revise", Description: "say why in a comment"}},
+		Blocking: true, IssuedAt: faketracker.Epoch}
+}
+
+func checkpointConfig(t *testing.T) *config.Config {
+	return testConfig(t, func(c *config.Config) {
+		c.Agent.MaxTurns = 3
+		c.Tracker.HandoffState = "Human Review"
+	})
+}
+
+// TestCheckpoint_UnansweredCheckpointParksTheIssueUntilAnAPIAnswerResumesIt walks the
+// whole flow with an answer through AnswerCheckpoint (the API and dashboard's path).
+func TestCheckpoint_UnansweredCheckpointParksTheIssueUntilAnAPIAnswerResumesIt(t *testing.T) {
+	var alertsMu sync.Mutex
+	var alerts []Alert
+	h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true,
+		alert: func(_ context.Context, a Alert) error {
+			alertsMu.Lock()
+			alerts = append(alerts, a)
+			alertsMu.Unlock()
+			return nil
+		}})
+	h.trk.Put(issue("CP-1", "Todo"))
+	armOnFirstTurn(t, h, "CP-1", approvePlan("CP-1"))
+	h.start()
+
+	o := h.awaitStep(StepExit, "CP-1")
+	held, ok := heldOf(o.Snapshot, "CP-1")
+	if !ok || held.Reason != holdAwaiting {
+		t.Fatalf("after the run: %s; want CP-1 held as awaiting_input", describe(o.Snapshot))
+	}
+	if !strings.Contains(held.Message, "Is the plan in .sortie/plan.md good?") || !strings.Contains(held.Message, "approve (Approve)") {
+		t.Errorf("hold message = %q, want the question and the options", held.Message)
+	}
+	if len(o.Snapshot.Checkpoints) != 1 || o.Snapshot.Checkpoints[0].CheckpointID != "approve-plan" || o.Snapshot.Checkpoints[0].Answer != "" {
+		t.Errorf("snapshot checkpoints = %+v, want the one unanswered approve-plan", o.Snapshot.Checkpoints)
+	}
+	if got := len(h.agent.promptsOf("CP-1")); got != 1 {
+		t.Errorf("turns run = %d, want 1: the turn that left the checkpoint pending ends the run", got)
+	}
+	if got := h.trk.TransitionsOf("CP-1"); len(got) != 0 {
+		t.Errorf("transitions = %q, want none: a run parked on a checkpoint is not handed off", got)
+	}
+	if st := h.statuses("CP-1"); len(st) != 1 || st[0] != store.StatusBlocked {
+		t.Errorf("run statuses = %v, want [blocked]", st)
+	}
+	is := awaitComment(t, h, "CP-1", "Sortie checkpoint: Approve the plan")
+	var asked bool
+	for _, c := range is.Comments {
+		if strings.Contains(c.Body, "Sortie checkpoint: Approve the plan") && strings.Contains(c.Body, "/sortie choose approve") &&
+			strings.Contains(c.Body, "- revise: Revise (say why in a comment)") {
+			asked = true
+		}
+	}
+	if !asked {
+		t.Errorf("tracker comments = %+v, want the checkpoint with its options and how to answer", is.Comments)
+	}
+	alertsMu.Lock()
+	if len(alerts) != 1 || alerts[0].Event != holdAwaiting || !strings.Contains(alerts[0].Message, "/sortie choose") {
+		t.Errorf("alerts = %+v, want one awaiting_input alert saying how to answer", alerts)
+	}
+	alertsMu.Unlock()
+
+	// Polls, including the one that sees the checkpoint comment's update, keep the hold.
+	for range 2 {
+		h.advance(config.DefaultPollingInterval)
+		o = h.awaitStep(StepTick, "")
+		if held, ok := heldOf(o.Snapshot, "CP-1"); !ok || held.Reason != holdAwaiting {
+			t.Fatalf("a poll changed the hold: %s", describe(o.Snapshot))
+		}
+	}
+
+	ctx := context.Background()
+	var oe *OptionError
+	if _, err := h.orch.AnswerCheckpoint(ctx, "CP-1", "approve-plan", "ship-it", "alice", store.AnswerAPI); !errors.As(err, &oe) || !strings.Contains(err.Error(), "approve, revise") {
+		t.Fatalf("answer with an unknown option: %v, want an OptionError listing the options", err)
+	}
+	if _, err := h.orch.AnswerCheckpoint(ctx, "CP-1", "no-such", "approve", "alice", store.AnswerAPI); !errors.Is(err, ErrCheckpointNotFound) {
+		t.Fatalf("answer to an unknown checkpoint: %v, want ErrCheckpointNotFound", err)
+	}
+	v, err := h.orch.AnswerCheckpoint(ctx, "cp-1", "approve-plan", "approve", "alice", store.AnswerAPI)
+	if err != nil || v.Answer != "approve" || v.AnsweredBy != "alice" || v.AnswerSource != store.AnswerAPI {
+		t.Fatalf("AnswerCheckpoint = %+v, %v", v, err)
+	}
+	if _, err := h.orch.AnswerCheckpoint(ctx, "CP-1", "approve-plan", "revise", "bob", store.AnswerAPI); !errors.Is(err, ErrCheckpointAnswered) {
+		t.Fatalf("a second answer: %v, want ErrCheckpointAnswered", err)
+	}
+
+	// The answer resumes the agent's session at once, with a prompt naming it.
+	h.awaitStep(StepAnswer, "CP-1")
+	h.advance(0) // the continuation is due at once
+	h.awaitStep(StepExit, "CP-1")
+	prompts := h.agent.promptsOf("CP-1")
+	if len(prompts) < 2 {
+		t.Fatalf("prompts = %d, want a resumed run", len(prompts))
+	}
+	resumed := prompts[1]
+	for _, want := range []string{`answered by alice: option "approve"`, `respond_checkpoint(checkpoint_id="approve-plan", option_id="approve")`, "tok-sid-CP-1"} {
+		if !strings.Contains(resumed, want) {
+			t.Errorf("resumed prompt lacks %q:\n%s", want, resumed)
+		}
+	}
+	starts := h.agent.startsOf("CP-1")
+	if runs := h.runs("CP-1"); len(starts) < 2 || starts[1].ResumeSessionID == "" || starts[1].ResumeSessionID != runs[len(runs)-1].SessionID {
+		t.Errorf("the continuation did not resume the first run's agent session: %+v", starts)
+	}
+}
+
+// TestCheckpoint_TrackerCommentAnswers covers "/sortie choose <option>" comments: an
+// unknown option gets a reply, a valid one is recorded with its author and resumes.
+func TestCheckpoint_TrackerCommentAnswers(t *testing.T) {
+	h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
+	h.trk.Put(issue("CP-2", "Todo"))
+	armOnFirstTurn(t, h, "CP-2", approvePlan("CP-2"))
+	h.start()
+	h.awaitStep(StepExit, "CP-2")
+
+	if err := h.trk.AddComment("CP-2", "carol", "/sortie choose maybe"); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(config.DefaultPollingInterval)
+	o := h.awaitStep(StepTick, "")
+	if held, ok := heldOf(o.Snapshot, "CP-2"); !ok || held.Reason != holdAwaiting {
+		t.Fatalf("an invalid answer lifted the hold: %s", describe(o.Snapshot))
+	}
+	is := awaitComment(t, h, "CP-2", `"maybe" is not an option`)
+	if last := is.Comments[len(is.Comments)-1].Body; !strings.Contains(last, `"maybe" is not an option`) {
+		t.Errorf("last comment = %q, want a reply naming the valid options", last)
+	}
+
+	if err := h.trk.AddComment("CP-2", "dave", "/sortie choose revise\nThe plan misses the migration."); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(config.DefaultPollingInterval)
+	h.awaitStep(StepAnswer, "CP-2")
+	h.advance(0)
+	h.awaitStep(StepExit, "CP-2")
+	rows, err := h.st.IssueCheckpoints(context.Background(), "CP-2", 10)
+	if err != nil || len(rows) != 1 || rows[0].Answer != "revise" || rows[0].AnsweredBy != "dave" || rows[0].AnswerSource != store.AnswerTracker {
+		t.Fatalf("stored checkpoint = %+v, %v; want revise by dave via tracker", rows, err)
+	}
+	if prompts := h.agent.promptsOf("CP-2"); len(prompts) < 2 || !strings.Contains(prompts[1], `answered by dave: option "revise"`) {
+		t.Errorf("the resumed prompt does not name dave's answer: %q", prompts)
+	}
+}
+
+// TestCheckpoint_NonBlockingAutoAdvancesOnTheDaemonTimer: nobody answers, and after
+// autoAdvanceMs the default option is taken and the agent resumed.
+func TestCheckpoint_NonBlockingAutoAdvancesOnTheDaemonTimer(t *testing.T) {
+	h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
+	h.trk.Put(issue("CP-3", "Todo"))
+	cp := approvePlan("CP-3")
+	cp.Blocking, cp.DefaultOption, cp.AutoAdvanceMS, cp.IssuedAt = false, "approve", 90_000, t0
+	armOnFirstTurn(t, h, "CP-3", cp)
+	h.start()
+	o := h.awaitStep(StepExit, "CP-3")
+	if _, ok := heldOf(o.Snapshot, "CP-3"); !ok {
+		t.Fatalf("after the run: %s; want CP-3 held until the timer", describe(o.Snapshot))
+	}
+	if at := o.Snapshot.Checkpoints[0].AutoAdvanceAt; !at.Equal(t0.Add(90 * time.Second)) {
+		t.Errorf("auto_advance_at = %v, want %v", at, t0.Add(90*time.Second))
+	}
+	h.advance(90 * time.Second)
+	h.awaitStep(StepAnswer, "CP-3")
+	h.advance(0)
+	h.awaitStep(StepExit, "CP-3")
+	rows, _ := h.st.IssueCheckpoints(context.Background(), "CP-3", 10)
+	if len(rows) != 1 || rows[0].Answer != "approve" || rows[0].AnswerSource != store.AnswerAutoAdvance {
+		t.Fatalf("stored checkpoint = %+v, want approve by the auto-advance timer", rows)
+	}
+	if prompts := h.agent.promptsOf("CP-3"); len(prompts) < 2 || !strings.Contains(prompts[1], "auto_advance=true") {
+		t.Errorf("the resumed prompt does not ask for auto_advance: %q", prompts)
+	}
+}
+
+func TestParseChoose(t *testing.T) {
+	for body, want := range map[string]string{
+		"/sortie choose approve":                  "approve",
+		"  /sortie   choose  revise \r\nbecause…": "revise",
+		"/sortie choose `hand-off`":               "hand-off",
+		"please /sortie choose approve":           "",
+		"Reply with /sortie choose <option>":      "",
+		"Sortie checkpoint: x\n/sortie choose a":  "",
+		"/sortie choose":                          "",
+		"/sortie choose two words":                "",
+	} {
+		got, ok := parseChoose(body)
+		if got != want || ok != (want != "") {
+			t.Errorf("parseChoose(%q) = %q, %v; want %q", body, got, ok, want)
+		}
+	}
+}
