@@ -150,7 +150,16 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		return fail("%v", err)
 	}
 	defer st.Close()
-	tools, sock, err := startAgentTools(cfg, watcher.Current, trk, notifier, nil)
+	wf, err := startWorkflows(ctx, cfg, watcher.Current, st, logger)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var wfCaller orchestrator.WorkflowCaller
+	var checkpoints orchestrator.CheckpointStore
+	if wf != nil {
+		wfCaller, checkpoints = wf.eng, st
+	}
+	tools, sock, err := startAgentTools(cfg, watcher.Current, trk, notifier, wfCaller)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -173,6 +182,8 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		AgentVersion:  agentVersion,
 		Extensions:    tools.ext,
 		Alert:         alerter(notifier),
+		Checkpoints:   checkpoints,
+		DashboardURL:  dashboardURL(cfg, f),
 		Activity: func(a orchestrator.Activity) {
 			mets.Observe(a)
 			hub.Publish(a)
@@ -180,6 +191,9 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	})
 	if err != nil {
 		return fail("%v", err)
+	}
+	if wf != nil {
+		wf.orch.Store(orch)
 	}
 	tools.svc.Refresh = func() { orch.Refresh() }
 	tools.svc.AgentMoved = orch.AgentMoved
@@ -396,7 +410,7 @@ func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow s
 		Host: host, Port: port, AuthToken: cfg.Server.AuthToken, Version: version, WorkflowPath: workflow,
 		Snapshot: orch.Snapshot, Refresh: orch.Refresh, Ready: func() error { return nil },
 		Runs: st, Hub: hub, Metrics: mets.Handler(), Dashboard: dashboard.Handler(version), Logger: log,
-		RateLimits: rateLimits,
+		RateLimits: rateLimits, Checkpoints: orch,
 	})
 	if err != nil {
 		return nil, err
@@ -438,4 +452,18 @@ func rateLimitsOf(t tracker.Tracker) func() []tracker.RateLimit {
 		return rl.RateLimits
 	}
 	return nil
+}
+
+// dashboardURL is the dashboard's base URL, linked from checkpoint comments: "" when
+// the server is off. It names the configured address, which a human on another
+// machine can reach only when server.host is a routable one.
+func dashboardURL(cfg *config.Config, f runFlags) string {
+	host, port := pick(f.host, cfg.Server.Host), cfg.Server.Port
+	if f.port >= 0 {
+		port = f.port
+	}
+	if port == 0 {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(apiHost(host), strconv.Itoa(port))
 }

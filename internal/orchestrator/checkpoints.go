@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"sortie/internal/clock"
+	"sortie/internal/config"
 	"sortie/internal/store"
 	"sortie/internal/tracker"
 	"sortie/internal/workflow/engine"
@@ -338,7 +340,7 @@ func (o *Orchestrator) dashboardURL(identifier string) string {
 	if o.opts.DashboardURL == "" {
 		return ""
 	}
-	return strings.TrimSuffix(o.opts.DashboardURL, "/") + "/issues/" + identifier
+	return strings.TrimSuffix(o.opts.DashboardURL, "/") + "/issues/" + url.PathEscape(identifier)
 }
 
 // checkpointQuestion is the hold message: the checkpoint's question and its options.
@@ -530,4 +532,17 @@ func (o *Orchestrator) commentSeen(issueID, commentID string) bool {
 	}
 	o.cp.seen[key] = true
 	return false
+}
+
+// workflowHint adds to a run's first prompt the workflow workflows.workflow names, when
+// the workflow tools are served.
+func (o *Orchestrator) workflowHint(cfg *config.Config, rendered string) string {
+	if o.opts.Checkpoints == nil || cfg.Workflows.Workflow == "" {
+		return rendered
+	}
+	id := cfg.Workflows.Workflow
+	return strings.TrimRight(rendered, " \t\r\n") + "\n\n## Structured workflow\n\n" +
+		fmt.Sprintf("Work through this issue with the workflow %q of the workflow tools. If you have no workflow session for this issue yet, "+
+			"call start_session(workflow_id=%q) and follow the bootstrap it describes; otherwise continue your session with your newest session_token. "+
+			"When an activity has a checkpoint, read it with get_checkpoint and end your turn: a human answers it, and you are resumed with the answer.\n", id, id)
 }

@@ -239,6 +239,9 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if err != nil {
 			return w.fail(ex, err)
 		}
+		if turn == 1 {
+			rendered = o.workflowHint(cfg, rendered)
+		}
 		text := prompt.TurnPrompt(rendered, turn, o.promptTools())
 		if note := o.answerNote(ctx, w.issue.ID); note != "" {
 			text += "\n\n" + note

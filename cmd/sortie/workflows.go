@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sortie/internal/config"
+	"sortie/internal/orchestrator"
+	"sortie/internal/store"
+	"sortie/internal/workflow"
+	"sortie/internal/workflow/engine"
+	"sortie/internal/workflow/session"
+)
+
+// workflowKeySuffix names the daemon's workflow-token key file, next to the database.
+const workflowKeySuffix = ".workflow-key"
+
+// daemonWorkflows is the daemon's workflow engine (workflows.dir): the store holds its
+// sessions, trace and checkpoints, humans answer its checkpoints, and the library is
+// re-read when its files or workflows.dir change.
+type daemonWorkflows struct {
+	eng  *engine.Engine
+	orch atomic.Pointer[orchestrator.Orchestrator] // set once built; the hooks forward to it
+	lib  *libraryCache
+}
+
+// startWorkflows loads the library and builds the engine, or returns nil when
+// workflows.dir is not set. A library with problems stops the daemon, naming each.
+func startWorkflows(ctx context.Context, cfg *config.Config, current func() *config.Config, st store.WorkflowStore, log *slog.Logger) (*daemonWorkflows, error) {
+	if cfg.Workflows.Dir == "" {
+		return nil, nil
+	}
+	lib, err := loadLibrary(cfg.Workflows.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range lib.Warnings() {
+		log.Warn("workflow library", "warning", w.String())
+	}
+	key, err := session.LoadOrCreateKey(cfg.DBPath + workflowKeySuffix)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: the session key: %w", err)
+	}
+	d := &daemonWorkflows{lib: newLibraryCache(lib, current, log)}
+	d.eng, err = engine.New(engine.Options{
+		Library: d.lib.get, Key: key, State: st, Humans: true,
+		Log: log.With("component", "workflows"), Server: "sortie", Version: version,
+		Hooks: engine.Hooks{
+			Armed: func(c engine.Caller, rows []store.Checkpoint) {
+				if o := d.orch.Load(); o != nil {
+					o.CheckpointsArmed(c, rows)
+				}
+			},
+			Resolved: func(c engine.Caller, row store.Checkpoint) {
+				if o := d.orch.Load(); o != nil {
+					o.CheckpointResolved(c, row)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workflows: %w", err)
+	}
+	if err := d.eng.Restore(ctx); err != nil {
+		return nil, fmt.Errorf("workflows: %w", err)
+	}
+	log.Info("workflow library loaded", "dir", lib.Dir(), "workflows", len(lib.Workflows()))
+	return d, nil
+}
+
+// loadLibrary loads a library, listing every problem in the error.
+func loadLibrary(dir string) (*workflow.Library, error) {
+	lib, err := workflow.LoadLibrary(dir)
+	var le *workflow.LoadError
+	if errors.As(err, &le) {
+		return nil, fmt.Errorf("workflows.dir %s: %d problem(s) in the workflow library:\n%s", dir, len(le.Problems), problemList(le.Problems))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workflows.dir: %w", err)
+	}
+	return lib, nil
+}
+
+// libraryCheckInterval bounds how often the library's files are looked at for changes.
+const libraryCheckInterval = 2 * time.Second
+
+// libraryCache serves the current library. At most every libraryCheckInterval it
+// fingerprints workflows.dir (names, sizes, modification times); on a change it
+// reloads, and a library that no longer loads is logged and the previous one kept, as
+// WORKFLOW.md reloads are.
+type libraryCache struct {
+	current func() *config.Config
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	lib       *workflow.Library
+	print     [32]byte
+	checkedAt time.Time
+	lastErr   string
+}
+
+func newLibraryCache(lib *workflow.Library, current func() *config.Config, log *slog.Logger) *libraryCache {
+	c := &libraryCache{current: current, log: log, lib: lib, checkedAt: time.Now()}
+	c.print, _ = fingerprint(lib.Dir())
+	return c
+}
+
+func (c *libraryCache) get() *workflow.Library {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.checkedAt) < libraryCheckInterval {
+		return c.lib
+	}
+	c.checkedAt = time.Now()
+	dir := c.lib.Dir()
+	if cfg := c.current(); cfg != nil && cfg.Workflows.Dir != "" {
+		dir = cfg.Workflows.Dir
+	}
+	print, err := fingerprint(dir)
+	if err == nil && dir == c.lib.Dir() && print == c.print {
+		return c.lib
+	}
+	lib, err := loadLibrary(dir)
+	if err != nil {
+		if msg := err.Error(); msg != c.lastErr {
+			c.lastErr = msg
+			c.log.Error("workflow library reload rejected; keeping the last good library", "error", err)
+		}
+		return c.lib
+	}
+	c.lib, c.print, c.lastErr = lib, print, ""
+	c.log.Info("workflow library reloaded", "dir", dir, "workflows", len(lib.Workflows()))
+	return c.lib
+}
+
+// fingerprint hashes the names, sizes and modification times of every file under dir.
+func fingerprint(dir string) ([32]byte, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", path, info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return sum, err
+}
