@@ -259,7 +259,7 @@ func statusFromDB(ctx context.Context, cfg *config.Config) (statusReport, error)
 	for _, h := range holds {
 		v := statusHeld{Identifier: h.Identifier, Reason: h.Reason, Message: h.Message, State: h.State, Since: h.Since}
 		rep.Held = append(rep.Held, v)
-		if h.Reason == "blocked" || h.Reason == "needs_human_review" {
+		if awaitsAnswer(h.Reason) {
 			v.Question = h.Message
 			rep.Awaiting = append(rep.Awaiting, v)
 		}
@@ -349,11 +349,17 @@ func printStatus(w io.Writer, r statusReport, now time.Time) {
 	}
 }
 
+// awaitsAnswer reports whether a hold waits for a human's answer: the agent asked
+// (blocked, needs_human_review) or a workflow checkpoint did (awaiting_input).
+func awaitsAnswer(reason string) bool {
+	return reason == "blocked" || reason == "needs_human_review" || reason == "awaiting_input"
+}
+
 // otherHolds are the holds that do not wait for an answer (errors, retries used up).
 func otherHolds(r statusReport) []statusHeld {
 	var out []statusHeld
 	for _, h := range r.Held {
-		if h.Reason != "blocked" && h.Reason != "needs_human_review" {
+		if !awaitsAnswer(h.Reason) {
 			out = append(out, h)
 		}
 	}

@@ -98,7 +98,7 @@ func New(version string, snapshot func(context.Context) (orchestrator.Snapshot, 
 	})
 	m.handoffs = counterLabel(f.counterVec("handoff_transitions_total", "Moves to tracker.handoff_state after a run, by result (success, error).", "result"))
 	m.retries = counterLabel(f.counterVec("retries_total", "Retries scheduled, by trigger (failure, continuation, resume, ...).", "trigger"))
-	m.holds = counterLabel(f.counterVec("holds_total", "Issues held for a human, by reason (blocked, needs_human_review, error, retries_exhausted, ...).", "reason"))
+	m.holds = counterLabel(f.counterVec("holds_total", "Issues held for a human, by reason (blocked, needs_human_review, awaiting_input, error, retries_exhausted).", "reason"))
 	m.reconcile = counterLabel(f.counterVec("reconciliation_actions_total", "Workers stopped and workspaces removed by reconciliation, by action (stop, cleanup, sweep_cleanup).", "action"))
 
 	tokens := f.counterVec("tokens_total", "Tokens agents used, by type (input, output, cache_read) and model.", "type", "model")
@@ -134,7 +134,7 @@ func New(version string, snapshot func(context.Context) (orchestrator.Snapshot, 
 	for _, v := range []string{"stop", "cleanup", "sweep_cleanup"} {
 		m.reconcile.get(v)
 	}
-	for _, v := range []string{"blocked", "needs_human_review", "error", "retries_exhausted"} {
+	for _, v := range []string{"blocked", "needs_human_review", "awaiting_input", "error", "retries_exhausted"} {
 		m.holds.get(v)
 	}
 

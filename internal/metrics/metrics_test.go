@@ -241,8 +241,9 @@ sortie_stalls_total 1
 sortie_retries_total{trigger="continuation"} 1
 sortie_retries_total{trigger="failure"} 1
 sortie_retries_total{trigger="resume"} 0
-# HELP sortie_holds_total Issues held for a human, by reason (blocked, needs_human_review, error, retries_exhausted, ...).
+# HELP sortie_holds_total Issues held for a human, by reason (blocked, needs_human_review, awaiting_input, error, retries_exhausted).
 # TYPE sortie_holds_total counter
+sortie_holds_total{reason="awaiting_input"} 0
 sortie_holds_total{reason="blocked"} 1
 sortie_holds_total{reason="error"} 0
 sortie_holds_total{reason="needs_human_review"} 0
@@ -337,7 +338,7 @@ sortie_sessions_running 2
 # HELP sortie_sessions_retrying Issues waiting for a retry timer.
 # TYPE sortie_sessions_retrying gauge
 sortie_sessions_retrying 1
-# HELP sortie_sessions_awaiting_input Issues waiting for a human's answer: the agent signalled blocked, or needs review with no handoff.
+# HELP sortie_sessions_awaiting_input Issues waiting for a human's answer: the agent signalled blocked, needs review with no handoff, or a workflow checkpoint waits.
 # TYPE sortie_sessions_awaiting_input gauge
 sortie_sessions_awaiting_input 3
 # HELP sortie_slots_available Sessions that could start now: agent.max_concurrent_agents minus those running, never negative.

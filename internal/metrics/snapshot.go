@@ -26,7 +26,7 @@ func newSnapshotCollector(snapshot func(context.Context) (orchestrator.Snapshot,
 		snapshot: snapshot, timeout: timeout,
 		running:  desc("sessions_running", "Agent sessions running now."),
 		retrying: desc("sessions_retrying", "Issues waiting for a retry timer."),
-		awaiting: desc("sessions_awaiting_input", "Issues waiting for a human's answer: the agent signalled blocked, or needs review with no handoff."),
+		awaiting: desc("sessions_awaiting_input", "Issues waiting for a human's answer: the agent signalled blocked, needs review with no handoff, or a workflow checkpoint waits."),
 		slots:    desc("slots_available", "Sessions that could start now: agent.max_concurrent_agents minus those running, never negative."),
 		elapsed:  desc("active_sessions_elapsed_seconds", "Seconds the running sessions have run so far, summed."),
 	}
@@ -68,7 +68,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	awaiting := 0
 	for _, h := range s.Held {
 		// The holds a human answers; errors and used-up retries are counted by holds_total.
-		if h.Reason == "blocked" || h.Reason == "needs_human_review" {
+		if h.Reason == "blocked" || h.Reason == "needs_human_review" || h.Reason == "awaiting_input" {
 			awaiting++
 		}
 	}

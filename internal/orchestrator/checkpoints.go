@@ -535,9 +535,10 @@ func (o *Orchestrator) commentSeen(issueID, commentID string) bool {
 }
 
 // workflowHint adds to a run's first prompt the workflow workflows.workflow names, when
-// the workflow tools are served.
-func (o *Orchestrator) workflowHint(cfg *config.Config, rendered string) string {
-	if o.opts.Checkpoints == nil || cfg.Workflows.Workflow == "" {
+// the workflow tools are served to the run: not to agents on SSH hosts, which cannot
+// reach the daemon's agent socket.
+func (o *Orchestrator) workflowHint(cfg *config.Config, host, rendered string) string {
+	if o.opts.Checkpoints == nil || cfg.Workflows.Workflow == "" || host != "" {
 		return rendered
 	}
 	id := cfg.Workflows.Workflow

@@ -240,7 +240,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 			return w.fail(ex, err)
 		}
 		if turn == 1 {
-			rendered = o.workflowHint(cfg, rendered)
+			rendered = o.workflowHint(cfg, w.e.host, rendered)
 		}
 		text := prompt.TurnPrompt(rendered, turn, o.promptTools())
 		if note := o.answerNote(ctx, w.issue.ID); note != "" {
