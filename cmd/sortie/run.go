@@ -172,7 +172,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		Config:        watcher.Current,
 		Reload:        watcher.Reload,
 		ConfigChanges: watcher.Changes(),
-		ConfigError:   watcher.LastError,
+		ConfigError:   configError(watcher.LastError, wf),
 		Tracker:       trk,
 		Agent:         adapter,
 		Store:         st,

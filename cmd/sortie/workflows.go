@@ -76,6 +76,28 @@ func startWorkflows(ctx context.Context, cfg *config.Config, current func() *con
 	return d, nil
 }
 
+// configError is the snapshot's workflow_error: a rejected WORKFLOW.md edit, else a
+// rejected workflow library edit.
+func configError(last func() error, wf *daemonWorkflows) func() error {
+	return func() error {
+		if err := last(); err != nil || wf == nil {
+			return err
+		}
+		return wf.lib.err()
+	}
+}
+
+// err says why the last library reload was rejected, nil when the library in use
+// is the one on disk.
+func (c *libraryCache) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastErr == "" {
+		return nil
+	}
+	return errors.New("workflow library edit rejected; the previous library is in use: " + c.lastErr)
+}
+
 // loadLibrary loads a library, listing every problem in the error.
 func loadLibrary(dir string) (*workflow.Library, error) {
 	lib, err := workflow.LoadLibrary(dir)
