@@ -1,9 +1,10 @@
 // Package fakemodel is an Anthropic Messages API on 127.0.0.1 for tests that run the
 // real coding-agent CLIs (claude, copilot in BYOK mode) without a network. It plays a
-// script of replies — text, tool_use blocks, usage figures, HTTP errors with
-// retry-after, a stream that stalls, a malformed stream — over SSE or plain JSON, and
-// records every request so that a test can assert on what the CLI sent: the model, the
-// system prompt, the tools offered and the tool_result blocks it returned.
+// script of replies — text, tool_use blocks (with fixed inputs or inputs built from the
+// request they answer), usage figures, HTTP errors with retry-after, a stream that
+// stalls, a malformed stream — over SSE or plain JSON, and records every request so
+// that a test can assert on what the CLI sent: the model, the system prompt, the tools
+// offered and the tool_result blocks it returned.
 //
 // Endpoints: POST /v1/messages (streaming and not), POST /v1/messages/count_tokens,
 // GET /v1/models, and HEAD or GET on anything else (connectivity probes) answers 200.
@@ -67,6 +68,12 @@ type ToolUse struct {
 	ID    string
 	Name  string
 	Input any
+	// InputFrom, when set, builds the input from the request being answered instead of
+	// Input: for arguments only known at run time, such as a token a tool returned
+	// earlier in the conversation. If it fails, the request is answered 400
+	// invalid_request_error (not retried) naming the tool and the error, and the error is
+	// recorded in the request's ScriptError.
+	InputFrom func(Request) (any, error)
 }
 
 // Usage is the token usage a reply reports.
@@ -97,6 +104,9 @@ type Request struct {
 	// Reply is the index of the script reply that answered (-1 for the default reply
 	// and for requests that are not messages).
 	Reply int
+	// ScriptError is why the scripted reply could not be built (a ToolUse.InputFrom
+	// failed); "" when it was.
+	ScriptError string
 }
 
 // Message is one message of a recorded request.
@@ -141,6 +151,16 @@ func (r Request) ToolResults() []Block {
 		}
 	}
 	return out
+}
+
+// LastToolResult returns the last tool_result block of the request, the result of the
+// newest tool call; false when there is none.
+func (r Request) LastToolResult() (Block, bool) {
+	res := r.ToolResults()
+	if len(res) == 0 {
+		return Block{}, false
+	}
+	return res[len(res)-1], true
 }
 
 // Transcript is every message text of the request, for "does it remember" assertions.
@@ -260,8 +280,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		idx, reply := s.take()
 		req.Reply = idx
+		var blocks []map[string]any
+		if reply.Status == 0 || reply.Status == http.StatusOK {
+			var err error
+			if blocks, err = s.blocks(reply, req); err != nil {
+				req.ScriptError = err.Error()
+				s.record(req)
+				writeError(w, http.StatusBadRequest, "invalid_request_error", "fakemodel: "+err.Error(), "")
+				return
+			}
+		}
 		s.record(req)
-		s.answer(w, r.Context(), req, idx, reply)
+		s.answer(w, r.Context(), req, idx, reply, blocks)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
 		s.record(req)
 		w.Header().Set("Content-Type", "application/json")
@@ -318,7 +348,8 @@ func (s *Server) messageID() string {
 	return fmt.Sprintf("msg_fake%04d", s.msgSeq)
 }
 
-func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request, idx int, r Reply) {
+// answer writes reply r (built into blocks unless it is an error status) to req.
+func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request, idx int, r Reply, blocks []map[string]any) {
 	if r.Status != 0 && r.Status != http.StatusOK {
 		typ := r.ErrorType
 		if typ == "" {
@@ -349,7 +380,6 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request,
 			stop = "tool_use"
 		}
 	}
-	blocks := s.blocks(r)
 	msgID := s.messageID()
 
 	if !req.Stream {
@@ -420,8 +450,8 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request,
 	send("message_stop", map[string]any{"type": "message_stop"})
 }
 
-// blocks builds the reply's content blocks.
-func (s *Server) blocks(r Reply) []map[string]any {
+// blocks builds the content blocks of reply r to req.
+func (s *Server) blocks(r Reply, req Request) ([]map[string]any, error) {
 	var out []map[string]any
 	if r.Text != "" || len(r.ToolUses) == 0 {
 		text := r.Text
@@ -436,12 +466,23 @@ func (s *Server) blocks(r Reply) []map[string]any {
 			id = s.toolID()
 		}
 		in := tu.Input
+		if tu.InputFrom != nil {
+			var err error
+			if in, err = tu.InputFrom(req); err != nil {
+				return nil, fmt.Errorf("tool_use %s: building its input: %w", tu.Name, err)
+			}
+			raw, err := json.Marshal(in)
+			if err != nil {
+				return nil, fmt.Errorf("tool_use %s: its built input is not JSON: %w", tu.Name, err)
+			}
+			in = json.RawMessage(raw)
+		}
 		if in == nil {
 			in = map[string]any{}
 		}
 		out = append(out, map[string]any{"type": "tool_use", "id": id, "name": tu.Name, "input": in})
 	}
-	return out
+	return out, nil
 }
 
 func (s *Server) stall(ctx context.Context, idx int) {
