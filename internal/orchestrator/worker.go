@@ -239,7 +239,8 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if err != nil {
 			return w.fail(ex, err)
 		}
-		if turn == 1 {
+		if turn == 1 && w.e.resumeFrom == "" {
+			// A resumed session already knows its workflow.
 			rendered = o.workflowHint(cfg, w.e.host, rendered)
 		}
 		text := prompt.TurnPrompt(rendered, turn, o.promptTools())

@@ -31,10 +31,7 @@ func (c *call) nextActivity(args json.RawMessage) (any, error) {
 		StepManifest        *[]stepEntry     `json:"step_manifest"`
 		ActivityManifest    *[]activityEntry `json:"activity_manifest"`
 	}
-	if err := decode(c.tool, args, &a); err != nil {
-		return nil, err
-	}
-	w, err := c.verify(a.SessionToken)
+	w, err := c.begin(args, &a, &a.SessionToken, false)
 	if err != nil {
 		return nil, err
 	}
@@ -183,10 +180,7 @@ func (c *call) getCheckpoint(args json.RawMessage) (any, error) {
 		ActivityID   string `json:"activity_id"`
 		CheckpointID string `json:"checkpoint_id"`
 	}
-	if err := decode(c.tool, args, &a); err != nil {
-		return nil, err
-	}
-	w, err := c.verify(a.SessionToken)
+	w, err := c.begin(args, &a, &a.SessionToken, false)
 	if err != nil {
 		return nil, err
 	}
@@ -252,10 +246,7 @@ func (c *call) respondCheckpoint(args json.RawMessage) (any, error) {
 		AutoAdvance     *bool   `json:"auto_advance"`
 		ConditionNotMet *bool   `json:"condition_not_met"`
 	}
-	if err := decode(c.tool, args, &a); err != nil {
-		return nil, err
-	}
-	w, err := c.verify(a.SessionToken)
+	w, err := c.begin(args, &a, &a.SessionToken, false)
 	if err != nil {
 		return nil, err
 	}

@@ -409,6 +409,24 @@ func (c *call) verifyLocked(token, workflowID string) (session.Payload, error) {
 	return c.e.sessions.VerifyWorkflow(token, workflowID)
 }
 
+// begin decodes args into a, verifies the session token it carries (*token, a field
+// of a) and, for a gated tool, applies the checkpoint gate.
+func (c *call) begin(args json.RawMessage, a any, token *string, gated bool) (*workflow.Workflow, error) {
+	if err := decode(c.tool, args, a); err != nil {
+		return nil, err
+	}
+	w, err := c.verify(*token)
+	if err != nil {
+		return nil, err
+	}
+	if gated {
+		if err := c.gate(w); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
 // gate fails while checkpoints are pending (every gated tool).
 func (c *call) gate(w *workflow.Workflow) error {
 	if len(c.in.Pending) == 0 {

@@ -170,14 +170,8 @@ func (c *call) getWorkflow(args json.RawMessage) (any, error) {
 		SessionToken string `json:"session_token"`
 		Summary      *bool  `json:"summary"`
 	}
-	if err := decode(c.tool, args, &a); err != nil {
-		return nil, err
-	}
-	w, err := c.verify(a.SessionToken)
+	w, err := c.begin(args, &a, &a.SessionToken, true)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.gate(w); err != nil {
 		return nil, err
 	}
 	if err := c.issue(*c.in); err != nil {
@@ -304,14 +298,8 @@ func (c *call) getSkills(args json.RawMessage) (any, error) {
 	var a struct {
 		SessionToken string `json:"session_token"`
 	}
-	if err := decode(c.tool, args, &a); err != nil {
-		return nil, err
-	}
-	w, err := c.verify(a.SessionToken)
+	w, err := c.begin(args, &a, &a.SessionToken, true)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.gate(w); err != nil {
 		return nil, err
 	}
 	lib, _ := c.library()
@@ -345,18 +333,12 @@ func (c *call) getSkill(args json.RawMessage) (any, error) {
 		SessionToken string `json:"session_token"`
 		StepID       string `json:"step_id"`
 	}
-	if err := decode(c.tool, args, &a); err != nil {
-		return nil, err
-	}
-	w, err := c.verify(a.SessionToken)
+	w, err := c.begin(args, &a, &a.SessionToken, true)
 	if err != nil {
 		return nil, err
 	}
 	if a.StepID == "" {
 		return nil, fail(KindInvalidInput, "step_id: missing; pass a step id of the current activity")
-	}
-	if err := c.gate(w); err != nil {
-		return nil, err
 	}
 	if c.in.Activity == "" {
 		return nil, fail(KindNoActivity, "no current activity: call next_activity first, then get_skill for its steps")
@@ -418,14 +400,8 @@ func (c *call) getResource(args json.RawMessage) (any, error) {
 		SessionToken  string `json:"session_token"`
 		ResourceIndex string `json:"resource_index"`
 	}
-	if err := decode(c.tool, args, &a); err != nil {
-		return nil, err
-	}
-	w, err := c.verify(a.SessionToken)
+	w, err := c.begin(args, &a, &a.SessionToken, true)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.gate(w); err != nil {
 		return nil, err
 	}
 	lib, _ := c.library()

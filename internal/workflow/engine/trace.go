@@ -152,14 +152,7 @@ func (c *call) getTrace(args json.RawMessage) (any, error) {
 		SessionToken string    `json:"session_token"`
 		TraceTokens  *[]string `json:"trace_tokens"`
 	}
-	if err := decode(c.tool, args, &a); err != nil {
-		return nil, err
-	}
-	w, err := c.verify(a.SessionToken)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.gate(w); err != nil {
+	if _, err := c.begin(args, &a, &a.SessionToken, true); err != nil {
 		return nil, err
 	}
 	sid := c.in.SessionID
