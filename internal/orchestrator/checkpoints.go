@@ -510,9 +510,13 @@ func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
 				_, aerr := o.answer(ctx, cp, option, cm.Author, store.AnswerTracker)
 				var oe *OptionError
 				if errors.As(aerr, &oe) {
-					o.comment(tracker.Issue{ID: id, Identifier: cp.Identifier}, "checkpoint",
-						fmt.Sprintf("Sortie: %q is not an option of checkpoint %s. Choose one of: %s (reply /sortie choose <option>).",
-							option, cp.CheckpointID, strings.Join(oe.Valid, ", ")))
+					// Posted here, on the tick's goroutine, not through o.comment: the
+					// loop may be shutting down and waiting for its background work.
+					reply := fmt.Sprintf("Sortie: %q is not an option of checkpoint %s. Choose one of: %s (reply /sortie choose <option>).",
+						option, cp.CheckpointID, strings.Join(oe.Valid, ", "))
+					if err := o.opts.Tracker.CommentIssue(ctx, id, reply); err != nil {
+						o.log.Warn("replying to an invalid checkpoint answer failed", "issue_identifier", cp.Identifier, "error", err)
+					}
 				} else if aerr != nil {
 					o.log.Warn("recording a tracker answer failed", "issue_identifier", cp.Identifier, "error", aerr)
 				}
