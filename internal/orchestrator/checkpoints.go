@@ -356,10 +356,13 @@ func checkpointQuestion(cp store.Checkpoint) string {
 	return b.String()
 }
 
+// checkpointCommentPrefix starts every checkpoint comment.
+const checkpointCommentPrefix = "Sortie checkpoint:"
+
 // checkpointComment is the tracker comment that asks a human to answer.
 func checkpointComment(cp store.Checkpoint, url string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Sortie checkpoint: %s\n\n%s\n\nOptions:\n", cp.Name, cp.Message)
+	fmt.Fprintf(&b, "%s %s\n\n%s\n\nOptions:\n", checkpointCommentPrefix, cp.Name, cp.Message)
 	for _, op := range cp.Options {
 		fmt.Fprintf(&b, "- %s: %s", op.ID, op.Label)
 		if op.Description != "" {
@@ -497,14 +500,20 @@ func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
 			o.log.Warn("reading tracker comments for checkpoint answers failed", "issue_identifier", pending[0].Identifier, "error", err)
 			continue
 		}
+		asked := false // a checkpoint comment of Sortie's came before
 		for _, cm := range comments {
+			if strings.HasPrefix(cm.Body, checkpointCommentPrefix) {
+				asked = true
+			}
 			option, ok := parseChoose(cm.Body)
 			if !ok || o.commentSeen(id, cm.ID) {
 				continue
 			}
+			// A comment counts when it came after the checkpoint: by its time, or,
+			// without one (a hand-edited issues file), by coming after Sortie's question.
 			at, err := time.Parse(time.RFC3339, cm.CreatedAt)
 			for _, cp := range pending {
-				if cp.Answered() || err != nil || at.Before(cp.IssuedAt.Truncate(time.Second)) {
+				if cp.Answered() || (err == nil && at.Before(cp.IssuedAt.Truncate(time.Second))) || (err != nil && !asked) {
 					continue
 				}
 				_, aerr := o.answer(ctx, cp, option, cm.Author, store.AnswerTracker)

@@ -259,3 +259,25 @@ func TestParseChoose(t *testing.T) {
 		}
 	}
 }
+
+// A "/sortie choose" comment without a readable time (a hand-edited issues file)
+// counts when it comes after Sortie's checkpoint comment.
+func TestCheckpoint_UntimedTrackerAnswerAfterTheQuestionCounts(t *testing.T) {
+	h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
+	h.trk.Put(issue("CP-4", "Todo"))
+	armOnFirstTurn(t, h, "CP-4", approvePlan("CP-4"))
+	h.start()
+	h.awaitStep(StepExit, "CP-4")
+	awaitComment(t, h, "CP-4", checkpointCommentPrefix)
+	if err := h.trk.Update("CP-4", func(is *tracker.Issue) {
+		is.Comments = append(is.Comments, tracker.Comment{ID: "hand-1", Author: "frank", Body: "/sortie choose approve"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(config.DefaultPollingInterval)
+	h.awaitStep(StepAnswer, "CP-4")
+	rows, _ := h.st.IssueCheckpoints(context.Background(), "CP-4", 10)
+	if len(rows) != 1 || rows[0].Answer != "approve" || rows[0].AnsweredBy != "frank" {
+		t.Fatalf("stored checkpoint = %+v, want approve by frank", rows)
+	}
+}
