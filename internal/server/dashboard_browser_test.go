@@ -2,25 +2,20 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"sortie/internal/orchestrator"
 	"sortie/internal/server/dashboard"
 	"sortie/internal/store"
+	"sortie/internal/testkit/browser"
 )
 
 // The dashboard's checkpoint answers in a real browser: Debian's Chromium, headless,
@@ -34,10 +29,6 @@ var writeScreenshot = flag.Bool("screenshot", false, "write "+checkpointScreensh
 
 // checkpointScreenshot is the screenshot's path from the repository root.
 const checkpointScreenshot = "docs/img/dashboard-checkpoint.png"
-
-// browserTimeout bounds each wait on the page: a guard against a hung test on a
-// loaded machine, not a speed assertion.
-const browserTimeout = 60 * time.Second
 
 // linkedAnswerer answers like fakeAnswerer, then changes the scheduler's snapshot the
 // way the orchestrator does: the checkpoint is answered and the hold lifts.
@@ -69,7 +60,7 @@ func (l linkedAnswerer) AnswerCheckpoint(ctx context.Context, identifier, checkp
 }
 
 func TestDashboard_AnswersACheckpoint(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := browser.FindChromium(t)
 	a := &fakeAnswerer{}
 	f := newFixture(t, func(o *Options) {
 		o.Dashboard = dashboard.Handler("1.2.3")
@@ -100,22 +91,27 @@ func TestDashboard_AnswersACheckpoint(t *testing.T) {
 	})
 	seedWorkflowHistory(t, f.st)
 	base := serveFixture(t, f)
-	b := newBrowser(t, chromium)
+	// The page's text is logged on a failure.
+	b := browser.Start(t, chromium, browser.Options{Width: 1200, Height: 820, FailureText: `document.body.innerText`})
 
-	b.do(chromedp.EmulateViewport(1200, 820), chromedp.Navigate(base+"/"))
+	b.Do(chromedp.EmulateViewport(1200, 820), chromedp.Navigate(base+"/"))
 	approve := `.checkpoint[data-issue="PROJ-8"][data-checkpoint="approve-plan"] button[data-option="approve"]`
-	b.waitFor("PROJ-8's plan approval with its options", `(() => {
+	b.WaitFor("PROJ-8's plan approval with its options", `(() => {
 		const b = document.querySelector('`+approve+`');
 		return b && !b.disabled && b.title === 'Implement the plan as written' &&
 			document.querySelector('.checkpoint[data-checkpoint="review-tests"] .countdown')?.textContent.startsWith('in ');
 	})()`)
-	b.do(chromedp.SendKeys(chromedp.CSS(`.checkpoint[data-issue="PROJ-8"] input[name="answered_by"]`), "alice"))
+	b.Do(chromedp.SendKeys(chromedp.CSS(`.checkpoint[data-issue="PROJ-8"] input[name="answered_by"]`), "alice"))
 	if *writeScreenshot {
-		b.screenshot(filepath.Join("..", "..", checkpointScreenshot), `.queues`)
+		path := filepath.Join("..", "..", checkpointScreenshot)
+		if err := os.WriteFile(path, b.ScreenshotNode(`.queues`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
 	}
 
-	b.do(chromedp.Click(chromedp.CSS(approve)))
-	b.waitFor("the answer recorded and shown", `(() => {
+	b.Do(chromedp.Click(chromedp.CSS(approve)))
+	b.WaitFor("the answer recorded and shown", `(() => {
 		const c = document.querySelector('.checkpoint[data-checkpoint="approve-plan"]');
 		return c && c.querySelector('.answered')?.textContent.includes('alice') && !c.querySelector('button[data-option]');
 	})()`)
@@ -125,13 +121,13 @@ func TestDashboard_AnswersACheckpoint(t *testing.T) {
 	}
 
 	// The issue's page: the activity path of its run and its checkpoint decisions.
-	b.do(chromedp.Navigate(base + "/issues/PROJ-8"))
-	b.waitFor("PROJ-8's activity path and decisions", `(() => {
+	b.Do(chromedp.Navigate(base + "/issues/PROJ-8"))
+	b.WaitFor("PROJ-8's activity path and decisions", `(() => {
 		const w = document.querySelector('#workflow');
 		return w && !w.hidden && w.querySelector('.paths li')?.textContent.includes('plan → implement') &&
 			w.querySelector('.decisions tbody tr')?.textContent.includes('alice');
 	})()`)
-	b.checkNoErrors()
+	b.CheckNoErrors()
 }
 
 // seedWorkflowHistory stores a run of PROJ-8 that entered plan, then implement, and
@@ -179,143 +175,4 @@ func serveFixture(t *testing.T, f *fixture) string {
 		}
 	})
 	return "http://" + l.Addr().String()
-}
-
-// chromiumPaths are where Chromium is looked for, unless $SORTIE_CHROMIUM names it.
-var chromiumPaths = []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"}
-
-func findChromium(t *testing.T) string {
-	t.Helper()
-	candidates := chromiumPaths
-	if p := os.Getenv("SORTIE_CHROMIUM"); p != "" {
-		candidates = []string{p}
-	}
-	for _, p := range candidates {
-		if _, err := exec.LookPath(p); err == nil {
-			return p
-		}
-	}
-	msg := fmt.Sprintf("no Chromium at %s (install Debian's chromium: apt-get install chromium, or set SORTIE_CHROMIUM)",
-		strings.Join(candidates, " or "))
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg + "; CI must run the browser test")
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// browser is one headless Chromium with one tab, for one test.
-type browser struct {
-	t   *testing.T
-	ctx context.Context
-
-	mu     sync.Mutex
-	errors []string // uncaught exceptions in the page
-}
-
-func newBrowser(t *testing.T, chromium string) *browser {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.UserDataDir(t.TempDir()),
-		// Chromium's sandbox needs user namespaces, which containers and root lack;
-		// the pages are our own, on loopback.
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.WindowSize(1200, 820),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	b := &browser{t: t}
-	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
-		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
-			msg := e.ExceptionDetails.Text
-			if ex := e.ExceptionDetails.Exception; ex != nil && ex.Description != "" {
-				msg += ": " + ex.Description
-			}
-			b.mu.Lock()
-			b.errors = append(b.errors, msg)
-			b.mu.Unlock()
-		}
-	}))
-	b.ctx = ctx
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc()
-	})
-	// Start the browser with a context that outlives every wait (chromedp ties the
-	// browser's life to the first Run's context).
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", chromium, err)
-	}
-	return b
-}
-
-func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, browserTimeout)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		b.fail("browser: %v", err)
-	}
-}
-
-// waitFor waits until the JavaScript condition cond holds in the page.
-func (b *browser) waitFor(what, cond string) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, browserTimeout+5*time.Second)
-	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
-		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(browserTimeout)))
-	if err != nil {
-		if errors.Is(err, chromedp.ErrPollingTimeout) {
-			err = fmt.Errorf("not within %s", browserTimeout)
-		}
-		b.fail("waiting for %s: %v", what, err)
-	}
-}
-
-// screenshot writes a PNG of the node sel to path.
-func (b *browser) screenshot(path, sel string) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, browserTimeout)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
-	if err != nil {
-		b.fail("screenshot of %s: %v", sel, err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Logf("screenshot: %s", path)
-}
-
-// fail ends the test with the page's text and any script errors.
-func (b *browser) fail(format string, args ...any) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-	defer cancel()
-	if raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](`document.body.innerText`)); err == nil {
-		var text string
-		if json.Unmarshal(raw, &text) == nil {
-			b.t.Logf("the page:\n%s", text)
-		}
-	}
-	b.mu.Lock()
-	if len(b.errors) > 0 {
-		b.t.Logf("script errors:\n%s", strings.Join(b.errors, "\n"))
-	}
-	b.mu.Unlock()
-	b.t.Fatalf(format, args...)
-}
-
-func (b *browser) checkNoErrors() {
-	b.t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.errors) > 0 {
-		b.t.Errorf("the page threw %d script error(s):\n%s", len(b.errors), strings.Join(b.errors, "\n"))
-	}
 }
