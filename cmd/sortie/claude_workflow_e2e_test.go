@@ -28,33 +28,10 @@ import (
 // claudeCheckpointWorkflow runs claude, one turn per run, with the workflow library
 // at ./library and the API on port.
 func claudeCheckpointWorkflow(claude string, port int) string {
-	return fmt.Sprintf(`---
-tracker:
-  kind: file
-  path: issues.json
-  active_states: [Todo]
-  terminal_states: [Done]
-  handoff_state: Review
-agent:
-  kind: claude-code
-  command: %s
-  max_turns: 1
-  max_retry_backoff_ms: 1000
-workspace:
-  root: ./ws
-db_path: ./sortie.db
-server:
-  host: 127.0.0.1
-  port: %d
-workflows:
-  dir: ./library
-  workflow: mini
-claude-code:
+	return libraryWorkflow(port, "claude-code", "  command: "+claude+"\n", `claude-code:
   permission_mode: bypassPermissions
   model: claude-sonnet-4-5
----
-Work on {{ .issue.identifier }}.
-`, claude, port)
+`)
 }
 
 // wfTool is the name claude gives a workflow tool of the sidecar.

@@ -36,10 +36,10 @@ var miniLibrary = map[string]string{
 	"mini/activities/03-done.json": `{"id": "done", "version": "1.0.0", "name": "Done"}`,
 }
 
-// checkpointWorkflow runs the mock agent through the workflow tools of the daemon: run
-// 1 enters "approve" and cannot respond before a human answers; the run after the
-// answer responds (first with the wrong option), and finishes the workflow.
-func checkpointWorkflow(port int) string {
+// libraryWorkflow is a file-tracker WORKFLOW.md running agentKind (with agentExtra
+// lines in its agent: block and blocks after the rest) one turn per run, with the
+// workflow library at ./library (workflow mini) and the API on port.
+func libraryWorkflow(port int, agentKind, agentExtra, blocks string) string {
 	return fmt.Sprintf(`---
 tracker:
   kind: file
@@ -48,8 +48,8 @@ tracker:
   terminal_states: [Done]
   handoff_state: Review
 agent:
-  kind: mock
-  max_turns: 1
+  kind: %s
+%s  max_turns: 1
   max_retry_backoff_ms: 1000
 workspace:
   root: ./ws
@@ -60,7 +60,16 @@ server:
 workflows:
   dir: ./library
   workflow: mini
-mock:
+%s---
+Work on {{ .issue.identifier }}.
+`, agentKind, agentExtra, port, blocks)
+}
+
+// checkpointWorkflow runs the mock agent through the workflow tools of the daemon: run
+// 1 enters "approve" and cannot respond before a human answers; the run after the
+// answer responds (first with the wrong option), and finishes the workflow.
+func checkpointWorkflow(port int) string {
+	return libraryWorkflow(port, "mock", "", `mock:
   mcp_calls:
     - - {tool: start_session, arguments: {workflow_id: mini, agent_id: mock-1}}
       - {tool: next_activity, arguments: {session_token: $session_token, activity_id: write}}
@@ -71,9 +80,7 @@ mock:
       - {tool: respond_checkpoint, arguments: {session_token: $session_token, checkpoint_id: ship, option_id: ship-it}}
       - {tool: next_activity, arguments: {session_token: $session_token, activity_id: done, transition_condition: "checkpoint:ship:ship-it", step_manifest: []}}
       - {tool: get_trace, arguments: {session_token: $session_token, trace_tokens: $trace_tokens}}
----
-Work on {{ .issue.identifier }}.
-`, port)
+`)
 }
 
 // mcpLogLine is one call of the mock agent's .sortie/mock-mcp.log.
