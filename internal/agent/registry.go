@@ -20,6 +20,27 @@ type Config struct {
 	WorkflowDir  string
 }
 
+// DefaultReadTimeout bounds a CLI's start-up reads (the --version preflight) when
+// agent.read_timeout_ms is not set.
+const DefaultReadTimeout = 5 * time.Second
+
+// Program is agent.command split into the program and its leading arguments, or def
+// alone when agent.command is empty.
+func (c Config) Program(def string) []string {
+	if fields := strings.Fields(c.Command); len(fields) > 0 {
+		return fields
+	}
+	return []string{def}
+}
+
+// ReadTimeoutOrDefault is agent.read_timeout_ms, or DefaultReadTimeout when unset.
+func (c Config) ReadTimeoutOrDefault() time.Duration {
+	if c.ReadTimeout > 0 {
+		return c.ReadTimeout
+	}
+	return DefaultReadTimeout
+}
+
 // Meta describes what an adapter kind requires of the configuration.
 type Meta struct {
 	// RequiresCommand: agent.command must be set (the CLI to run).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 type nopAdapter struct{ cfg Config }
@@ -70,5 +71,20 @@ func TestKindOf_FindsWrappedError(t *testing.T) {
 	}
 	if got := err.Error(); got != "turn 2: port_exit: exit status 3" {
 		t.Fatalf("message = %q", got)
+	}
+}
+
+func TestConfig_ProgramAndReadTimeoutDefaults(t *testing.T) {
+	if got := (Config{}).Program("claude"); len(got) != 1 || got[0] != "claude" {
+		t.Errorf("Program with no command = %q, want [claude]", got)
+	}
+	if got := (Config{Command: "  npx  claude --x "}).Program("claude"); len(got) != 3 || got[0] != "npx" || got[2] != "--x" {
+		t.Errorf("Program = %q, want [npx claude --x]", got)
+	}
+	if got := (Config{}).ReadTimeoutOrDefault(); got != DefaultReadTimeout {
+		t.Errorf("ReadTimeoutOrDefault unset = %v, want %v", got, DefaultReadTimeout)
+	}
+	if got := (Config{ReadTimeout: 42 * time.Second}).ReadTimeoutOrDefault(); got != 42*time.Second {
+		t.Errorf("ReadTimeoutOrDefault = %v, want 42s", got)
 	}
 }

@@ -67,15 +67,7 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	program := strings.Fields(cfg.Command)
-	if len(program) == 0 {
-		program = []string{DefaultCommand}
-	}
-	readTimeout := cfg.ReadTimeout
-	if readTimeout <= 0 {
-		readTimeout = 5 * time.Second
-	}
-	return &adapter{program: program, opts: opts, warnings: warnings, readTimeout: readTimeout,
+	return &adapter{program: cfg.Program(DefaultCommand), opts: opts, warnings: warnings, readTimeout: cfg.ReadTimeoutOrDefault(),
 		grace: proc.DefaultGrace, now: time.Now, gh: "gh"}, nil
 }
 
