@@ -109,4 +109,9 @@ type Event struct {
 	ToolName       string
 	ToolDurationMS int64
 	ToolError      bool
+	// Revision marks a token_usage event that corrects the figures of API requests
+	// already reported (Claude's result line raising a turn's totals to what was
+	// billed, another content block of a message already counted): it moves the
+	// cumulative Usage but is not a new request, so api_requests does not count it.
+	Revision bool
 }

@@ -48,10 +48,12 @@ func (m *Metrics) observeAgentEvent(a orchestrator.Activity) {
 	}
 	switch ev.Type {
 	case agent.EventTokenUsage:
-		// The orchestrator counts one API request per token_usage event
-		// (RunningView.APIRequests); so do we.
+		// The orchestrator counts one API request per token_usage event that is not a
+		// revision of figures already reported (RunningView.APIRequests); so do we.
 		s := m.models.get(modelOf(a))
-		s.apiRequests.Inc()
+		if !ev.Revision {
+			s.apiRequests.Inc()
+		}
 		addTokens(s.input, a.Delta.Input)
 		addTokens(s.output, a.Delta.Output)
 		addTokens(s.cacheRead, a.Delta.CacheRead)

@@ -128,3 +128,20 @@ func BenchmarkObserve_AgentEventParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestObserve_RevisionCountsTokensNotRequests: a token_usage event that revises figures
+// already reported (Claude's result totals) adds its tokens but is not an API request.
+func TestObserve_RevisionCountsTokensNotRequests(t *testing.T) {
+	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m.Observe(tokenEvent("opus", 10, 1, 0))
+	rev := tokenEvent("opus", 0, 40, 0)
+	rev.Event.Revision = true
+	m.Observe(rev)
+	fams := gather(t, m)
+	if got := series(t, fams, "sortie_api_requests_total", map[string]string{"model": "opus"}).GetCounter().GetValue(); got != 1 {
+		t.Errorf("api_requests_total{model=opus} = %g, want 1", got)
+	}
+	if got := series(t, fams, "sortie_tokens_total", map[string]string{"model": "opus", "type": "output"}).GetCounter().GetValue(); got != 41 {
+		t.Errorf("tokens_total{type=output} = %g, want 41", got)
+	}
+}

@@ -400,7 +400,9 @@ func (w *worker) onEvent(ev agent.Event) {
 		prev := p.usage
 		p.usage = maxUsage(p.usage, ev.Usage)
 		delta = usageDelta(prev, p.usage)
-		p.apiRequests++
+		if !ev.Revision {
+			p.apiRequests++
+		}
 		if ev.Model != "" {
 			p.model = ev.Model
 		}

@@ -131,6 +131,7 @@ type translator struct {
 
 	apiStart  time.Time // zero when no API request is being timed
 	timedAPI  bool      // a per-request duration was emitted this turn
+	reported  bool      // an assistant message's usage was emitted this turn
 	sessionID string    // the id the CLI announced, "" if none
 
 	result     *wireLine
@@ -256,7 +257,10 @@ func (t *translator) assistant(l *wireLine) {
 		return // another content block of a message already counted
 	}
 	t.turn = grown
-	ev := agent.Event{Type: agent.EventTokenUsage, Usage: t.usage(), Model: t.model, CostUSD: t.cost()}
+	// Another content block of a message already counted only revises that request's
+	// figures.
+	ev := agent.Event{Type: agent.EventTokenUsage, Usage: t.usage(), Model: t.model, CostUSD: t.cost(), Revision: !first}
+	t.reported = true
 	if first && !t.apiStart.IsZero() {
 		ev.APIDurationMS = now.Sub(t.apiStart).Milliseconds()
 		t.apiStart = time.Time{}
@@ -323,8 +327,13 @@ func (t *translator) resultLine(l *wireLine) {
 		t.turn = final
 		t.turnCost = t.costOf(l)
 		if changed || t.turnCost > 0 {
+			// The result's usage is the fallback for a turn whose requests reported
+			// none (spec: claude-code-adapter, token accounting), and only then a
+			// request of its own. Otherwise it revises the figures already reported
+			// (their output tokens were those known when streaming began), so the
+			// API request counter is not one high per turn.
 			t.emit(agent.Event{Type: agent.EventTokenUsage, Usage: t.usage(), Model: t.model, CostUSD: t.cost(),
-				Message: "turn totals from the result"})
+				Message: "turn totals from the result", Revision: t.reported})
 		}
 	} else {
 		t.turnCost = t.costOf(l)

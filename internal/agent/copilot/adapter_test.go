@@ -589,3 +589,32 @@ func TestStartSession_MCPConfigs(t *testing.T) {
 		})
 	}
 }
+
+// TestRunTurn_UsageFileCountsAsARequestOnlyWithoutStreamedUsage: the usage file's
+// totals are the turn's one API request when the stream reported no tokens (the pinned
+// CLI), and only revise the requests already counted when it did (older CLIs).
+func TestRunTurn_UsageFileCountsAsARequestOnlyWithoutStreamedUsage(t *testing.T) {
+	f := newFakeCLI(t)
+	f.turn(t, 1, 0, message, resultLine("s1", 0, 100))
+	f.file(t, "usage", 1, usageJSON(15))
+	f.turn(t, 2, 0, `{"type":"assistant.message","data":{"messageId":"m","content":"x","outputTokens":5}}`, resultLine("s1", 0, 130))
+	f.file(t, "usage", 2, usageJSON(40))
+	a := newFakeAdapter(t, f, nil)
+	s := startFake(t, a, agent.StartParams{})
+	for i, want := range []struct {
+		requests int
+		output   int64
+	}{{1, 15}, {1, 40}} {
+		o := runTurn(t, a, s, i+1, "p")
+		requests := 0
+		for _, e := range o.of(agent.EventTokenUsage) {
+			if !e.Revision {
+				requests++
+			}
+		}
+		if requests != want.requests || o.res.Usage.Output != want.output {
+			t.Errorf("turn %d: %d API requests, %d output tokens; want %d, %d (events %+v)",
+				i+1, requests, o.res.Usage.Output, want.requests, want.output, o.of(agent.EventTokenUsage))
+		}
+	}
+}

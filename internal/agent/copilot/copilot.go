@@ -450,12 +450,15 @@ func (t *turn) settle(usageFile string) {
 
 	if u, ok := readUsageFileIf(usageFile); ok {
 		next.output, next.hasOutput = u.Output, true
+		// Older CLIs reported each message's tokens in the stream: the file then only
+		// revises those requests' figures, and is no API request of its own.
+		streamed := tr.output > 0
 		if base.hasOutput && tr.raiseOutput(u.Output-base.output) {
 			if u.Model != "" {
 				tr.model = u.Model
 			}
 			t.emit(agent.Event{Type: agent.EventTokenUsage, Usage: tr.usage(), Model: tr.model,
-				Message: "turn totals from the CLI's usage file"})
+				Message: "turn totals from the CLI's usage file", Revision: streamed})
 		}
 	}
 	if r := tr.result; r != nil && r.Usage != nil {

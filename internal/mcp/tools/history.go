@@ -20,7 +20,8 @@ var HistorySpec = Spec{
 	Name: NameHistory,
 	Tier: TierLocal,
 	Description: "Lists up to 10 earlier completed runs of this issue, newest first: attempt, agent_adapter, " +
-		"started_at, completed_at, status (succeeded, failed, timed_out, stalled, cancelled, ...) and error. " +
+		"started_at, completed_at, status (succeeded, failed, timed_out, stalled or cancelled), outcome (Sortie's " +
+		"finer word: handed_off, blocked, budget_exhausted, interrupted, or the status) and error. " +
 		"Call it on a retry to see what went wrong before and avoid repeating it. Takes no arguments.",
 	InputSchema: noArgsSchema,
 	ReadOnly:    true,
@@ -58,7 +59,22 @@ type historyEntry struct {
 	StartedAt    string  `json:"started_at"`
 	CompletedAt  string  `json:"completed_at"`
 	Status       string  `json:"status"`
+	Outcome      string  `json:"outcome"`
 	Error        *string `json:"error"`
+}
+
+// specStatus is the spec's terminal status of a run (spec/agent-extensions.md,
+// workspace_history: succeeded, failed, timed_out, stalled, cancelled). Sortie's finer
+// outcomes fold into it: a hand-off or a block ended the agent's turns without error;
+// a budget stop or a daemon shutdown is the daemon cancelling the run.
+func specStatus(s store.RunStatus) string {
+	switch s {
+	case store.StatusHandedOff, store.StatusBlocked:
+		return string(store.StatusSucceeded)
+	case store.StatusBudgetExhausted, store.StatusInterrupted:
+		return string(store.StatusCancelled)
+	}
+	return string(s)
 }
 
 // Call implements Tool.
@@ -84,7 +100,8 @@ func (h *History) Call(ctx context.Context, args json.RawMessage) Result {
 			AgentAdapter: r.AgentKind,
 			StartedAt:    r.StartedAt.UTC().Format(time.RFC3339),
 			CompletedAt:  r.EndedAt.UTC().Format(time.RFC3339),
-			Status:       string(r.Status),
+			Status:       specStatus(r.Status),
+			Outcome:      string(r.Status),
 		}
 		if r.Error != "" {
 			e.Error = &r.Error

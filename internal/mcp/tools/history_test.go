@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,8 +38,8 @@ func TestHistory_NewestTenCompletedRunsOfTheIssue(t *testing.T) {
 		if i%3 == 0 {
 			status, errJSON = "failed", fmt.Sprintf(`"agent turn error: attempt %d"`, i)
 		}
-		entries = append(entries, fmt.Sprintf(`{"attempt":%d,"agent_adapter":"claude-code","started_at":"%s","completed_at":"%s","status":"%s","error":%s}`,
-			i, started.Format(time.RFC3339), started.Add(15*time.Minute).Format(time.RFC3339), status, errJSON))
+		entries = append(entries, fmt.Sprintf(`{"attempt":%d,"agent_adapter":"claude-code","started_at":"%s","completed_at":"%s","status":"%s","outcome":"%s","error":%s}`,
+			i, started.Format(time.RFC3339), started.Add(15*time.Minute).Format(time.RFC3339), status, status, errJSON))
 	}
 	want := `{"issue_id":"42","entries":[` + strings.Join(entries, ",") + `]}`
 	if got != want {
@@ -66,5 +67,50 @@ func TestHistory_RejectsArguments(t *testing.T) {
 	want := `{"error":"unknown field \"limit\": workspace_history takes no arguments (send {})","kind":"invalid_input"}`
 	if !isErr || got != want {
 		t.Fatalf("workspace_history = %s (isError %v); want %s", got, isErr, want)
+	}
+}
+
+// TestHistory_StatusIsTheSpecsWordOutcomeSortiesOwn: every run status reads as one of
+// the spec's five terminal statuses, with Sortie's finer word kept in outcome.
+func TestHistory_StatusIsTheSpecsWordOutcomeSortiesOwn(t *testing.T) {
+	want := map[store.RunStatus]string{
+		store.StatusSucceeded:       "succeeded",
+		store.StatusHandedOff:       "succeeded",
+		store.StatusBlocked:         "succeeded",
+		store.StatusBudgetExhausted: "cancelled",
+		store.StatusFailed:          "failed",
+		store.StatusTimedOut:        "timed_out",
+		store.StatusStalled:         "stalled",
+		store.StatusCancelled:       "cancelled",
+		store.StatusInterrupted:     "cancelled",
+	}
+	var runs []seedRun
+	for i, s := range store.RunStatuses {
+		if s == store.StatusRunning {
+			continue
+		}
+		if _, ok := want[s]; !ok {
+			t.Fatalf("run status %q has no expected spec status: add it to this test and to specStatus", s)
+		}
+		runs = append(runs, seedRun{issue: "42", attempt: i, status: s, started: t0.Add(time.Duration(i) * time.Hour)})
+	}
+	path, _ := seedDB(t, runs...)
+	got, isErr := callTool(t, NewHistory(openRO(t, path), "42"), "{}")
+	if isErr {
+		t.Fatalf("workspace_history failed: %s", got)
+	}
+	var resp struct {
+		Entries []struct{ Status, Outcome string }
+	}
+	if err := json.Unmarshal([]byte(got), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Entries) != len(want) {
+		t.Fatalf("%d entries, want %d: %s", len(resp.Entries), len(want), got)
+	}
+	for _, e := range resp.Entries {
+		if w := want[store.RunStatus(e.Outcome)]; e.Status != w {
+			t.Errorf("outcome %q: status %q, want %q", e.Outcome, e.Status, w)
+		}
 	}
 }
