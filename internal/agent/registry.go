@@ -43,9 +43,10 @@ func (c Config) ReadTimeoutOrDefault() time.Duration {
 
 // Meta describes what an adapter kind requires of the configuration.
 type Meta struct {
-	// RequiresCommand: agent.command must be set (the CLI to run).
+	// RequiresCommand: the adapter runs a CLI that must be found before a session
+	// starts (the preflight); without agent.command and a DefaultCommand, New fails.
 	RequiresCommand bool
-	// DefaultCommand is used when agent.command is empty and RequiresCommand is false.
+	// DefaultCommand is used when agent.command is empty.
 	DefaultCommand string
 }
 
@@ -101,7 +102,7 @@ func New(cfg Config) (Adapter, error) {
 		return nil, fmt.Errorf("unknown agent kind %q (known: %s)", cfg.Kind, strings.Join(Kinds(), ", "))
 	}
 	if cfg.Command == "" {
-		if r.meta.RequiresCommand {
+		if r.meta.DefaultCommand == "" && r.meta.RequiresCommand {
 			return nil, fmt.Errorf("agent kind %q needs agent.command", cfg.Kind)
 		}
 		cfg.Command = r.meta.DefaultCommand

@@ -30,6 +30,11 @@ func TestRegistry_UnknownKindListsKnownKinds(t *testing.T) {
 	if _, err := New(Config{Kind: "test-needs-command"}); err == nil || !strings.Contains(err.Error(), "agent.command") {
 		t.Fatalf("New without a required command: error = %v, want one naming agent.command", err)
 	}
+	// A CLI adapter (RequiresCommand) with a default command runs that default.
+	Register("test-required-with-default", Meta{RequiresCommand: true, DefaultCommand: "cli"}, func(c Config) (Adapter, error) { return nopAdapter{c}, nil })
+	if a, err := New(Config{Kind: "test-required-with-default"}); err != nil || a.(nopAdapter).cfg.Command != "cli" {
+		t.Fatalf("New without agent.command for an adapter with a default = %v, %v; want the default command", a, err)
+	}
 	a, err := New(Config{Kind: "test-default-command"})
 	if err != nil {
 		t.Fatal(err)

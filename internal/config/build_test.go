@@ -60,6 +60,21 @@ func TestLoad_AgentKindDefaultsToClaudeCode(t *testing.T) {
 	}
 }
 
+// TestLoad_AgentCommandDefaultsPerKind: agent.command defaults to the CLI the adapter
+// specs name, so a WORKFLOW.md without it (the 1.9 README example) loads.
+func TestLoad_AgentCommandDefaultsPerKind(t *testing.T) {
+	for kind, want := range map[string]string{"claude-code": "claude", "copilot-cli": "copilot", "mock": ""} {
+		cfg, _ := mustLoad(t, minimalWith("agent: {kind: "+kind+"}\n"), nil)
+		if cfg.Agent.Command != want {
+			t.Errorf("agent.kind %s: Agent.Command = %q, want %q", kind, cfg.Agent.Command, want)
+		}
+	}
+	cfg, _ := mustLoad(t, minimalWith("agent: {kind: claude-code, command: /opt/claude/bin/claude}\n"), nil)
+	if cfg.Agent.Command != "/opt/claude/bin/claude" {
+		t.Errorf("an explicit agent.command = %q, want it kept", cfg.Agent.Command)
+	}
+}
+
 func TestLoad_ExplicitValues(t *testing.T) {
 	cfg, dir := mustLoad(t, `tracker:
   kind: jira
@@ -160,10 +175,6 @@ func TestLoad_Errors(t *testing.T) {
 			`config: tracker.kind: unknown tracker kind; known kinds: file, github, jira (got "linear")`},
 		{"unknown agent kind lists the known ones", minimalWith("agent: {kind: codex}\n"), nil,
 			`config: agent.kind: unknown agent kind; known kinds: claude-code, copilot-cli, mock (got "codex")`},
-		{"claude-code needs a command", minimalWith("agent: {kind: claude-code}\n"), nil,
-			"config: agent.command: is required for agent.kind claude-code (set agent.command: claude)"},
-		{"copilot-cli needs a command", minimalWith("agent: {kind: copilot-cli}\n"), nil,
-			"config: agent.command: is required for agent.kind copilot-cli (set agent.command: copilot)"},
 		{"active and terminal states both empty", "tracker: {kind: file, path: x.json}\nagent: {kind: mock}\n", nil,
 			"config: tracker: active_states and terminal_states are both empty; list at least one state"},
 		{"jira needs a project", "tracker: {kind: jira, api_key: k, active_states: [a]}\nagent: {kind: mock}\n", nil,

@@ -79,7 +79,7 @@ type HooksConfig struct {
 // AgentConfig is the `agent:` section.
 type AgentConfig struct {
 	Kind    string // claude-code (default), copilot-cli or mock
-	Command string // the CLI to run; required for claude-code and copilot-cli
+	Command string // the CLI to run; claude for claude-code and copilot for copilot-cli when empty
 
 	TurnTimeout     time.Duration // one turn (default 1h)
 	ReadTimeout     time.Duration // start-up and synchronous calls (default 5s)
@@ -172,7 +172,7 @@ func (c *Config) TrackerPath() string {
 var (
 	agentKinds   = []string{"claude-code", "copilot-cli", "mock"}
 	trackerKinds = []string{"file", "github", "jira"}
-	// defaultCommands are the commands suggested when agent.command is missing.
+	// defaultCommands are the CLIs run when agent.command is empty (the adapter specs).
 	defaultCommands = map[string]string{"claude-code": "claude", "copilot-cli": "copilot"}
 )
 

@@ -82,7 +82,10 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 		}
 	}
 	if o.Model != "" && o.Model == o.FallbackModel {
-		problems = append(problems, "claude-code.fallback_model: must differ from claude-code.model (the CLI refuses the same model twice)")
+		// The spec's own example block sets both to one model; the CLI refuses that, so
+		// the fallback is dropped rather than the daemon stopped.
+		warnings = append(warnings, fmt.Sprintf("claude-code.fallback_model: the same model as claude-code.model (%s), so no fallback model is passed (the CLI refuses the same model twice)", o.Model))
+		o.FallbackModel = ""
 	}
 	if len(problems) > 0 {
 		return options{}, warnings, fmt.Errorf("%s", strings.Join(problems, "; "))

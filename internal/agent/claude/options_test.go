@@ -74,7 +74,6 @@ func TestParseOptions_Errors(t *testing.T) {
 		{map[string]any{"max_budget_usd": -5}, "claude-code.max_budget_usd: must be a non-negative amount"},
 		{map[string]any{"session_persistence": "no"}, "claude-code.session_persistence: must be true or false"},
 		{map[string]any{"allowed_tools": []any{"Edit", 7}}, "claude-code.allowed_tools: [1]: must be a non-empty tool name"},
-		{map[string]any{"model": "x", "fallback_model": "x"}, "claude-code.fallback_model: must differ"},
 	}
 	for _, c := range cases {
 		_, _, err := parseOptions(c.raw, "")
@@ -101,5 +100,25 @@ func TestParseOptions_ReferenceExampleBlock(t *testing.T) {
 	}, "")
 	if err != nil || len(warnings) > 0 {
 		t.Fatalf("reference block: %v %v", err, warnings)
+	}
+}
+
+// TestParseOptions_SpecExampleFallbackEqualsModel: the spec's own claude-code example sets
+// fallback_model equal to model. The CLI refuses that, so the fallback is dropped with a
+// warning and the daemon still starts.
+func TestParseOptions_SpecExampleFallbackEqualsModel(t *testing.T) {
+	o, warnings, err := parseOptions(map[string]any{
+		"permission_mode": "bypassPermissions", "model": "claude-sonnet-4-20250514",
+		"fallback_model": "claude-sonnet-4-20250514", "max_turns": 50, "max_budget_usd": 5, "effort": "high",
+		"allowed_tools": "Edit,Write,Bash",
+	}, "")
+	if err != nil {
+		t.Fatalf("the spec's example block: %v", err)
+	}
+	if o.FallbackModel != "" || slices.Contains(o.args("s", false, nil), "--fallback-model") {
+		t.Errorf("fallback model %q kept (args %q); want it dropped", o.FallbackModel, o.args("s", false, nil))
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "claude-code.fallback_model: the same model as claude-code.model") {
+		t.Errorf("warnings = %q, want one about the dropped fallback model", warnings)
 	}
 }
