@@ -112,6 +112,9 @@ type checkpoints struct {
 	pending map[int64]store.Checkpoint
 	timers  map[int64]clock.Timer
 	seen    map[string]bool // tracker comment ids already read
+	// readAfter is the last issue id whose comments a tick read for answers: the next
+	// tick goes on from the issue after it (loop only).
+	readAfter string
 }
 
 // CheckpointsArmed is the engine's Armed hook: the agent of c entered an activity
@@ -467,8 +470,10 @@ func parseChoose(body string) (string, bool) {
 	return strings.Trim(m[1], "`*_\"'"), true
 }
 
-// awaitingIssues lists the held issues whose checkpoints wait, for the tick to read
-// their comments. Loop only.
+// awaitingIssues picks the issues held at a checkpoint whose tracker comments this tick
+// reads for answers: at most maxCommentReads, going round them in id order from where
+// the previous tick stopped. With more of them than one tick reads, each is still read
+// every few polls and none starves. Loop only.
 func (o *Orchestrator) awaitingIssues() []string {
 	var ids []string
 	for id, h := range o.holds {
@@ -477,19 +482,26 @@ func (o *Orchestrator) awaitingIssues() []string {
 		}
 	}
 	slices.Sort(ids)
-	return ids
+	if len(ids) <= maxCommentReads {
+		return ids
+	}
+	start, _ := slices.BinarySearch(ids, o.cp.readAfter+"\x00") // the first id after the cursor
+	batch := make([]string, 0, maxCommentReads)
+	for i := range maxCommentReads {
+		batch = append(batch, ids[(start+i)%len(ids)])
+	}
+	o.cp.readAfter = batch[len(batch)-1]
+	return batch
 }
 
-// maxCommentReads bounds the issues whose comments one tick reads.
+// maxCommentReads bounds the issues whose comments one tick reads: one tracker request
+// each, every poll.
 const maxCommentReads = 20
 
 // readAnswers reads the tracker comments of issues awaiting an answer and records the
 // first "/sortie choose" of each that came after its checkpoint. It runs on the tick
 // goroutine; answers wake the loop.
 func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
-	if len(ids) > maxCommentReads {
-		ids = ids[:maxCommentReads]
-	}
 	for _, id := range ids {
 		pending := o.pendingFor(id)
 		if len(pending) == 0 {

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"sortie/internal/config"
 	"sortie/internal/store"
+	"sortie/internal/store/sqlite"
 	"sortie/internal/testkit/faketracker"
 	"sortie/internal/tracker"
 	"sortie/internal/workflow/engine"
@@ -279,5 +281,50 @@ func TestCheckpoint_UntimedTrackerAnswerAfterTheQuestionCounts(t *testing.T) {
 	rows, _ := h.st.IssueCheckpoints(context.Background(), "CP-4", 10)
 	if len(rows) != 1 || rows[0].Answer != "approve" || rows[0].AnsweredBy != "frank" {
 		t.Fatalf("stored checkpoint = %+v, want approve by frank", rows)
+	}
+}
+
+// TestCheckpoint_TrackerAnswersAreReadForEveryAwaitingIssue: with more issues awaiting
+// an answer than one tick reads comments of, the reads go round the held issues across
+// polls, so the last of 25 (sorted by id) is heard too, and no tick reads more than
+// maxCommentReads issues' comments.
+func TestCheckpoint_TrackerAnswersAreReadForEveryAwaitingIssue(t *testing.T) {
+	const n = 25
+	cfg := checkpointConfig(t)
+	trk := faketracker.New(cfg.Tracker.ActiveStates...)
+	var ids []string
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("AW-%02d", i)
+		ids = append(ids, id)
+		trk.Put(issue(id, "Todo"))
+	}
+	last := ids[n-1]
+	seedStore(t, cfg.DBPath, func(ctx context.Context, st *sqlite.Store) {
+		for _, id := range ids {
+			is, _ := trk.Issue(id)
+			cp := approvePlan(id)
+			_, err := st.ArmCheckpoints(ctx, cp.SessionID, []store.Checkpoint{cp})
+			must(t, err)
+			must(t, st.SaveHold(ctx, store.Hold{IssueID: id, Identifier: id, Reason: holdAwaiting, Message: "approve the plan",
+				State: is.State, IssueUpdatedAt: is.UpdatedAt, Since: t0.Add(-time.Hour)}))
+		}
+	})
+	must(t, trk.AddComment(last, "erin", "/sortie choose approve"))
+
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, checkpoints: true, trk: trk})
+	h.start()
+	h.awaitStep(StepTick, "")
+	reads := trk.Calls(faketracker.OpFetchComments)
+	for tick := 2; tick <= 3; tick++ {
+		if reads > maxCommentReads*(tick-1) {
+			t.Fatalf("comment reads after %d ticks = %d, want at most %d per tick", tick-1, reads, maxCommentReads)
+		}
+		h.advance(cfg.Polling.Interval)
+		h.awaitStep(StepTick, "")
+		reads = trk.Calls(faketracker.OpFetchComments)
+	}
+	rows, err := h.st.IssueCheckpoints(context.Background(), last, 10)
+	if err != nil || len(rows) != 1 || rows[0].Answer != "approve" || rows[0].AnsweredBy != "erin" {
+		t.Fatalf("%s's checkpoint after 3 ticks = %+v, %v; want erin's tracker answer approve recorded", last, rows, err)
 	}
 }
