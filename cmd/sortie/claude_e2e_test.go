@@ -180,7 +180,7 @@ func TestClaude_AgentToolsThroughTheCLI(t *testing.T) {
 	m := fakemodel.Start(t,
 		fakemodel.Reply{Text: "Checking my budget.", ToolUses: []fakemodel.ToolUse{{Name: "mcp__sortie-tools__sortie_status", Input: map[string]any{}}}},
 		fakemodel.Reply{Text: "Moving the issue.", ToolUses: []fakemodel.ToolUse{{Name: "mcp__sortie-tools__tracker_api",
-			Input: map[string]any{"operation": "transition_issue", "issue_id": "1", "target_state": "In Review"}}}},
+			Input: map[string]any{"operation": "transition_issue", "issue_id": "1", "target_state": "Done"}}}},
 		fakemodel.Reply{Text: "Done."},
 	)
 	dir := t.TempDir()
@@ -249,7 +249,7 @@ func TestClaude_AgentToolsThroughTheCLI(t *testing.T) {
 	if err := json.Unmarshal(firstJSON(results[1].Text), &moved); err != nil || results[1].IsError || !moved.Success || !moved.Data["transitioned"] {
 		t.Fatalf("tracker_api result = %+v (%v)", results[1], err)
 	}
-	if data, _ := os.ReadFile(filepath.Join(dir, "issues.json")); !strings.Contains(string(data), `"In Review"`) {
+	if data, _ := os.ReadFile(filepath.Join(dir, "issues.json")); !strings.Contains(string(data), `"Done"`) {
 		t.Errorf("issues.json after transition_issue:\n%s", data)
 	}
 	runs := runsByIssue(t, filepath.Join(dir, "sortie.db"))["1"]

@@ -25,7 +25,7 @@ func TestCopilot_AgentToolsThroughTheCLI(t *testing.T) {
 	m := fakemodel.Start(t,
 		fakemodel.Reply{Text: "Checking my budget.", ToolUses: []fakemodel.ToolUse{{Name: "sortie-tools-sortie_status", Input: map[string]any{}}}},
 		fakemodel.Reply{Text: "Moving the issue.", ToolUses: []fakemodel.ToolUse{{Name: "sortie-tools-tracker_api",
-			Input: map[string]any{"operation": "transition_issue", "issue_id": "1", "target_state": "In Review"}}}},
+			Input: map[string]any{"operation": "transition_issue", "issue_id": "1", "target_state": "Done"}}}},
 		// Autopilot runs until the model calls task_complete.
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: "task_complete", Input: map[string]any{"summary": "moved"}}}},
 	)
@@ -84,7 +84,7 @@ Fix {{ .issue.identifier }}: {{ .issue.title }}.
 	if !strings.Contains(results[1].Text, `"transitioned":true`) || results[1].IsError {
 		t.Errorf("tracker_api = %+v", results[1])
 	}
-	if data, _ := os.ReadFile(filepath.Join(dir, "issues.json")); !strings.Contains(string(data), `"In Review"`) {
+	if data, _ := os.ReadFile(filepath.Join(dir, "issues.json")); !strings.Contains(string(data), `"Done"`) {
 		t.Errorf("issues.json after transition_issue:\n%s", data)
 	}
 	runs := runsByIssue(t, filepath.Join(dir, "sortie.db"))["1"]

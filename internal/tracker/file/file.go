@@ -39,6 +39,10 @@ func init() {
 type Tracker struct {
 	path         string   // absolute; may be a symlink, which writes follow
 	activeStates []string // compared case-insensitively
+	// A transition may target only an active or terminal state or the handoff state,
+	// as configured (in_progress_state is one of the active states).
+	terminalStates []string
+	handoffState   string
 
 	now          func() time.Time // stamps updated_at and created_at; replaced in tests
 	newCommentID func() string
@@ -58,7 +62,8 @@ type Tracker struct {
 // New builds a file tracker from cfg. The issues file path is cfg.Options["path"]
 // (filled from `file.path` or `tracker.path` in WORKFLOW.md); a relative path is resolved
 // against cfg.WorkflowDir. Candidates are the issues whose state is in
-// cfg.ActiveStates. New does not open the file: a missing or malformed file is reported
+// cfg.ActiveStates. Transitions may target only a configured state (active, terminal or
+// handoff). New does not open the file: a missing or malformed file is reported
 // by each call, so fixing it needs no restart.
 func New(cfg tracker.Config) (tracker.Tracker, error) {
 	path, err := issuesPath(cfg)
@@ -66,11 +71,25 @@ func New(cfg tracker.Config) (tracker.Tracker, error) {
 		return nil, err
 	}
 	return &Tracker{
-		path:         path,
-		activeStates: slices.Clone(cfg.ActiveStates),
-		now:          time.Now,
-		newCommentID: randomCommentID,
+		path:           path,
+		activeStates:   slices.Clone(cfg.ActiveStates),
+		terminalStates: slices.Clone(cfg.TerminalStates),
+		handoffState:   strings.TrimSpace(cfg.HandoffState),
+		now:            time.Now,
+		newCommentID:   randomCommentID,
 	}, nil
+}
+
+// knownState returns the configured state that state names, compared
+// case-insensitively, in its configured casing.
+func (t *Tracker) knownState(state string) (string, bool) {
+	state = strings.TrimSpace(state)
+	for _, s := range slices.Concat(t.activeStates, t.terminalStates, []string{t.handoffState}) {
+		if s = strings.TrimSpace(s); s != "" && strings.EqualFold(s, state) {
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // Path returns the absolute path of the issues file, as configured (not following a

@@ -32,14 +32,23 @@ func referenceFile(t testing.TB, rel string) string {
 // testNow is the time a test tracker stamps on what it writes.
 var testNow = time.Date(2026, 4, 1, 12, 30, 0, 0, time.UTC)
 
+// Every test tracker has these terminal and handoff states, so tests may move issues
+// to them; active states are each test's own.
+var (
+	testTerminalStates = []string{"Done"}
+	testHandoffState   = "In Review"
+)
+
 // newTestTracker builds a tracker for path through the registry, as the daemon does, with
 // a fixed clock and predictable comment ids (c-test-1, c-test-2, ...).
 func newTestTracker(t testing.TB, path string, active ...string) *Tracker {
 	t.Helper()
 	tr, err := tracker.New(tracker.Config{
-		Kind:         "file",
-		ActiveStates: active,
-		Options:      map[string]any{"path": path},
+		Kind:           "file",
+		ActiveStates:   active,
+		TerminalStates: testTerminalStates,
+		HandoffState:   testHandoffState,
+		Options:        map[string]any{"path": path},
 	})
 	if err != nil {
 		t.Fatalf("tracker.New(file, %s): %v", path, err)

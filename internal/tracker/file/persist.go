@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,20 +25,39 @@ const maxWriteAttempts = 3
 const commentAuthor = "sortie"
 
 // TransitionIssue sets the issue's state to targetState and its updated_at to the
-// current time (RFC 3339, UTC), in the file. If the state is already exactly
-// targetState the file is not touched. An unknown id is tracker_not_found; a malformed
-// file is tracker_payload_error and is left as it was.
+// current time (RFC 3339, UTC), in the file. targetState must be a configured state
+// (active, terminal or handoff, matched case-insensitively) and is written in its
+// configured casing; any other target is tracker_payload_error and nothing is written,
+// as the Jira and GitHub adapters refuse a state their tracker does not have. If the
+// state is already exactly the target the file is not touched. An unknown id is
+// tracker_not_found; a malformed file is tracker_payload_error and is left as it was.
 func (t *Tracker) TransitionIssue(ctx context.Context, id, targetState string) error {
 	const op = "transition"
 	if strings.TrimSpace(targetState) == "" {
 		return tracker.Errorf(tracker.ErrPayload, op, "cannot move issue %q to an empty state", id)
 	}
+	// A typo here would park the issue in a state nothing dispatches or closes.
+	target, ok := t.knownState(targetState)
+	if !ok {
+		return tracker.Errorf(tracker.ErrPayload, op,
+			"cannot move issue %q to %q: not a configured state (active: %s; terminal: %s; handoff: %s); check its spelling in WORKFLOW.md or the agent's transition_issue call",
+			id, targetState, listOrNone(t.activeStates), listOrNone(t.terminalStates), listOrNone([]string{t.handoffState}))
+	}
 	return t.modify(ctx, op, id, func(data []byte, doc *document, i int) ([]byte, error) {
-		if doc.issues[i].State == targetState {
+		if doc.issues[i].State == target {
 			return nil, nil
 		}
-		return setState(data, doc, i, targetState, t.now().UTC().Format(time.RFC3339))
+		return setState(data, doc, i, target, t.now().UTC().Format(time.RFC3339))
 	})
+}
+
+// listOrNone joins states for an error message.
+func listOrNone(states []string) string {
+	states = slices.DeleteFunc(slices.Clone(states), func(s string) bool { return strings.TrimSpace(s) == "" })
+	if len(states) == 0 {
+		return "none"
+	}
+	return strings.Join(states, ", ")
 }
 
 // CommentIssue appends a comment by "sortie" with a generated id and the current time to

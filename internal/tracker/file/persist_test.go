@@ -41,10 +41,11 @@ func TestTransitionIssue_WritesOnlyTheTargetIssue(t *testing.T) {
 		input  string
 		id     string
 		target string
+		active []string
 		want   string
 	}{
 		{
-			name: "updated_at present", input: twoIssues, id: "a", target: "In Progress",
+			name: "updated_at present", input: twoIssues, id: "a", target: "In Progress", active: []string{"Todo", "In Progress"},
 			want: strings.Replace(twoIssues, `"state": "Todo",
     "updated_at": "2026-01-01T00:00:00Z"`, `"state": "In Progress",
     "updated_at": "2026-04-01T12:30:00Z"`, 1),
@@ -77,6 +78,7 @@ func TestTransitionIssue_WritesOnlyTheTargetIssue(t *testing.T) {
 			input:  `[{"id": "a", "identifier": "A-1", "title": "T", "state": "Todo"}]`,
 			id:     "a",
 			target: `Review <"QA"> & sign-off`,
+			active: []string{`Review <"QA"> & sign-off`},
 			want:   `[{"id": "a", "identifier": "A-1", "title": "T", "state": "Review <\"QA\"> & sign-off", "updated_at": "2026-04-01T12:30:00Z"}]`,
 		},
 		{
@@ -104,7 +106,7 @@ func TestTransitionIssue_WritesOnlyTheTargetIssue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeIssues(t, tt.input)
-			tr := newTestTracker(t, path)
+			tr := newTestTracker(t, path, tt.active...)
 			if err := tr.TransitionIssue(context.Background(), tt.id, tt.target); err != nil {
 				t.Fatal(err)
 			}
@@ -270,13 +272,59 @@ func TestTransitionIssue_PersistsAcrossTrackers(t *testing.T) {
 func TestTransitionIssue_AlreadyInStateWritesNothing(t *testing.T) {
 	path := writeIssues(t, twoIssues)
 	before, _ := os.Stat(path)
-	if err := newTestTracker(t, path).TransitionIssue(context.Background(), "a", "Todo"); err != nil {
+	if err := newTestTracker(t, path, "Todo").TransitionIssue(context.Background(), "a", "Todo"); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(path)
 	if !os.SameFile(before, after) || readString(t, path) != twoIssues {
 		t.Error("transition to the current state rewrote the file")
 	}
+}
+
+// A target that is none of the configured states is refused as Jira and GitHub refuse
+// it: a typo would otherwise park the issue in a state that is never dispatched.
+func TestTransitionIssue_UnknownTargetStateIsRefused(t *testing.T) {
+	path := writeIssues(t, twoIssues)
+	tr := newTestTracker(t, path, "Todo", "In Progress")
+	ctx := context.Background()
+	for _, target := range []string{"Dnoe", "In Progres", "Backlog", "Done!"} {
+		err := tr.TransitionIssue(ctx, "a", target)
+		wantKind(t, err, tracker.ErrPayload, `"a"`, `"`+target+`"`, "not a configured state",
+			"active: Todo, In Progress", "terminal: Done", "handoff: In Review")
+		if tracker.KindOf(err).Retryable() {
+			t.Errorf("%q: kind %q is retryable; a wrong state name needs the operator", target, tracker.KindOf(err))
+		}
+	}
+	if got := readString(t, path); got != twoIssues {
+		t.Fatalf("a refused transition changed the file:\n%s", got)
+	}
+
+	// Every configured state is a target, matched case-insensitively and written as
+	// configured.
+	for _, tt := range []struct{ target, want string }{
+		{"in progress", "In Progress"},
+		{" in review ", "In Review"},
+		{"DONE", "Done"},
+		{"todo", "Todo"},
+	} {
+		if err := tr.TransitionIssue(ctx, "a", tt.target); err != nil {
+			t.Fatalf("TransitionIssue(%q): %v", tt.target, err)
+		}
+		got, err := tr.FetchIssueByID(ctx, "a")
+		if err != nil || got.State != tt.want {
+			t.Errorf("after TransitionIssue(%q): state %q (%v), want %q", tt.target, got.State, err, tt.want)
+		}
+	}
+}
+
+func TestTransitionIssue_NoConfiguredStatesRefusesEveryTarget(t *testing.T) {
+	path := writeIssues(t, twoIssues)
+	tr, err := tracker.New(tracker.Config{Kind: "file", Options: map[string]any{"path": path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.TransitionIssue(context.Background(), "a", "Done")
+	wantKind(t, err, tracker.ErrPayload, "active: none; terminal: none; handoff: none")
 }
 
 func TestWrite_HandEditBeforeOurWriteIsKept(t *testing.T) {
