@@ -15,18 +15,27 @@ import (
 	"sortie/internal/tracker"
 )
 
-// referenceDir is the sortie 1.9 test data shared by the project (see
-// /work/shared/testdata/README.md). It is read in place, never copied into the repo.
+// referenceDir is sortie 1.9's test data, third-party files beside the repository
+// (/work/shared/testdata/README.md): read in place when present, never copied. The
+// package's own inputs are in testdata/; the reference files are a compatibility check
+// that CI runs.
 var referenceDir = filepath.Join("..", "..", "..", "..", "shared", "testdata", "sortie-1.9")
 
-// referenceFile returns the path of a file under referenceDir, skipping the test when the
-// shared test data is not checked out next to the repository.
+// referenceFile returns the path of a file under referenceDir, skipping the test, and
+// saying what was skipped, when the shared data is not beside the repository.
 func referenceFile(t testing.TB, rel string) string {
 	t.Helper()
-	if _, err := os.Stat(referenceDir); err != nil {
-		t.Skipf("shared reference test data not found at %s: %v", referenceDir, err)
+	p := filepath.Join(referenceDir, filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("skipped: ../shared/testdata/sortie-1.9/%s not present (third-party sortie 1.9 compatibility data, run in CI)", rel)
 	}
-	return filepath.Join(referenceDir, filepath.FromSlash(rel))
+	return p
+}
+
+// readReference reads a file under referenceDir, for fuzz seeds that are added only
+// when the shared data is there.
+func readReference(rel string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(referenceDir, filepath.FromSlash(rel)))
 }
 
 // testNow is the time a test tracker stamps on what it writes.
@@ -153,106 +162,170 @@ func TestRegister_FileKindNeedsNoProjectOrKeyAndWatches(t *testing.T) {
 	}
 }
 
+// sample is an issues file the fetch tests read and what they expect of it: the
+// package's own testdata/issues.json, and sortie 1.9's example file when the shared
+// data is beside the repository.
+type sample struct {
+	name string
+	path func(testing.TB) string
+	// candidates are the ids in states "to do" or "IN PROGRESS", in file order.
+	candidates []string
+	// comments is how many comments FetchIssueByID returns per id; the ids cover
+	// "comments" as a list, as [], as null and absent.
+	comments map[string]int
+	// notIDs are not ids in the file (an identifier among them).
+	notIDs []string
+	// statesByID and statesByIdentifier are lookups with one unknown key each.
+	statesByID, statesByIdentifier map[string]string
+	unknownID, unknownIdentifier   string
+	commentsOf                     string // an id with comments
+	wantComments                   []tracker.Comment
+	nullCommentsOf                 string // an id with "comments": null
+}
+
+var samples = []sample{
+	{
+		name:       "own",
+		path:       func(testing.TB) string { return filepath.Join("testdata", "issues.json") },
+		candidates: []string{"201", "202", "205"},
+		comments:   map[string]int{"201": 2, "202": 0, "203": 0, "205": 0},
+		notIDs:     []string{"SITE-1", "nope"},
+		statesByID: map[string]string{"201": "To Do", "203": "Done"}, unknownID: "missing",
+		statesByIdentifier: map[string]string{"SITE-2": "In Progress", "SITE-4": "Backlog"}, unknownIdentifier: "SITE-99",
+		commentsOf: "201",
+		wantComments: []tracker.Comment{
+			{ID: "k1", Author: "eli", Body: "Atom would do as well; pick one.", CreatedAt: "2026-02-10T09:15:00Z"},
+			{ID: "k2", Author: "dana", Body: "RSS 2.0, with full post bodies.", CreatedAt: "2026-02-11T16:40:00Z"},
+		},
+		nullCommentsOf: "204",
+	},
+	{
+		name:       "reference",
+		path:       func(t testing.TB) string { return referenceFile(t, "examples/issues.json") },
+		candidates: []string{"10001", "10002", "10005"},
+		comments:   map[string]int{"10001": 2, "10002": 0, "10003": 0, "10005": 0},
+		notIDs:     []string{"PROJ-1", "nope"},
+		statesByID: map[string]string{"10001": "To Do", "10003": "Done"}, unknownID: "missing",
+		statesByIdentifier: map[string]string{"PROJ-2": "In Progress", "PROJ-4": "Backlog"}, unknownIdentifier: "PROJ-99",
+		commentsOf: "10001",
+		wantComments: []tracker.Comment{
+			{ID: "c1", Author: "bob", Body: "Needs SSO support for SAML providers.", CreatedAt: "2026-03-01T10:00:00Z"},
+			{ID: "c2", Author: "charlie", Body: "Token refresh must handle clock skew.", CreatedAt: "2026-03-02T14:30:00Z"},
+		},
+		nullCommentsOf: "10004",
+	},
+}
+
 func TestFetchCandidateIssues_ActiveStatesCaseInsensitiveNoComments(t *testing.T) {
-	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"), "to do", "IN PROGRESS")
-	got, err := tr.FetchCandidateIssues(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"10001", "10002", "10005"}; !reflect.DeepEqual(ids(got), want) {
-		t.Fatalf("candidates = %v, want %v (file order, active states only)", ids(got), want)
-	}
-	for _, is := range got {
-		if is.Comments != nil {
-			t.Errorf("candidate %s has comments %v, want nil (listing calls do not fetch comments)", is.ID, is.Comments)
-		}
+	for _, sm := range samples {
+		t.Run(sm.name, func(t *testing.T) {
+			tr := newTestTracker(t, sm.path(t), "to do", "IN PROGRESS")
+			got, err := tr.FetchCandidateIssues(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ids(got), sm.candidates) {
+				t.Fatalf("candidates = %v, want %v (file order, active states only)", ids(got), sm.candidates)
+			}
+			for _, is := range got {
+				if is.Comments != nil {
+					t.Errorf("candidate %s has comments %v, want nil (listing calls do not fetch comments)", is.ID, is.Comments)
+				}
+			}
+		})
 	}
 }
 
 func TestFetchCandidateIssues_NoActiveStatesMeansNone(t *testing.T) {
-	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"))
-	got, err := tr.FetchCandidateIssues(context.Background())
-	if err != nil || got == nil || len(got) != 0 {
-		t.Fatalf("FetchCandidateIssues() = %v, %v; want an empty non-nil slice", got, err)
+	for _, sm := range samples {
+		t.Run(sm.name, func(t *testing.T) {
+			tr := newTestTracker(t, sm.path(t))
+			got, err := tr.FetchCandidateIssues(context.Background())
+			if err != nil || got == nil || len(got) != 0 {
+				t.Fatalf("FetchCandidateIssues() = %v, %v; want an empty non-nil slice", got, err)
+			}
+		})
 	}
 }
 
 func TestFetchIssueByID(t *testing.T) {
-	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"))
-	tests := []struct {
-		id           string
-		wantComments int
-		wantKind     tracker.ErrorKind
-	}{
-		{id: "10001", wantComments: 2},
-		{id: "10002", wantComments: 0}, // "comments": []
-		{id: "10003", wantComments: 0}, // "comments": null becomes []
-		{id: "10005", wantComments: 0}, // absent becomes []
-		{id: "PROJ-1", wantKind: tracker.ErrNotFound},
-		{id: "nope", wantKind: tracker.ErrNotFound},
-	}
-	for _, tt := range tests {
-		t.Run(tt.id, func(t *testing.T) {
-			got, err := tr.FetchIssueByID(context.Background(), tt.id)
-			if tt.wantKind != "" {
-				wantKind(t, err, tt.wantKind, tt.id)
-				return
+	for _, sm := range samples {
+		t.Run(sm.name, func(t *testing.T) {
+			tr := newTestTracker(t, sm.path(t))
+			for id, n := range sm.comments {
+				got, err := tr.FetchIssueByID(context.Background(), id)
+				if err != nil {
+					t.Fatalf("FetchIssueByID(%s): %v", id, err)
+				}
+				if got.ID != id {
+					t.Errorf("ID = %q, want %q", got.ID, id)
+				}
+				if got.Comments == nil || len(got.Comments) != n {
+					t.Errorf("%s: Comments = %#v, want %d (non-nil)", id, got.Comments, n)
+				}
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.ID != tt.id {
-				t.Errorf("ID = %q, want %q", got.ID, tt.id)
-			}
-			if got.Comments == nil || len(got.Comments) != tt.wantComments {
-				t.Errorf("Comments = %#v, want %d (non-nil)", got.Comments, tt.wantComments)
+			for _, id := range sm.notIDs {
+				_, err := tr.FetchIssueByID(context.Background(), id)
+				wantKind(t, err, tracker.ErrNotFound, id)
 			}
 		})
 	}
 }
 
 func TestFetchIssueStates_UnknownOmitted(t *testing.T) {
-	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"))
-	ctx := context.Background()
-	byID, err := tr.FetchIssueStatesByIDs(ctx, []string{"10001", "10003", "missing"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := map[string]string{"10001": "To Do", "10003": "Done"}; !reflect.DeepEqual(byID, want) {
-		t.Errorf("FetchIssueStatesByIDs = %v, want %v", byID, want)
-	}
-	byIdent, err := tr.FetchIssueStatesByIdentifiers(ctx, []string{"PROJ-2", "PROJ-4", "PROJ-99", "10001"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := map[string]string{"PROJ-2": "In Progress", "PROJ-4": "Backlog"}; !reflect.DeepEqual(byIdent, want) {
-		t.Errorf("FetchIssueStatesByIdentifiers = %v, want %v", byIdent, want)
-	}
-	empty, err := tr.FetchIssueStatesByIDs(ctx, nil)
-	if err != nil || empty == nil || len(empty) != 0 {
-		t.Errorf("FetchIssueStatesByIDs(nil) = %v, %v; want an empty map", empty, err)
+	for _, sm := range samples {
+		t.Run(sm.name, func(t *testing.T) {
+			tr := newTestTracker(t, sm.path(t))
+			ctx := context.Background()
+			var idKeys, identKeys []string
+			for k := range sm.statesByID {
+				idKeys = append(idKeys, k)
+			}
+			for k := range sm.statesByIdentifier {
+				identKeys = append(identKeys, k)
+			}
+			byID, err := tr.FetchIssueStatesByIDs(ctx, append(idKeys, sm.unknownID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(byID, sm.statesByID) {
+				t.Errorf("FetchIssueStatesByIDs = %v, want %v", byID, sm.statesByID)
+			}
+			// An id is not an identifier.
+			byIdent, err := tr.FetchIssueStatesByIdentifiers(ctx, append(identKeys, sm.unknownIdentifier, idKeys[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(byIdent, sm.statesByIdentifier) {
+				t.Errorf("FetchIssueStatesByIdentifiers = %v, want %v", byIdent, sm.statesByIdentifier)
+			}
+			empty, err := tr.FetchIssueStatesByIDs(ctx, nil)
+			if err != nil || empty == nil || len(empty) != 0 {
+				t.Errorf("FetchIssueStatesByIDs(nil) = %v, %v; want an empty map", empty, err)
+			}
+		})
 	}
 }
 
 func TestFetchIssueComments(t *testing.T) {
-	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"))
-	got, err := tr.FetchIssueComments(context.Background(), "10001")
-	if err != nil {
-		t.Fatal(err)
+	for _, sm := range samples {
+		t.Run(sm.name, func(t *testing.T) {
+			tr := newTestTracker(t, sm.path(t))
+			got, err := tr.FetchIssueComments(context.Background(), sm.commentsOf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, sm.wantComments) {
+				t.Errorf("comments = %+v, want %+v", got, sm.wantComments)
+			}
+			none, err := tr.FetchIssueComments(context.Background(), sm.nullCommentsOf)
+			if err != nil || none == nil || len(none) != 0 {
+				t.Errorf("FetchIssueComments(%s) = %#v, %v; want empty non-nil", sm.nullCommentsOf, none, err)
+			}
+			_, err = tr.FetchIssueComments(context.Background(), "zzz")
+			wantKind(t, err, tracker.ErrNotFound, "zzz")
+		})
 	}
-	want := []tracker.Comment{
-		{ID: "c1", Author: "bob", Body: "Needs SSO support for SAML providers.", CreatedAt: "2026-03-01T10:00:00Z"},
-		{ID: "c2", Author: "charlie", Body: "Token refresh must handle clock skew.", CreatedAt: "2026-03-02T14:30:00Z"},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("comments = %+v, want %+v", got, want)
-	}
-	none, err := tr.FetchIssueComments(context.Background(), "10004") // "comments": null
-	if err != nil || none == nil || len(none) != 0 {
-		t.Errorf("FetchIssueComments(10004) = %#v, %v; want empty non-nil", none, err)
-	}
-	_, err = tr.FetchIssueComments(context.Background(), "zzz")
-	wantKind(t, err, tracker.ErrNotFound, "zzz")
 }
 
 func TestFetch_FileProblemsArePayloadErrors(t *testing.T) {
@@ -274,7 +347,7 @@ func TestFetch_FileProblemsArePayloadErrors(t *testing.T) {
 		subs []string
 	}{
 		{name: "missing", path: filepath.Join(dir, "nope.json"), subs: []string{filepath.Join(dir, "nope.json"), "does not exist", "file.path"}},
-		{name: "malformed", path: referenceFile(t, "internal/tracker/file/testdata/malformed.json"), subs: []string{"malformed.json", "line 1, column 2", "invalid JSON"}},
+		{name: "malformed", path: filepath.Join("testdata", "malformed.json"), subs: []string{"malformed.json", "line 2, column 73", "invalid JSON"}},
 		{name: "too large", path: big, subs: []string{"big.json", "64 MiB"}},
 		{name: "directory", path: dir, subs: []string{"not a regular file"}},
 	}
@@ -315,7 +388,7 @@ func TestFetch_ReturnsCopies(t *testing.T) {
 }
 
 func TestFetch_ContextCanceled(t *testing.T) {
-	tr := newTestTracker(t, referenceFile(t, "examples/issues.json"), "To Do")
+	tr := newTestTracker(t, filepath.Join("testdata", "issues.json"), "To Do")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := tr.FetchCandidateIssues(ctx)

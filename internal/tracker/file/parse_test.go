@@ -21,13 +21,114 @@ func parseFile(t *testing.T, path string) (*document, error) {
 	return parse(data)
 }
 
+// parseCase is one input file and what parse makes of it.
+type parseCase struct {
+	file    string
+	wantIDs []string
+	wantErr string
+	check   func(t *testing.T, doc *document)
+}
+
+// runParseCases parses each case's file, found by path, and checks the result.
+func runParseCases(t *testing.T, path func(testing.TB, string) string, cases []parseCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.file, func(t *testing.T) {
+			doc, err := parseFile(t, path(t, tt.file))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parse() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parse() error = %v", err)
+			}
+			if got := ids(doc.issues); !reflect.DeepEqual(got, tt.wantIDs) {
+				t.Fatalf("ids = %v, want %v", got, tt.wantIDs)
+			}
+			if tt.check != nil {
+				tt.check(t, doc)
+			}
+		})
+	}
+}
+
+// ownFile is a file of the package's testdata.
+func ownFile(_ testing.TB, name string) string { return filepath.Join("testdata", name) }
+
+func TestParse_Inputs(t *testing.T) {
+	runParseCases(t, ownFile, []parseCase{
+		{
+			file:    "issues.json",
+			wantIDs: []string{"201", "202", "203", "204", "205"},
+			check: func(t *testing.T, doc *document) {
+				want := tracker.Issue{
+					ID: "201", Identifier: "SITE-1", Title: "Publish an RSS feed for the blog",
+					Description: "Readers ask for a feed. Generate feed.xml from the posts at build time.",
+					Priority:    intp(2), State: "To Do", BranchName: "feature/SITE-1-rss", URL: "https://issues.example.org/SITE-1",
+					Labels: []string{"feature", "rss"}, Assignee: "dana", IssueType: "Story",
+					Parent:    &tracker.ParentRef{ID: "200", Identifier: "SITE-0"},
+					BlockedBy: []tracker.BlockerRef{{ID: "202", Identifier: "SITE-2", State: "In Progress"}},
+					Comments: []tracker.Comment{
+						{ID: "k1", Author: "eli", Body: "Atom would do as well; pick one.", CreatedAt: "2026-02-10T09:15:00Z"},
+						{ID: "k2", Author: "dana", Body: "RSS 2.0, with full post bodies.", CreatedAt: "2026-02-11T16:40:00Z"},
+					},
+					CreatedAt: "2026-02-09T08:00:00Z", UpdatedAt: "2026-02-11T16:40:00Z",
+				}
+				if !reflect.DeepEqual(doc.issues[0], want) {
+					t.Errorf("issue 201 =\n%+v\nwant\n%+v", doc.issues[0], want)
+				}
+				if c := doc.issues[1].Comments; c == nil || len(c) != 0 {
+					t.Errorf(`"comments": [] parsed as %#v, want empty non-nil`, c)
+				}
+				if c := doc.issues[2].Comments; c != nil {
+					t.Errorf(`"comments": null parsed as %#v, want nil (not fetched)`, c)
+				}
+				if p := doc.issues[3].Priority; p != nil {
+					t.Errorf(`"priority": null parsed as %d, want none`, *p)
+				}
+				if got := doc.issues[3].Labels; !reflect.DeepEqual(got, []string{"design", "ux"}) {
+					t.Errorf("SITE-4 labels = %v, want [design ux]", got)
+				}
+				minimal := tracker.Issue{
+					ID: "205", Identifier: "SITE-5", Title: "Only the required fields", State: "to do",
+					Labels: []string{}, BlockedBy: []tracker.BlockerRef{},
+				}
+				if !reflect.DeepEqual(doc.issues[4], minimal) {
+					t.Errorf("minimal issue =\n%#v\nwant\n%#v", doc.issues[4], minimal)
+				}
+			},
+		},
+		{
+			file:    "normalization.json",
+			wantIDs: []string{"p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"},
+			check: func(t *testing.T, doc *document) {
+				// Only a true JSON integer is a priority.
+				wantPriority := []*int{intp(1), nil, nil, nil, nil, nil, intp(0), nil, nil}
+				for i, is := range doc.issues {
+					if !reflect.DeepEqual(is.Priority, wantPriority[i]) {
+						t.Errorf("%s (%s): priority = %v, want %v", is.ID, is.Title, deref(is.Priority), deref(wantPriority[i]))
+					}
+				}
+				if got := doc.issues[0].Labels; !reflect.DeepEqual(got, []string{"needs-triage", "api", "été"}) {
+					t.Errorf("p1 labels = %v, want lowercased [needs-triage api été]", got)
+				}
+				p9 := doc.issues[8]
+				if p9.Labels == nil || p9.BlockedBy == nil || p9.Comments != nil || p9.Parent != nil || p9.Description != "" {
+					t.Errorf("p9 (absent fields) = %+v; want labels and blocked_by [], comments and parent nil, strings empty", p9)
+				}
+			},
+		},
+		{file: "empty.json", wantIDs: []string{}},
+		{file: "malformed.json", wantErr: "line 2, column 73: invalid JSON: invalid character ']' looking for beginning of object key string"},
+	})
+}
+
+// TestParse_ReferenceInputs reads sortie 1.9's issues files: files written for it must
+// parse here unchanged.
 func TestParse_ReferenceInputs(t *testing.T) {
-	tests := []struct {
-		file    string
-		wantIDs []string
-		wantErr string
-		check   func(t *testing.T, doc *document)
-	}{
+	runParseCases(t, referenceFile, []parseCase{
 		{
 			file:    "internal/tracker/file/testdata/basic.json",
 			wantIDs: []string{"10001", "10002", "10003"},
@@ -90,27 +191,7 @@ func TestParse_ReferenceInputs(t *testing.T) {
 				}
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			doc, err := parseFile(t, referenceFile(t, tt.file))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parse() error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("parse() error = %v", err)
-			}
-			if got := ids(doc.issues); !reflect.DeepEqual(got, tt.wantIDs) {
-				t.Fatalf("ids = %v, want %v", got, tt.wantIDs)
-			}
-			if tt.check != nil {
-				tt.check(t, doc)
-			}
-		})
-	}
+	})
 }
 
 func deref(p *int) any {
