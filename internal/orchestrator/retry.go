@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"sortie/internal/config"
 	"sortie/internal/store"
 	"sortie/internal/tracker"
 )
@@ -30,6 +31,16 @@ type retryFetched struct {
 // scheduleRetry (re)places the retry of an issue, persists it, and arms its timer. The
 // issue stays claimed until the retry dispatches or is released.
 func (o *Orchestrator) scheduleRetry(ctx context.Context, r retryEntry, delay time.Duration) {
+	o.armRetry(ctx, r, delay)
+	o.log.Info("retry scheduled", "issue_identifier", r.identifier, "kind", r.kind, "attempt", r.attempt,
+		"in", delay.String(), "reason", r.reason)
+	o.report(Activity{Kind: ActivityRetry, IssueID: r.issueID, Identifier: r.identifier, Result: r.kind,
+		Attempt: r.attempt, Message: r.reason, Duration: delay})
+}
+
+// armRetry is scheduleRetry without the log line and the activity report: for a retry
+// that is re-armed, not a new one.
+func (o *Orchestrator) armRetry(ctx context.Context, r retryEntry, delay time.Duration) {
 	if old, ok := o.retrying[r.issueID]; ok && old.timer != nil {
 		old.timer.Stop()
 	}
@@ -56,10 +67,6 @@ func (o *Orchestrator) scheduleRetry(ctx context.Context, r retryEntry, delay ti
 		case <-ctx.Done():
 		}
 	})
-	o.log.Info("retry scheduled", "issue_identifier", r.identifier, "kind", r.kind, "attempt", r.attempt,
-		"in", delay.String(), "reason", r.reason)
-	o.report(Activity{Kind: ActivityRetry, IssueID: r.issueID, Identifier: r.identifier, Result: r.kind,
-		Attempt: r.attempt, Message: r.reason, Duration: delay})
 }
 
 // releaseRetry forgets an issue's retry, in memory and in the store.
@@ -115,40 +122,76 @@ func (o *Orchestrator) handleRetryFetched(ctx context.Context, f retryFetched) {
 		}
 		next := *e
 		next.attempt++
+		next.slotWait = false
 		next.reason = "fetching the issue for its retry failed: " + f.err.Error()
 		o.scheduleRetry(ctx, next, BackoffDelay(next.attempt, maxBackoff))
 		return
 	}
-	is := f.issue
-	// The retry itself claims the issue; judge eligibility without it.
-	delete(o.retrying, f.issueID)
-	why := o.eligible(cfg, is)
-	o.retrying[f.issueID] = e
-	if why != "" {
+	o.dispatchRetry(ctx, cfg, e, f.issue)
+}
+
+// dispatchRetry starts the worker of a due retry whose issue is is (just fetched, or as
+// the last poll saw it), releases the retry when the issue is no longer eligible or has
+// used its budget, and keeps it waiting when no slot is free.
+func (o *Orchestrator) dispatchRetry(ctx context.Context, cfg *config.Config, e *retryEntry, is tracker.Issue) {
+	if why := o.eligibleForRetry(cfg, e, is); why != "" {
 		o.log.Info("retry released: issue not eligible", "issue_identifier", e.identifier, "why", why)
-		o.releaseRetry(ctx, f.issueID)
+		o.releaseRetry(ctx, e.issueID)
 		return
 	}
 	if o.overBudget(cfg, is.ID) {
 		o.log.Info("retry released: issue has used its budget", "issue_identifier", e.identifier)
-		o.releaseRetry(ctx, f.issueID)
+		o.releaseRetry(ctx, e.issueID)
 		return
 	}
 	if o.globalSlots(cfg) <= 0 || o.stateSlots(cfg, is.State) <= 0 {
-		next := *e
-		next.attempt++
-		next.reason = "no free agent slot"
-		o.scheduleRetry(ctx, next, BackoffDelay(next.attempt, maxBackoff))
+		o.waitForSlot(ctx, cfg, e, is, "waiting for a free agent slot")
 		return
 	}
 	host, ok := o.pickHost(cfg, e.host)
 	if !ok {
-		next := *e
-		next.reason = "no SSH host with a free slot"
-		o.scheduleRetry(ctx, next, BackoffDelay(next.attempt+1, maxBackoff))
+		o.waitForSlot(ctx, cfg, e, is, "waiting for an SSH host with a free slot")
 		return
 	}
 	attempt, failures, session := e.attempt, e.failures, e.sessionID
-	o.releaseRetry(ctx, f.issueID)
+	o.releaseRetry(ctx, e.issueID)
 	o.startWorker(ctx, cfg, is, attempt, failures, session, host)
+}
+
+// eligibleForRetry is eligible for the issue of retry e, which itself claims it.
+func (o *Orchestrator) eligibleForRetry(cfg *config.Config, e *retryEntry, is tracker.Issue) string {
+	delete(o.retrying, e.issueID)
+	defer func() { o.retrying[e.issueID] = e }()
+	return o.eligible(cfg, is)
+}
+
+// waitForSlot keeps a due retry that found no free slot (why says which) waiting for
+// one. Waiting is not an attempt: the attempt number, and with it the prompt's
+// `attempt`, the run's attempt and the next failure backoff, stay as they were (the
+// reference systems count each wait as an attempt, which inflates all three and pushes
+// the retry back by up to agent.max_retry_backoff_ms). A waiting retry starts at the
+// first free slot, in dispatch order among the candidates (dispatch), and re-reads its
+// issue every polling interval meanwhile, which releases it if the issue moved on.
+func (o *Orchestrator) waitForSlot(ctx context.Context, cfg *config.Config, e *retryEntry, is tracker.Issue, why string) {
+	next := *e
+	next.reason, next.slotWait, next.issue = why, true, is
+	if e.slotWait {
+		o.log.Debug("retry still waiting for a slot", "issue_identifier", e.identifier, "attempt", e.attempt, "why", why)
+	} else {
+		o.log.Info("retry due but no slot is free; waiting for one", "issue_identifier", e.identifier, "attempt", e.attempt, "why", why)
+	}
+	o.armRetry(ctx, next, cfg.Polling.Interval)
+}
+
+// startWaitingRetry starts, from dispatch, a retry waiting for a slot when one is free
+// for it: is is its issue as the last poll saw it, fresher than the retry's own copy.
+// Without a slot it does nothing: the retry's timer is not pushed back.
+func (o *Orchestrator) startWaitingRetry(ctx context.Context, cfg *config.Config, e *retryEntry, is tracker.Issue) {
+	if !e.slotWait || e.fetching || o.stateSlots(cfg, is.State) <= 0 {
+		return
+	}
+	if _, ok := o.pickHost(cfg, e.host); !ok {
+		return
+	}
+	o.dispatchRetry(ctx, cfg, e, is)
 }

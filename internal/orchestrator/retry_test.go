@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,7 +146,11 @@ func TestRetry_DueRetryRevalidatesTheIssue(t *testing.T) {
 	}
 }
 
-func TestRetry_NoFreeSlotReschedulesWithTheNextAttempt(t *testing.T) {
+// TestRetry_WaitingForASlotKeepsTheAttempt: a due retry that finds every slot taken
+// waits for one without counting the wait as an attempt: its attempt number and its
+// backoff stay those of the failures it had, it re-checks at a fixed interval, and it
+// starts as soon as a slot frees.
+func TestRetry_WaitingForASlotKeepsTheAttempt(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) {
 		c.Agent.MaxConcurrentAgents = 1
 		c.Agent.StallTimeout = 0
@@ -165,17 +170,42 @@ func TestRetry_NoFreeSlotReschedulesWithTheNextAttempt(t *testing.T) {
 	if !isRunning(o.Snapshot, "B") {
 		t.Fatalf("after A failed: %s, want B in the freed slot", describe(o.Snapshot))
 	}
-	h.advance(10 * time.Second)
-	o = h.awaitStep(StepRetryFetched, "A")
-	kind, attempt, delay := retryDelay(t, o.Snapshot, "A")
-	if kind != retryFailure || attempt != 2 || delay != 20*time.Second {
-		t.Fatalf("retry with no free slot = %s attempt %d in %v, want failure attempt 2 in 20s", kind, attempt, delay)
-	}
-	if r, _ := retryOf(o.Snapshot, "A"); r.Error != "no free agent slot" {
-		t.Fatalf("retry reason = %q, want %q", r.Error, "no free agent slot")
+	h.advance(10 * time.Second) // A's retry is due; B still holds the only slot
+	for wait := 1; wait <= 3; wait++ {
+		o = h.awaitStep(StepRetryFetched, "A")
+		kind, attempt, delay := retryDelay(t, o.Snapshot, "A")
+		if kind != retryFailure || attempt != 1 || delay != cfg.Polling.Interval {
+			t.Fatalf("re-check %d with no free slot: retry %s attempt %d in %v, want failure attempt 1 (unchanged) re-checked in %v",
+				wait, kind, attempt, delay, cfg.Polling.Interval)
+		}
+		if r, _ := retryOf(o.Snapshot, "A"); r.Error != "waiting for a free agent slot" {
+			t.Fatalf("retry reason = %q, want %q", r.Error, "waiting for a free agent slot")
+		}
+		if wait < 3 {
+			h.advance(delay)
+		}
 	}
 	if got := h.statuses("A"); !slices.Equal(got, []store.RunStatus{store.StatusFailed}) {
-		t.Fatalf("runs of A = %v, want only the first, failed", got)
+		t.Fatalf("runs of A while it waited = %v, want only the first, failed", got)
+	}
+	if rs, err := h.st.LoadRetries(context.Background()); err != nil || len(rs) != 1 || rs[0].Attempt != 2 {
+		t.Fatalf("persisted retries = %+v (%v), want A's, for its run attempt 2", rs, err)
+	}
+
+	// B leaves the active states: the poll stops it, and A takes the freed slot at once,
+	// before its own re-check is due (the clock does not move).
+	h.setState("B", "Backlog")
+	h.refresh()
+	o = h.awaitStep(StepExit, "A")
+	runs := h.runs("A")
+	if len(runs) != 2 || runs[1].Attempt != 2 {
+		t.Fatalf("runs of A = %d, last attempt %d; want 2 runs, the second with attempt 2", len(runs), runs[len(runs)-1].Attempt)
+	}
+	if p := h.agent.promptsOf("A"); len(p) != 2 || !strings.Contains(p[1], "(attempt 1)") {
+		t.Fatalf("prompts of A = %q, want the second to say attempt 1", p)
+	}
+	if kind, attempt, delay := retryDelay(t, o.Snapshot, "A"); kind != retryFailure || attempt != 2 || delay != 20*time.Second {
+		t.Fatalf("after A's second failure: retry %s attempt %d in %v, want failure attempt 2 in 20s", kind, attempt, delay)
 	}
 }
 

@@ -53,6 +53,10 @@ type retryEntry struct {
 	gen        uint64
 	timer      interface{ Stop() bool }
 	fetching   bool
+	// slotWait is set once the retry was due and found no free slot: it waits for one
+	// (waitForSlot), with issue as last fetched.
+	slotWait bool
+	issue    tracker.Issue
 }
 
 // hold keeps an issue from being dispatched until a human acts: the agent signalled

@@ -205,7 +205,8 @@ func isActive(cfg *config.Config, state string) bool {
 	return tracker.StateIn(state, cfg.Tracker.ActiveStates)
 }
 
-// dispatch starts workers for eligible candidates while slots remain.
+// dispatch starts workers for eligible candidates while slots remain. A candidate whose
+// retry waits for a slot (waitForSlot) takes its turn in the same order, as its retry.
 func (o *Orchestrator) dispatch(ctx context.Context) {
 	if o.draining || !o.lastPollOK {
 		return
@@ -214,6 +215,10 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 	for _, is := range o.candidates {
 		if o.globalSlots(cfg) <= 0 {
 			return
+		}
+		if r, ok := o.retrying[is.ID]; ok {
+			o.startWaitingRetry(ctx, cfg, r, is)
+			continue
 		}
 		if o.eligible(cfg, is) != "" || o.overBudget(cfg, is.ID) {
 			continue
