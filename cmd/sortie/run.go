@@ -137,7 +137,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 			logger.Warn("agent configuration", "warning", msg)
 		}
 	}
-	agentVersion, err := preflightAgent(ctx, cfg, adapter)
+	agentVersion, err := preflightAgent(ctx, cfg, adapter, logger)
 	if err != nil {
 		return fail("agent: %v", err)
 	}
@@ -271,8 +271,9 @@ func trackerConfig(cfg *config.Config) tracker.Config {
 
 // preflightAgent asks the agent CLI for its version, which is recorded with every run.
 // When agents run locally, a CLI that cannot say its version cannot run a turn either,
-// so the daemon refuses to start; with SSH hosts the local CLI does not matter.
-func preflightAgent(ctx context.Context, cfg *config.Config, a agent.Adapter) (string, error) {
+// so the daemon refuses to start; with SSH hosts the local CLI does not matter. A CLI
+// that runs but prints something other than a version is recorded as unknown ("").
+func preflightAgent(ctx context.Context, cfg *config.Config, a agent.Adapter, log *slog.Logger) (string, error) {
 	v, ok := a.(agent.Versioner)
 	if !ok || len(cfg.Worker.SSHHosts) > 0 {
 		return "", nil
@@ -281,14 +282,20 @@ func preflightAgent(ctx context.Context, cfg *config.Config, a agent.Adapter) (s
 	if err != nil {
 		return "", fmt.Errorf("%s preflight: %w", cfg.Agent.Kind, err)
 	}
+	if version == "" {
+		log.Warn("the agent CLI's --version printed no version on its first line; runs record the version as unknown",
+			"agent", cfg.Agent.Kind)
+	}
 	return version, nil
 }
 
+// agentConfig is the agent adapter's configuration. Its Env, for the CLI's version
+// preflight, is the environment agent turns get: none of the daemon's secrets.
 func agentConfig(cfg *config.Config) agent.Config {
 	return agent.Config{
 		Kind: cfg.Agent.Kind, Command: cfg.Agent.Command, TurnTimeout: cfg.Agent.TurnTimeout,
 		ReadTimeout: cfg.Agent.ReadTimeout, StallTimeout: cfg.Agent.StallTimeout,
-		Options: cfg.Block(cfg.Agent.Kind), WorkflowDir: cfg.Dir,
+		Options: cfg.Block(cfg.Agent.Kind), WorkflowDir: cfg.Dir, Env: orchestrator.CLIEnv(cfg, os.Environ()),
 	}
 }
 

@@ -18,6 +18,11 @@ type Config struct {
 	StallTimeout time.Duration
 	Options      map[string]any
 	WorkflowDir  string
+	// Env is the environment of the adapter's own runs of the CLI outside a session,
+	// such as the `--version` preflight: the same filtered environment agent turns get,
+	// without the daemon's tracker and notification secrets. nil means this process's
+	// environment, which only tests should rely on.
+	Env []string
 }
 
 // DefaultReadTimeout bounds a CLI's start-up reads (the --version preflight) when

@@ -39,6 +39,14 @@ func AgentEnv(environ, drop []string, extra map[string]string) []string {
 	return out
 }
 
+// CLIEnv is the environment of an agent CLI run outside a session, such as its
+// `--version` preflight (agent.Config.Env): the one every turn gets (AgentEnv), without
+// a session's SORTIE_* variables. The CLI's own provider settings stay; tracker and
+// notification secrets do not.
+func CLIEnv(cfg *config.Config, environ []string) []string {
+	return AgentEnv(environ, secretNames(cfg, environ), nil)
+}
+
 // hookEnvLists returns the SORTIE_* variables of the daemon that hooks may see (an
 // operator's own, like SORTIE_REPO_URL in a clone hook) and the names they must never
 // see: WORKFLOW.md's secrets and the tracker and database overrides.

@@ -37,6 +37,7 @@ type adapter struct {
 	opts        options
 	warnings    []string
 	readTimeout time.Duration
+	env         []string      // the environment of the --version preflight (agent.Config.Env)
 	grace       time.Duration // SIGTERM → SIGKILL; proc.DefaultGrace outside tests
 	now         func() time.Time
 }
@@ -49,7 +50,7 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 		return nil, err
 	}
 	return &adapter{program: cfg.Program(DefaultCommand), opts: opts, warnings: warnings, readTimeout: cfg.ReadTimeoutOrDefault(),
-		grace: proc.DefaultGrace, now: time.Now}, nil
+		env: cfg.Env, grace: proc.DefaultGrace, now: time.Now}, nil
 }
 
 // Warnings lists what was ignored in the `claude-code:` block.
@@ -58,8 +59,9 @@ func (a *adapter) Warnings() []string { return a.warnings }
 // versionTimeout is the least time Version gives the CLI.
 const versionTimeout = 30 * time.Second
 
-// Version runs `<command> --version` locally and returns its first line, e.g.
-// "2.1.330 (Claude Code)". An error means the CLI cannot run here.
+// Version runs `<command> --version` locally, with the environment agent turns get,
+// and returns its first line, e.g. "2.1.330 (Claude Code)", or "" when that line is not
+// a version (agent.VersionOf). An error means the CLI cannot run here.
 func (a *adapter) Version(ctx context.Context) (string, error) {
 	exe, err := exec.LookPath(a.program[0])
 	if err != nil {
@@ -70,11 +72,12 @@ func (a *adapter) Version(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, max(a.readTimeout, versionTimeout))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, append(a.program[1:], "--version")...)
+	cmd.Env = a.env
 	out, err := cmd.Output()
 	if err != nil {
 		return "", &agent.Error{Kind: agent.ErrNotFound, Message: fmt.Sprintf("claude-code: %s --version", exe), Err: err}
 	}
-	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	v, _ := agent.VersionOf(out)
 	return v, nil
 }
 

@@ -52,6 +52,7 @@ type adapter struct {
 	opts        options
 	warnings    []string
 	readTimeout time.Duration
+	env         []string      // the environment of the --version preflight (agent.Config.Env)
 	grace       time.Duration // SIGTERM → SIGKILL; proc.DefaultGrace outside tests
 	now         func() time.Time
 	gh          string // the GitHub CLI asked by the authentication fallback
@@ -68,24 +69,27 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 		return nil, err
 	}
 	return &adapter{program: cfg.Program(DefaultCommand), opts: opts, warnings: warnings, readTimeout: cfg.ReadTimeoutOrDefault(),
-		grace: proc.DefaultGrace, now: time.Now, gh: "gh"}, nil
+		env: cfg.Env, grace: proc.DefaultGrace, now: time.Now, gh: "gh"}, nil
 }
 
 // Warnings lists what was ignored in the `copilot-cli:` block.
 func (a *adapter) Warnings() []string { return a.warnings }
 
-// Version runs `<command> --version` locally and returns its first line without the
-// final period, e.g. "GitHub Copilot CLI 1.0.102". An error means the CLI cannot run
-// here (for the npm package, often a missing or too old Node.js).
+// Version runs `<command> --version` locally, with the environment agent turns get,
+// and returns its first line without the final period, e.g. "GitHub Copilot CLI
+// 1.0.102", or "" when that line is not a version (agent.VersionOf). An error means the
+// CLI cannot run here (for the npm package, often a missing or too old Node.js).
 func (a *adapter) Version(ctx context.Context) (string, error) {
 	exe, err := exec.LookPath(a.program[0])
 	if err != nil {
 		return "", &agent.Error{Kind: agent.ErrNotFound, Message: Kind + ": agent.command " + a.program[0], Err: err}
 	}
-	return a.version(ctx, exe, nil)
+	return a.version(ctx, exe, a.env)
 }
 
-// version runs the canary: `<exe> --version` with env (nil: this process's).
+// version runs the canary: `<exe> --version` with env (nil: this process's). A CLI
+// that prints nothing fails it; one whose first line is not a version still runs, and
+// its version is "".
 func (a *adapter) version(ctx context.Context, exe string, env []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, max(canaryTimeout, a.readTimeout))
 	defer cancel()
@@ -97,9 +101,7 @@ func (a *adapter) version(ctx context.Context, exe string, env []string) (string
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	v = strings.TrimSuffix(strings.TrimSpace(v), ".")
-	if err == nil && v == "" {
+	if err == nil && len(bytes.TrimSpace(out)) == 0 {
 		err = fmt.Errorf("printed no version")
 	}
 	if err != nil {
@@ -109,6 +111,7 @@ func (a *adapter) version(ctx context.Context, exe string, env []string) (string
 		}
 		return "", &agent.Error{Kind: agent.ErrNotFound, Message: msg, Err: err}
 	}
+	v, _ := agent.VersionOf(out)
 	return v, nil
 }
 
