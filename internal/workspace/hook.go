@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	_ "sortie/internal/platform" // Linux and macOS only
 )
 
 // MaxHookOutput is how much of a hook's combined stdout and stderr is kept, in bytes.

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	_ "sortie/internal/platform" // Linux and macOS only
 )
 
 // DefaultGrace is how long Stop waits between SIGTERM and SIGKILL (spec: 5 seconds).

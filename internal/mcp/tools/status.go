@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	_ "sortie/internal/platform" // Linux and macOS only
 )
 
 // State file location and limits (spec/agent-extensions.md, sortie_status).
