@@ -19,15 +19,29 @@ import (
 	"sortie/internal/tracker"
 )
 
-// referenceDir holds the Jira v3 response bodies of the reference implementation.
+// referenceDir holds sortie 1.9's Jira response bodies, third-party data beside the
+// repository (/work/shared/testdata/README.md): read in place when present, as in CI,
+// never copied. The package's own bodies, written in the shapes of Jira Cloud's REST
+// API v3, are in testdata/.
 const referenceDir = "../../../../shared/testdata/sortie-1.9/internal/tracker/jira/testdata"
 
-// referenceFixture reads one reference body, skipping the test when they are not here.
+// fixture reads one of the package's own response bodies from testdata/.
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// referenceFixture reads one reference body, skipping the test, and saying what was
+// skipped, when the shared data is not beside the repository.
 func referenceFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(referenceDir, name))
 	if err != nil {
-		t.Skipf("reference fixture %s not available: %v", name, err)
+		t.Skipf("skipped: ../shared/testdata/sortie-1.9/internal/tracker/jira/testdata/%s not present (third-party sortie 1.9 compatibility data, run in CI)", name)
 	}
 	return data
 }

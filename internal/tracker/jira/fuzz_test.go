@@ -12,6 +12,8 @@ import (
 // non-nil blocker list, lowercase labels and an address under the site.
 func FuzzNormalize(f *testing.F) {
 	for _, name := range []string{"issue_detail.json", "adf_description.json"} {
+		f.Add(fixture(f, name))
+		// sortie 1.9's bodies too, when the shared data is beside the repository.
 		if data, err := readReference(name); err == nil {
 			f.Add(data)
 		}

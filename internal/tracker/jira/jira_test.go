@@ -44,34 +44,63 @@ func flavours() []struct {
 	}{{"cloud", true}, {"datacenter", false}}
 }
 
-func TestFetchCandidates_NormalisesReferenceIssues(t *testing.T) {
-	f, srv := newFake(t, true)
-	f.addIssues(referenceFixture(t, "search_single_page.json"))
-	tr := newFakeTracker(t, srv, true, nil)
-
-	got, err := tr.FetchCandidateIssues(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+// A search page as Jira Cloud returns it normalises to the issue model: priority by
+// id, lowercased labels, only "is blocked by" links as blockers, ADF flattened, Jira's
+// timestamps as RFC 3339; nulls become empty values.
+func TestFetchCandidates_NormalisesSearchPage(t *testing.T) {
 	two := 2
-	want0 := tracker.Issue{
-		ID: "10001", Identifier: "PROJ-1", Title: "Implement authentication", Description: "Implement OAuth2 flow",
-		Priority: &two, State: "To Do", URL: srv.URL + "/browse/PROJ-1", Labels: []string{"feature", "auth"},
-		Assignee: "Alice Smith", IssueType: "Story", Parent: &tracker.ParentRef{ID: "10000", Identifier: "PROJ-0"},
-		BlockedBy: []tracker.BlockerRef{{ID: "10010", Identifier: "PROJ-10", State: "In Progress"}},
-		CreatedAt: "2025-01-15T10:30:00Z", UpdatedAt: "2025-01-16T14:00:00Z",
+	cases := []struct {
+		name  string
+		body  func(testing.TB, string) []byte
+		file  string
+		want0 func(site string) tracker.Issue
+	}{
+		{"own", fixture, "search_page.json", func(site string) tracker.Issue {
+			return tracker.Issue{
+				ID: "20417", Identifier: "SHOP-31", Title: "Checkout drops the discount code on reload",
+				Description: "Apply a code, reload the page: the code is gone.",
+				Priority:    &two, State: "To Do", URL: site + "/browse/SHOP-31", Labels: []string{"checkout", "regression"},
+				Assignee: "Priya Natarajan", IssueType: "Bug", Parent: &tracker.ParentRef{ID: "20400", Identifier: "SHOP-12"},
+				BlockedBy: []tracker.BlockerRef{{ID: "20410", Identifier: "SHOP-27", State: "In Review"}},
+				CreatedAt: "2026-03-02T09:12:44+01:00", UpdatedAt: "2026-03-04T17:05:03+01:00",
+			}
+		}},
+		{"reference", referenceFixture, "search_single_page.json", func(site string) tracker.Issue {
+			return tracker.Issue{
+				ID: "10001", Identifier: "PROJ-1", Title: "Implement authentication", Description: "Implement OAuth2 flow",
+				Priority: &two, State: "To Do", URL: site + "/browse/PROJ-1", Labels: []string{"feature", "auth"},
+				Assignee: "Alice Smith", IssueType: "Story", Parent: &tracker.ParentRef{ID: "10000", Identifier: "PROJ-0"},
+				BlockedBy: []tracker.BlockerRef{{ID: "10010", Identifier: "PROJ-10", State: "In Progress"}},
+				CreatedAt: "2025-01-15T10:30:00Z", UpdatedAt: "2025-01-16T14:00:00Z",
+			}
+		}},
 	}
-	if len(got) != 2 {
-		t.Fatalf("got %d issues, want 2", len(got))
-	}
-	if !reflect.DeepEqual(got[0], want0) {
-		t.Errorf("issue 0:\ngot  %+v\nwant %+v", got[0], want0)
-	}
-	if got[1].Description != "" || got[1].Assignee != "" || got[1].Parent != nil || got[1].BlockedBy == nil || got[1].Comments != nil {
-		t.Errorf("issue 1 with null fields: %+v", got[1])
-	}
-	if f.agents[0] != "sortie/test" {
-		t.Errorf("User-Agent %q, want sortie/test", f.agents[0])
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := c.body(t, c.file)
+			f, srv := newFake(t, true)
+			f.addIssues(body)
+			// The fake matches JQL by key prefix, so the project is the sample's.
+			project := strings.Split(c.want0("").Identifier, "-")[0]
+			tr := newFakeTracker(t, srv, true, nil, func(cfg *tracker.Config) { cfg.Project = project })
+
+			got, err := tr.FetchCandidateIssues(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 {
+				t.Fatalf("got %d issues, want 2", len(got))
+			}
+			if want0 := c.want0(srv.URL); !reflect.DeepEqual(got[0], want0) {
+				t.Errorf("issue 0:\ngot  %+v\nwant %+v", got[0], want0)
+			}
+			if got[1].Description != "" || got[1].Assignee != "" || got[1].Parent != nil || got[1].BlockedBy == nil || got[1].Comments != nil {
+				t.Errorf("issue 1 with null fields: %+v", got[1])
+			}
+			if f.agents[0] != "sortie/test" {
+				t.Errorf("User-Agent %q, want sortie/test", f.agents[0])
+			}
+		})
 	}
 }
 
@@ -143,53 +172,88 @@ func TestFetchCandidates_HugeUnicodePage(t *testing.T) {
 	}
 }
 
-func TestFetchIssueByID_WithCommentsBothFlavours(t *testing.T) {
-	for _, fl := range flavours() {
-		t.Run(fl.name, func(t *testing.T) {
-			f, srv := newFake(t, fl.cloud)
-			var detail map[string]any
-			if err := json.Unmarshal(referenceFixture(t, "issue_detail.json"), &detail); err != nil {
-				t.Fatal(err)
-			}
-			if !fl.cloud {
-				detail["fields"].(map[string]any)["description"] = "Refactor the *persistence* layer"
-			}
-			f.issues = append(f.issues, detail)
-			var page1, page2 commentPageJSON
-			mustUnmarshal(t, referenceFixture(t, "comments_multi_page_1.json"), &page1)
-			mustUnmarshal(t, referenceFixture(t, "comments_multi_page_2.json"), &page2)
-			f.comments["10005"] = append(page1.Comments, page2.Comments...)
-			if !fl.cloud {
-				for _, c := range f.comments["10005"] {
-					c["body"] = "plain " + c["id"].(string)
-				}
-			}
-			tr := newFakeTracker(t, srv, fl.cloud, nil)
+// issueSample is an issue body with its comments in two pages, and what the adapter
+// must make of them.
+type issueSample struct {
+	name                   string
+	read                   func(testing.TB, string) []byte
+	detail, page1, page2   string
+	id, project            string
+	wantDesc               string // on Cloud, flattened from ADF
+	wantBlocker            tracker.BlockerRef
+	wantAuthor2            string // the third comment's author
+	wantCreated0           string // the first comment's time
+	wantBody1, wantBody1ID string // the second comment's text and id
+}
 
-			is, err := tr.FetchIssueByID(context.Background(), "10005")
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantDesc := "Refactor the persistence layer:\n\n- Extract interfaces\n- Add connection pooling\n\n```go\ndb.Close()\n```"
-			if !fl.cloud {
-				wantDesc = "Refactor the *persistence* layer"
-			}
-			if is.Description != wantDesc {
-				t.Errorf("description %q, want %q", is.Description, wantDesc)
-			}
-			if len(is.BlockedBy) != 1 || is.BlockedBy[0] != (tracker.BlockerRef{ID: "10020", Identifier: "PROJ-20", State: "To Do"}) {
-				t.Errorf("blocked_by %+v", is.BlockedBy)
-			}
-			if len(is.Comments) != 3 || is.Comments[2].Author != "Charlie Brown" || is.Comments[0].CreatedAt != "2025-02-01T10:00:00Z" {
-				t.Fatalf("comments %+v", is.Comments)
-			}
-			if fl.cloud && is.Comments[1].Body != "Second comment." {
-				t.Errorf("comment body %q", is.Comments[1].Body)
-			}
-			if !fl.cloud && is.Comments[1].Body != "plain 30002" {
-				t.Errorf("comment body %q", is.Comments[1].Body)
-			}
-		})
+var issueSamples = []issueSample{
+	{
+		name: "own", read: fixture, detail: "issue_detail.json", page1: "comments_page_1.json", page2: "comments_page_2.json",
+		id: "20425", project: "SHOP",
+		wantDesc:    "Limit resets per account and per IP:\n\n1. 5 a minute per account\n2. 20 a minute per IP\n\n```http\nHTTP/1.1 429 Too Many Requests\nRetry-After: 60\n```",
+		wantBlocker: tracker.BlockerRef{ID: "20420", Identifier: "SHOP-34", State: "To Do"},
+		wantAuthor2: "Mei Lin", wantCreated0: "2026-03-06T11:20:00Z", wantBody1: "Agreed, both limits then.", wantBody1ID: "41002",
+	},
+	{
+		name: "reference", read: referenceFixture, detail: "issue_detail.json", page1: "comments_multi_page_1.json", page2: "comments_multi_page_2.json",
+		id: "10005", project: "PROJ",
+		wantDesc:    "Refactor the persistence layer:\n\n- Extract interfaces\n- Add connection pooling\n\n```go\ndb.Close()\n```",
+		wantBlocker: tracker.BlockerRef{ID: "10020", Identifier: "PROJ-20", State: "To Do"},
+		wantAuthor2: "Charlie Brown", wantCreated0: "2025-02-01T10:00:00Z", wantBody1: "Second comment.", wantBody1ID: "30002",
+	},
+}
+
+func TestFetchIssueByID_WithCommentsBothFlavours(t *testing.T) {
+	for _, sm := range issueSamples {
+		for _, fl := range flavours() {
+			t.Run(sm.name+"/"+fl.name, func(t *testing.T) {
+				detailBody := sm.read(t, sm.detail)
+				f, srv := newFake(t, fl.cloud)
+				var detail map[string]any
+				if err := json.Unmarshal(detailBody, &detail); err != nil {
+					t.Fatal(err)
+				}
+				// Data Center (v2) sends descriptions and comment bodies as wiki text.
+				if !fl.cloud {
+					detail["fields"].(map[string]any)["description"] = "h3. Wiki text kept *as written*"
+				}
+				f.issues = append(f.issues, detail)
+				var page1, page2 commentPageJSON
+				mustUnmarshal(t, sm.read(t, sm.page1), &page1)
+				mustUnmarshal(t, sm.read(t, sm.page2), &page2)
+				f.comments[sm.id] = append(page1.Comments, page2.Comments...)
+				if !fl.cloud {
+					for _, c := range f.comments[sm.id] {
+						c["body"] = "plain " + c["id"].(string)
+					}
+				}
+				tr := newFakeTracker(t, srv, fl.cloud, nil, func(c *tracker.Config) { c.Project = sm.project })
+
+				is, err := tr.FetchIssueByID(context.Background(), sm.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantDesc := sm.wantDesc
+				if !fl.cloud {
+					wantDesc = "h3. Wiki text kept *as written*"
+				}
+				if is.Description != wantDesc {
+					t.Errorf("description %q, want %q", is.Description, wantDesc)
+				}
+				if len(is.BlockedBy) != 1 || is.BlockedBy[0] != sm.wantBlocker {
+					t.Errorf("blocked_by %+v, want [%+v]", is.BlockedBy, sm.wantBlocker)
+				}
+				if len(is.Comments) != 3 || is.Comments[2].Author != sm.wantAuthor2 || is.Comments[0].CreatedAt != sm.wantCreated0 {
+					t.Fatalf("comments %+v", is.Comments)
+				}
+				if fl.cloud && is.Comments[1].Body != sm.wantBody1 {
+					t.Errorf("comment body %q, want %q", is.Comments[1].Body, sm.wantBody1)
+				}
+				if !fl.cloud && is.Comments[1].Body != "plain "+sm.wantBody1ID {
+					t.Errorf("comment body %q", is.Comments[1].Body)
+				}
+			})
+		}
 	}
 }
 
@@ -255,24 +319,32 @@ func TestFetchStates_UnknownOmittedBothFlavours(t *testing.T) {
 
 func TestTransition_ByTargetStatusName(t *testing.T) {
 	cases := []struct {
+		name            string
+		read            func(testing.TB, string) []byte
 		fixture, target string
 		wantID          string // "" when it must fail
 		wantInErr       []string
 	}{
-		{"transitions.json", "human review", "31", nil},
-		{"transitions.json", "In Progress", "21", nil},
-		{"transitions_duplicate_target.json", "Human Review", "", []string{"2 transitions", `"Send to Review"`, `"Global Review"`}},
-		{"transitions_no_match.json", "Human Review", "", []string{`no transition to "Human Review"`, `"In Progress"`, `"Done"`}},
-		{"transitions_empty.json", "Done", "", []string{"no transitions available"}},
+		{"own", fixture, "transitions.json", "ready for review", "51", nil},
+		{"own", fixture, "transitions.json", "In Progress", "21", nil},
+		{"own", fixture, "transitions_duplicate_target.json", "Ready for Review", "", []string{"2 transitions", `"Request review"`, `"Escalate to review"`}},
+		{"own", fixture, "transitions_no_match.json", "Ready for Review", "", []string{`no transition to "Ready for Review"`, `"In Progress"`, `"Done"`}},
+		{"own", fixture, "transitions_empty.json", "Done", "", []string{"no transitions available"}},
+		{"reference", referenceFixture, "transitions.json", "human review", "31", nil},
+		{"reference", referenceFixture, "transitions.json", "In Progress", "21", nil},
+		{"reference", referenceFixture, "transitions_duplicate_target.json", "Human Review", "", []string{"2 transitions", `"Send to Review"`, `"Global Review"`}},
+		{"reference", referenceFixture, "transitions_no_match.json", "Human Review", "", []string{`no transition to "Human Review"`, `"In Progress"`, `"Done"`}},
+		{"reference", referenceFixture, "transitions_empty.json", "Done", "", []string{"no transitions available"}},
 	}
 	for _, c := range cases {
-		t.Run(c.fixture+"/"+c.target, func(t *testing.T) {
+		t.Run(c.name+"/"+c.fixture+"/"+c.target, func(t *testing.T) {
+			body := c.read(t, c.fixture)
 			f, srv := newFake(t, true)
 			f.addIssue("1", "PROJ-1", "To Do")
 			var ts struct {
 				Transitions []map[string]any `json:"transitions"`
 			}
-			mustUnmarshal(t, referenceFixture(t, c.fixture), &ts)
+			mustUnmarshal(t, body, &ts)
 			f.transitions["1"] = ts.Transitions
 			tr := newFakeTracker(t, srv, true, nil)
 
