@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,18 +14,33 @@ import (
 	"sortie/internal/tracker"
 )
 
-// referenceDir holds response bodies recorded from the GitHub REST API, read in place.
+// referenceDir holds sortie 1.9's GitHub REST response bodies, third-party data beside
+// the repository (/work/shared/testdata/README.md): read in place when present, as in
+// CI, never copied. The package's own bodies, written in the REST API's shapes, are in
+// testdata/.
 var referenceDir = filepath.FromSlash("../../../../shared/testdata/sortie-1.9/internal/scm/github/testdata")
 
 func readReference(name string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(referenceDir, name))
 }
 
+// referenceFile reads one reference body, skipping the test, and saying what was
+// skipped, when the shared data is not beside the repository.
 func referenceFile(t testing.TB, name string) []byte {
 	t.Helper()
 	data, err := readReference(name)
 	if err != nil {
-		t.Skipf("shared reference test data not found: %v", err)
+		t.Skipf("skipped: ../shared/testdata/sortie-1.9/internal/scm/github/testdata/%s not present (third-party sortie 1.9 compatibility data, run in CI)", name)
+	}
+	return data
+}
+
+// ownFile reads one of the package's own response bodies from testdata/.
+func ownFile(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return data
 }
@@ -62,32 +78,103 @@ func TestFetchCandidates_ActiveOpenIssuesOnlyWithoutPullRequests(t *testing.T) {
 	}
 }
 
-func TestFetchCandidates_ReferencePayload(t *testing.T) {
-	body := referenceFile(t, "issues.json")
-	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-		return true
-	})
-	tr := newTestTracker(t, f, clock, func(c *tracker.Config) {
-		c.ActiveStates, c.TerminalStates, c.HandoffState = []string{"backlog", "in-progress", "review"}, []string{"done", "wontfix"}, ""
-	})
-	got, err := tr.FetchCandidateIssues(context.Background())
-	if err != nil {
-		t.Fatal(err)
+// A page of the list-issues endpoint as GitHub sends it: pull requests mixed in,
+// state labels, a closed issue with a stale active label.
+func TestFetchCandidates_ListIssuesPayload(t *testing.T) {
+	cases := []struct {
+		name  string
+		read  func(testing.TB, string) []byte
+		want  []string // id:state of the candidates, in order
+		check func(t *testing.T, got []tracker.Issue)
+	}{
+		{"own", ownFile, []string{"11:backlog", "13:in-progress"}, func(t *testing.T, got []tracker.Issue) {
+			if is := got[0]; is.Description != "Export the week's tide table as CSV.\n\n- one row per reading\n- UTC timestamps" ||
+				is.URL != "https://github.com/harbor-labs/tidewatch/issues/11" || is.IssueType != "Feature" || is.Assignee != "" {
+				t.Errorf("#11 = %+v", is)
+			}
+			// A null body is an empty description; the assignee is the assignee field's.
+			if is := got[1]; is.Description != "" || is.Assignee != "mkoval" || !slices.Equal(is.Labels, []string{"in-progress", "bug"}) ||
+				is.IssueType != "Bug" || is.CreatedAt != "2026-02-02T14:00:00Z" || is.UpdatedAt != "2026-02-05T16:45:00Z" {
+				t.Errorf("#13 = %+v", is)
+			}
+		}},
+		{"reference", referenceFile, []string{"1:backlog", "3:in-progress"}, func(t *testing.T, got []tracker.Issue) {
+			if got[0].Description != "needs attention" {
+				t.Errorf("first candidate = %+v, want #1 in backlog", got[0])
+			}
+		}},
 	}
-	for _, is := range got {
-		if is.ID == "2" {
-			t.Errorf("pull request #2 listed as a candidate")
-		}
-		if is.ID == "4" {
-			t.Errorf("issue #4 labelled done listed as a candidate")
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := c.read(t, "issues.json")
+			clock := newTestClock()
+			f := newFakeGitHub(t, clock.Now)
+			f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(body)
+				return true
+			})
+			tr := newTestTracker(t, f, clock, func(c *tracker.Config) {
+				c.ActiveStates, c.TerminalStates, c.HandoffState = []string{"backlog", "in-progress", "review"}, []string{"done", "wontfix"}, ""
+			})
+			got, err := tr.FetchCandidateIssues(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Not candidates: the pull request, the issue labelled done, the closed one.
+			if !slices.Equal(ids(got), c.want) {
+				t.Fatalf("candidates = %v, want %v", ids(got), c.want)
+			}
+			for _, is := range got {
+				if is.Comments != nil || is.BlockedBy == nil {
+					t.Errorf("#%s: comments %v, blocked_by %v; want nil and non-nil", is.ID, is.Comments, is.BlockedBy)
+				}
+			}
+			c.check(t, got)
+		})
 	}
-	if len(got) == 0 || got[0].ID != "1" || got[0].State != "backlog" || got[0].Description != "needs attention" {
-		t.Errorf("first candidate = %+v, want #1 in backlog", got)
+}
+
+// One issue body, as the get-issue endpoint returns it, normalises field by field; an
+// issue of another repository is named owner/repo#N.
+func TestNormalize_IssuePayload(t *testing.T) {
+	st := newStates(tracker.Config{ActiveStates: []string{"backlog", "in-progress", "review"}, TerminalStates: []string{"done"}})
+	cases := []struct {
+		name, file, repo string
+		read             func(testing.TB, string) []byte
+		want             tracker.Issue
+	}{
+		{"own", "issue.json", "harbor-labs/tidewatch", ownFile, tracker.Issue{
+			ID: "21", Identifier: "21", Title: "Show the next high tide on the dashboard",
+			Description: "Users want the **next high tide** at a glance.", State: "review",
+			URL: "https://github.com/harbor-labs/tidewatch/issues/21", Labels: []string{"review", "docs"},
+			Assignee: "nina-osei", IssueType: "Feature", BlockedBy: []tracker.BlockerRef{},
+			CreatedAt: "2026-02-10T08:15:00Z", UpdatedAt: "2026-02-12T13:20:00Z",
+		}},
+		{"own parent from another repository", "parent.json", "octo/hello", ownFile, tracker.Issue{
+			ID: "20", Identifier: "harbor-labs/tidewatch#20", Title: "Dashboard improvements",
+			Description: "Groups the dashboard work.", State: "backlog",
+			URL: "https://github.com/harbor-labs/tidewatch/issues/20", Labels: []string{}, BlockedBy: []tracker.BlockerRef{},
+			CreatedAt: "2026-01-05T08:00:00Z", UpdatedAt: "2026-02-10T08:15:00Z",
+		}},
+		{"reference", "issue.json", "owner/repo", referenceFile, tracker.Issue{
+			ID: "42", Identifier: "42", Title: "Add dark mode support",
+			Description: "Users want a **dark mode** option.", State: "in-progress",
+			URL: "https://github.com/owner/repo/issues/42", Labels: []string{"in-progress", "ui", "enhancement"},
+			Assignee: "alice", IssueType: "Feature", BlockedBy: []tracker.BlockerRef{},
+			CreatedAt: "2026-01-01T00:00:00Z", UpdatedAt: "2026-01-02T00:00:00Z",
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := parseIssue(c.read(t, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.normalize(&a, c.repo); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("normalised\n got %+v\nwant %+v", got, c.want)
+			}
+		})
 	}
 }
 
