@@ -415,7 +415,7 @@ func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow s
 	}
 	srv, err := server.New(server.Options{
 		Host: host, Port: port, AuthToken: cfg.Server.AuthToken, Version: version, WorkflowPath: workflow,
-		Snapshot: orch.Snapshot, Refresh: orch.Refresh, Ready: func() error { return nil },
+		Snapshot: orch.Snapshot, Refresh: orch.Refresh, StorePing: st.Ping,
 		Runs: st, Hub: hub, Metrics: mets.Handler(), Dashboard: dashboard.Handler(version), Logger: log,
 		RateLimits: rateLimits, Checkpoints: orch,
 	})

@@ -25,6 +25,8 @@ type Snapshot struct {
 	LastError  string    `json:"last_error,omitempty"`
 	Draining   bool      `json:"draining"`
 	Candidates int       `json:"candidates"`
+	// PollInterval is polling.interval in force: how recent LastPollAt should be.
+	PollInterval time.Duration `json:"-"`
 	// WorkflowError says why the last edit of WORKFLOW.md was rejected; the previous
 	// configuration stays in force until the file is fixed. Empty when the file is good.
 	WorkflowError string `json:"workflow_error,omitempty"`
@@ -104,7 +106,7 @@ func (o *Orchestrator) snapshot() Snapshot {
 	s := Snapshot{
 		GeneratedAt: o.clk.Now(), StartedAt: o.started, Totals: o.totals,
 		MaxAgents: cfg.Agent.MaxConcurrentAgents, LastPollAt: o.lastPollAt, LastPollOK: o.lastPollOK,
-		LastError: o.lastError, Draining: o.draining, Candidates: len(o.candidates),
+		LastError: o.lastError, Draining: o.draining, Candidates: len(o.candidates), PollInterval: cfg.Polling.Interval,
 		Running: []RunningView{}, Retrying: []RetryView{}, Held: []HeldView{},
 	}
 	if o.opts.ConfigError != nil {

@@ -1,7 +1,12 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"time"
+
+	"sortie/internal/orchestrator"
 )
 
 const (
@@ -31,13 +36,25 @@ type readyz struct {
 	Errors map[string]string `json:"errors,omitempty"`
 }
 
+// minPollWindow is the shortest time since the last successful poll after which the
+// poll check fails, whatever polling.interval is.
+const minPollWindow = time.Minute
+
+// pollWindow is how long after its last successful poll the daemon still counts as
+// seeing its tracker: three poll intervals (one failed poll is not an outage), and at
+// least minPollWindow.
+func pollWindow(interval time.Duration) time.Duration {
+	return max(3*interval, minPollWindow)
+}
+
 // handleReadyz is GET /readyz: 200 when the daemon can do its work, 503 with the
-// failing checks otherwise. Checks: preflight (Options.Ready), scheduler (the loop
-// answers a snapshot in time), draining (not shutting down), workflow (the last edit
-// of WORKFLOW.md was accepted).
+// failing checks otherwise. Checks: scheduler (the loop answers a snapshot in time),
+// poll (a poll of the tracker succeeded within pollWindow), store (the database
+// answers), draining (not shutting down), workflow (the last edit of WORKFLOW.md was
+// accepted).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	out := readyz{Status: pass, Version: s.opts.Version,
-		Checks: map[string]string{"preflight": pass, "scheduler": pass, "draining": pass, "workflow": pass}}
+		Checks: map[string]string{"scheduler": pass, "poll": pass, "store": pass, "draining": pass, "workflow": pass}}
 	failed := func(check, why string) {
 		out.Status, out.Checks[check] = fail, fail
 		if out.Errors == nil {
@@ -45,18 +62,25 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Errors[check] = why
 	}
-	if s.opts.Ready != nil {
-		if err := s.opts.Ready(); err != nil {
-			failed("preflight", err.Error())
+	if s.opts.StorePing != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), s.limits.snapshot)
+		err := s.opts.StorePing(ctx)
+		cancel()
+		if err != nil {
+			failed("store", err.Error())
 		}
 	}
 	snap, err := s.snapshot(r.Context())
 	if err != nil {
 		failed("scheduler", "the scheduler did not answer: "+err.Error())
-		// Without a snapshot neither can be confirmed.
+		// Without a snapshot none of these can be confirmed.
+		failed("poll", "unknown: no snapshot")
 		failed("draining", "unknown: no snapshot")
 		failed("workflow", "unknown: no snapshot")
 	} else {
+		if why := pollProblem(snap); why != "" {
+			failed("poll", why)
+		}
 		if snap.Draining {
 			failed("draining", "the daemon is shutting down and dispatches nothing new")
 		}
@@ -70,4 +94,22 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, out)
+}
+
+// pollProblem says why snap's polling does not count as working, or "" when it does:
+// the last successful poll is recent, even if the newest one failed.
+func pollProblem(snap orchestrator.Snapshot) string {
+	lastErr := ""
+	if !snap.LastPollOK && snap.LastError != "" {
+		lastErr = "; the last poll failed: " + snap.LastError
+	}
+	if snap.LastPollAt.IsZero() {
+		return "no poll of the tracker has succeeded yet" + lastErr
+	}
+	window := pollWindow(snap.PollInterval)
+	if age := snap.GeneratedAt.Sub(snap.LastPollAt); age > window {
+		return fmt.Sprintf("the last successful poll of the tracker was %s ago (more than %s)%s",
+			age.Round(time.Second), window, lastErr)
+	}
+	return ""
 }

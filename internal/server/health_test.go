@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"sortie/internal/orchestrator"
 )
@@ -23,29 +26,59 @@ func TestLivez_PassesWithoutTokenIOOrHost(t *testing.T) {
 }
 
 func TestReadyz(t *testing.T) {
+	all := func(failing ...string) map[string]string {
+		m := map[string]string{"scheduler": pass, "poll": pass, "store": pass, "draining": pass, "workflow": pass}
+		for _, k := range failing {
+			m[k] = fail
+		}
+		return m
+	}
 	tests := []struct {
 		name       string
-		ready      error
+		storeErr   error
 		snap       func(*orchestrator.Snapshot)
 		snapErr    error
 		wantStatus int
 		wantChecks map[string]string
+		wantError  map[string]string // check → a part of its error
 	}{
-		{"all pass", nil, nil, nil, http.StatusOK,
-			map[string]string{"preflight": pass, "scheduler": pass, "draining": pass, "workflow": pass}},
-		{"preflight failed", errors.New("claude-code preflight: claude not found"), nil, nil, http.StatusServiceUnavailable,
-			map[string]string{"preflight": fail, "scheduler": pass, "draining": pass, "workflow": pass}},
+		{"all pass", nil, nil, nil, http.StatusOK, all(), nil},
+		{"store does not answer", errors.New("store: sortie.db does not answer: disk I/O error"), nil, nil,
+			http.StatusServiceUnavailable, all("store"), map[string]string{"store": "disk I/O error"}},
+		{"never polled", nil, func(s *orchestrator.Snapshot) {
+			s.LastPollAt, s.LastPollOK, s.LastError = time.Time{}, false, "tracker_auth_error: 401"
+		}, nil, http.StatusServiceUnavailable, all("poll"),
+			map[string]string{"poll": "no poll of the tracker has succeeded yet; the last poll failed: tracker_auth_error: 401"}},
+		{"one failed poll after a recent success", nil, func(s *orchestrator.Snapshot) {
+			s.PollInterval, s.LastPollAt, s.LastPollOK, s.LastError = 30*time.Second, t0.Add(-40*time.Second), false, "timeout"
+		}, nil, http.StatusOK, all(), nil},
+		{"polls failing for longer than three intervals", nil, func(s *orchestrator.Snapshot) {
+			s.PollInterval, s.LastPollAt, s.LastPollOK, s.LastError = 30*time.Second, t0.Add(-91*time.Second), false, "timeout"
+		}, nil, http.StatusServiceUnavailable, all("poll"),
+			map[string]string{"poll": "the last successful poll of the tracker was 1m31s ago (more than 1m30s); the last poll failed: timeout"}},
+		{"a short interval still allows a minute", nil, func(s *orchestrator.Snapshot) {
+			s.PollInterval, s.LastPollAt = time.Second, t0.Add(-59*time.Second)
+		}, nil, http.StatusOK, all(), nil},
+		{"no poll for long although the last one succeeded", nil, func(s *orchestrator.Snapshot) {
+			s.PollInterval, s.LastPollAt = time.Second, t0.Add(-2*time.Minute)
+		}, nil, http.StatusServiceUnavailable, all("poll"), map[string]string{"poll": "was 2m0s ago (more than 1m0s)"}},
 		{"draining", nil, func(s *orchestrator.Snapshot) { s.Draining = true }, nil, http.StatusServiceUnavailable,
-			map[string]string{"preflight": pass, "scheduler": pass, "draining": fail, "workflow": pass}},
+			all("draining"), nil},
 		{"workflow edit rejected", nil, func(s *orchestrator.Snapshot) { s.WorkflowError = "config: agent.kind: unknown" }, nil,
-			http.StatusServiceUnavailable,
-			map[string]string{"preflight": pass, "scheduler": pass, "draining": pass, "workflow": fail}},
+			http.StatusServiceUnavailable, all("workflow"), nil},
 		{"scheduler gone", nil, nil, orchestrator.ErrNotRunning, http.StatusServiceUnavailable,
-			map[string]string{"preflight": pass, "scheduler": fail, "draining": fail, "workflow": fail}},
+			all("scheduler", "poll", "draining", "workflow"), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, func(o *Options) { o.Ready = func() error { return tt.ready } })
+			f := newFixture(t, func(o *Options) {
+				o.StorePing = func(ctx context.Context) error {
+					if _, ok := ctx.Deadline(); !ok {
+						t.Error("StorePing got a context without a deadline")
+					}
+					return tt.storeErr
+				}
+			})
 			if tt.snap != nil {
 				f.sched.set(tt.snap)
 			}
@@ -63,12 +96,20 @@ func TestReadyz(t *testing.T) {
 			if body.Status != wantOverall || body.Version != "1.2.3" {
 				t.Errorf("status %q version %q, want %q and 1.2.3", body.Status, body.Version, wantOverall)
 			}
+			if len(body.Checks) != len(tt.wantChecks) {
+				t.Errorf("checks = %v, want %v", body.Checks, tt.wantChecks)
+			}
 			for k, v := range tt.wantChecks {
 				if body.Checks[k] != v {
 					t.Errorf("checks[%s] = %q, want %q (all: %v)", k, body.Checks[k], v, body.Checks)
 				}
 				if v == fail && body.Errors[k] == "" {
 					t.Errorf("errors[%s] is empty, want why the check fails", k)
+				}
+			}
+			for k, part := range tt.wantError {
+				if !strings.Contains(body.Errors[k], part) {
+					t.Errorf("errors[%s] = %q, want it to contain %q", k, body.Errors[k], part)
 				}
 			}
 			if tt.snapErr == nil && body.UptimeSeconds != 600 {

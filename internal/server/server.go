@@ -62,9 +62,10 @@ type Options struct {
 	// Refresh asks the scheduler to poll and reconcile now and reports whether the
 	// request was coalesced into a pending one (orchestrator.Refresh).
 	Refresh func() (coalesced bool)
-	// Ready reports whether the daemon passed its start-up preflight checks: nil when
-	// it did. /readyz fails its preflight check otherwise.
-	Ready func() error
+	// StorePing reports whether the daemon's database answers (sqlite.Store.Ping); it
+	// gets a context that ends after 2 s. /readyz fails its store check otherwise.
+	// Optional: without it the check is not made.
+	StorePing func(context.Context) error
 	// RateLimits reports the tracker API's budget (tracker.RateLimiter), shown in
 	// /api/v1/state. Optional.
 	RateLimits func() []tracker.RateLimit
