@@ -9,9 +9,15 @@ import (
 	"time"
 )
 
-// examplesDir holds the sample WORKFLOW.md files of Sortie 1.9, which must keep loading
-// here unchanged. They are read in place, never copied.
-const examplesDir = "../../../shared/testdata/sortie-1.9/examples"
+// examplesDir holds the package's own sample workflows: the shapes sortie 1.x
+// workflows take (Jira and Claude Code, GitHub and Copilot, the file tracker with the
+// mock agent, agent kinds this Sortie does not run), which must load here.
+const examplesDir = "testdata/examples"
+
+// referenceExamplesDir holds Sortie 1.9's sample workflows, third-party files beside the
+// repository (/work/shared/testdata/README.md): read in place when present, as in CI,
+// never copied.
+const referenceExamplesDir = "../../../shared/testdata/sortie-1.9/examples"
 
 func examplePath(t *testing.T, name string) string {
 	t.Helper()
@@ -19,8 +25,19 @@ func examplePath(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// referenceExamplePath returns the absolute path of one of Sortie 1.9's samples,
+// skipping the test, and saying what was skipped, when the shared data is absent.
+func referenceExamplePath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(referenceExamplesDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("sample workflows not available: %v", err)
+		t.Skipf("skipped: ../shared/testdata/sortie-1.9/examples/%s not present (third-party sortie 1.9 compatibility data, run in CI)", name)
 	}
 	return p
 }
@@ -64,8 +81,8 @@ func TestExamples_JiraClaudeLoads(t *testing.T) {
 	}
 	wantTracker := TrackerConfig{
 		Kind: "jira", Endpoint: "https://acme.atlassian.net", APIKey: "ops@acme.test:tok", Project: "ACME",
-		QueryFilter: "labels = 'agent-ready'", ActiveStates: []string{"To Do", "In Progress"},
-		TerminalStates: []string{"Done", "Won't Do"}, HandoffState: "Human Review", InProgressState: "In Progress",
+		QueryFilter: "component = 'billing' AND labels = sortie", ActiveStates: []string{"Selected for Development", "In Progress"},
+		TerminalStates: []string{"Done", "Rejected"}, HandoffState: "In Review", InProgressState: "In Progress",
 	}
 	if !reflect.DeepEqual(cfg.Tracker, wantTracker) {
 		t.Errorf("Tracker\n got %+v\nwant %+v", cfg.Tracker, wantTracker)
@@ -74,19 +91,24 @@ func TestExamples_JiraClaudeLoads(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"Polling.Interval", cfg.Polling.Interval, 45 * time.Second},
+		{"Polling.Interval", cfg.Polling.Interval, time.Minute},
 		{"Workspace.Root", cfg.Workspace.Root, "/srv/sortie/ws"},
-		{"Hooks.Timeout", cfg.Hooks.Timeout, 2 * time.Minute},
-		{"Hooks.AfterCreate", cfg.Hooks.AfterCreate, "git clone --depth 1 $SORTIE_REPO_URL .\ngo mod download\n"},
+		{"Hooks.Timeout", cfg.Hooks.Timeout, 90 * time.Second},
+		// $VAR inside hook scripts is left for the shell.
+		{"Hooks.AfterCreate", cfg.Hooks.AfterCreate, "git clone --filter=blob:none $SORTIE_REPO_URL .\nmake deps\n"},
 		{"Agent.Kind", cfg.Agent.Kind, "claude-code"},
 		{"Agent.Command", cfg.Agent.Command, "claude"},
-		{"Agent.MaxTurns", cfg.Agent.MaxTurns, 15},
-		{"Agent.MaxConcurrentAgents", cfg.Agent.MaxConcurrentAgents, 4},
-		{"Agent.MaxConcurrentAgentsByState", cfg.Agent.MaxConcurrentAgentsByState, map[string]int{"in progress": 3, "to do": 1}},
-		{"Server", cfg.Server, ServerConfig{Host: "127.0.0.1", Port: 8642, PortSet: true}},
-		{"claude-code block", cfg.Block("claude-code")["permission_mode"], "bypassPermissions"},
+		{"Agent.MaxTurns", cfg.Agent.MaxTurns, 12},
+		{"Agent.MaxConcurrentAgents", cfg.Agent.MaxConcurrentAgents, 3},
+		{"Agent.TurnTimeout", cfg.Agent.TurnTimeout, 45 * time.Minute},
+		{"Agent.StallTimeout", cfg.Agent.StallTimeout, 4 * time.Minute},
+		// State keys are matched case-insensitively, so they are kept lowercased.
+		{"Agent.MaxConcurrentAgentsByState", cfg.Agent.MaxConcurrentAgentsByState, map[string]int{"in progress": 2, "selected for development": 1}},
+		{"Server", cfg.Server, ServerConfig{Host: "127.0.0.1", Port: 8650, PortSet: true}},
+		{"claude-code permission_mode", cfg.Block("claude-code")["permission_mode"], "acceptEdits"},
+		{"claude-code max_budget_usd", cfg.Block("claude-code")["max_budget_usd"], 3},
 		{"SecretEnv", cfg.SecretEnv, []string{"SORTIE_JIRA_API_KEY", "SORTIE_JIRA_ENDPOINT"}},
-		{"PromptLine", cfg.PromptLine, promptLineOf(t, path, "{{/* Sortie sample workflow")},
+		{"PromptLine", cfg.PromptLine, promptLineOf(t, path, "{{/* Billing team workflow")},
 		{"Warnings", len(cfg.Warnings), 0},
 	}
 	for _, c := range checks {
@@ -94,12 +116,12 @@ func TestExamples_JiraClaudeLoads(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", c.name, c.got, c.want)
 		}
 	}
-	if !strings.HasPrefix(cfg.Prompt, "{{/* Sortie sample workflow") || !strings.HasSuffix(cfg.Prompt, "{{ end }}") {
+	if !strings.HasPrefix(cfg.Prompt, "{{/* Billing team workflow") || !strings.HasSuffix(cfg.Prompt, `{{ .issue.labels | join ", " }}{{ end }}`) {
 		t.Errorf("Prompt is not the trimmed template body: %.60q…", cfg.Prompt)
 	}
 }
 
-// The samples document SORTIE_WORKSPACE_ROOT as optional, defaulting to the temp dir.
+// SORTIE_WORKSPACE_ROOT may be left unset: the default root applies, with a warning.
 func TestExamples_WorkspaceRootVariableIsOptional(t *testing.T) {
 	path := examplePath(t, "WORKFLOW.md")
 	env := map[string]string{}
@@ -143,6 +165,159 @@ func TestExamples_TestWorkflowLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Tracker.Kind != "file" || cfg.Agent.Kind != "mock" || cfg.Agent.MaxTurns != 2 || cfg.Agent.MaxConcurrentAgents != 1 {
+		t.Errorf("unexpected config: tracker %q agent %q turns %d concurrency %d",
+			cfg.Tracker.Kind, cfg.Agent.Kind, cfg.Agent.MaxTurns, cfg.Agent.MaxConcurrentAgents)
+	}
+	if cfg.Workspace.Root != "/tmp/sortie-example-workspaces" || cfg.Polling.Interval != 20*time.Second {
+		t.Errorf("Workspace.Root = %q, Polling.Interval = %v", cfg.Workspace.Root, cfg.Polling.Interval)
+	}
+	// file.path is resolved against the WORKFLOW.md directory.
+	if want := filepath.Join(cfg.Dir, "data", "issues.json"); cfg.TrackerPath() != want {
+		t.Errorf("TrackerPath() = %q, want %q", cfg.TrackerPath(), want)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("unexpected warnings:\n%s", problemLines(cfg.Warnings))
+	}
+}
+
+func TestExamples_CopilotLoads(t *testing.T) {
+	path := examplePath(t, "WORKFLOW.copilot.md")
+	cfg, err := Load(path, Options{Env: exampleEnv(map[string]string{
+		"GITHUB_TOKEN": "ghp_x", "SORTIE_GITHUB_PROJECT": "acme/app",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tracker.Kind != "github" || cfg.Tracker.Project != "acme/app" || cfg.Tracker.APIKey != "ghp_x" ||
+		cfg.Tracker.InProgressState != "doing" || cfg.Tracker.HandoffState != "needs-review" {
+		t.Errorf("Tracker = %+v", cfg.Tracker)
+	}
+	if cfg.Agent.Kind != "copilot-cli" || cfg.Agent.Command != "copilot" || cfg.Agent.TurnTimeout != 20*time.Minute || cfg.Agent.MaxTurns != 6 {
+		t.Errorf("Agent = %+v", cfg.Agent)
+	}
+	if got := cfg.Block("copilot-cli")["model"]; got != "gpt-5-mini" {
+		t.Errorf(`copilot-cli block model = %v`, got)
+	}
+	if !reflect.DeepEqual(cfg.SecretEnv, []string{"GITHUB_TOKEN"}) {
+		t.Errorf("SecretEnv = %v, want [GITHUB_TOKEN]", cfg.SecretEnv)
+	}
+	// $SORTIE_WORKSPACE_ROOT is unset here, so the default applies with a warning.
+	if cfg.Workspace.Root != "/scratch/sortie_workspaces" {
+		t.Errorf("Workspace.Root = %q", cfg.Workspace.Root)
+	}
+}
+
+func TestExamples_UnsupportedAgentsReportTheKnownKinds(t *testing.T) {
+	for _, tt := range []struct{ file, kind string }{
+		{"WORKFLOW.codex.md", "codex"},
+		{"WORKFLOW.opencode.md", "opencode"},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			path := examplePath(t, tt.file)
+			cfg, problems := Check(path, Options{Env: exampleEnv(jiraEnv)})
+			if cfg != nil {
+				t.Fatal("Check returned a config for an unsupported agent kind")
+			}
+			errs := filterProblems(problems, SeverityError)
+			want := `config: agent.kind: unknown agent kind; known kinds: claude-code, copilot-cli, mock (got "` + tt.kind + `")`
+			if len(errs) != 1 || errs[0].String() != want {
+				t.Errorf("want exactly %q, got:\n%s", want, problemLines(problems))
+			}
+		})
+	}
+}
+
+// The tests below read Sortie 1.9's own samples, when the shared data is beside the
+// repository, and expect what those files say.
+
+func TestReferenceExamples_JiraClaudeLoads(t *testing.T) {
+	path := referenceExamplePath(t, "WORKFLOW.md")
+	cfg, err := Load(path, Options{Env: exampleEnv(jiraEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTracker := TrackerConfig{
+		Kind: "jira", Endpoint: "https://acme.atlassian.net", APIKey: "ops@acme.test:tok", Project: "ACME",
+		QueryFilter: "labels = 'agent-ready'", ActiveStates: []string{"To Do", "In Progress"},
+		TerminalStates: []string{"Done", "Won't Do"}, HandoffState: "Human Review", InProgressState: "In Progress",
+	}
+	if !reflect.DeepEqual(cfg.Tracker, wantTracker) {
+		t.Errorf("Tracker\n got %+v\nwant %+v", cfg.Tracker, wantTracker)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Polling.Interval", cfg.Polling.Interval, 45 * time.Second},
+		{"Workspace.Root", cfg.Workspace.Root, "/srv/sortie/ws"},
+		{"Hooks.Timeout", cfg.Hooks.Timeout, 2 * time.Minute},
+		{"Hooks.AfterCreate", cfg.Hooks.AfterCreate, "git clone --depth 1 $SORTIE_REPO_URL .\ngo mod download\n"},
+		{"Agent.Kind", cfg.Agent.Kind, "claude-code"},
+		{"Agent.Command", cfg.Agent.Command, "claude"},
+		{"Agent.MaxTurns", cfg.Agent.MaxTurns, 15},
+		{"Agent.MaxConcurrentAgents", cfg.Agent.MaxConcurrentAgents, 4},
+		{"Agent.MaxConcurrentAgentsByState", cfg.Agent.MaxConcurrentAgentsByState, map[string]int{"in progress": 3, "to do": 1}},
+		{"Server", cfg.Server, ServerConfig{Host: "127.0.0.1", Port: 8642, PortSet: true}},
+		{"claude-code block", cfg.Block("claude-code")["permission_mode"], "bypassPermissions"},
+		{"SecretEnv", cfg.SecretEnv, []string{"SORTIE_JIRA_API_KEY", "SORTIE_JIRA_ENDPOINT"}},
+		{"PromptLine", cfg.PromptLine, promptLineOf(t, path, "{{/* Sortie sample workflow")},
+		{"Warnings", len(cfg.Warnings), 0},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %#v, want %#v", c.name, c.got, c.want)
+		}
+	}
+	if !strings.HasPrefix(cfg.Prompt, "{{/* Sortie sample workflow") || !strings.HasSuffix(cfg.Prompt, "{{ end }}") {
+		t.Errorf("Prompt is not the trimmed template body: %.60q…", cfg.Prompt)
+	}
+}
+
+// Sortie 1.9's samples document SORTIE_WORKSPACE_ROOT as optional, defaulting to the temp dir.
+func TestReferenceExamples_WorkspaceRootVariableIsOptional(t *testing.T) {
+	path := referenceExamplePath(t, "WORKFLOW.md")
+	env := map[string]string{}
+	for k, v := range jiraEnv {
+		if k != "SORTIE_WORKSPACE_ROOT" {
+			env[k] = v
+		}
+	}
+	cfg, err := Load(path, Options{Env: exampleEnv(env)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Workspace.Root != "/scratch/sortie_workspaces" {
+		t.Errorf("Workspace.Root = %q, want the default", cfg.Workspace.Root)
+	}
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].Field != "workspace.root" {
+		t.Errorf("want one workspace.root warning, got:\n%s", problemLines(cfg.Warnings))
+	}
+}
+
+func TestReferenceExamples_JiraNeedsItsVariables(t *testing.T) {
+	path := referenceExamplePath(t, "WORKFLOW.md")
+	_, err := Load(path, Options{Env: exampleEnv(nil)})
+	if err == nil {
+		t.Fatal("Load succeeded without the Jira variables")
+	}
+	for _, want := range []string{
+		"config: tracker.endpoint: environment variable SORTIE_JIRA_ENDPOINT is not set",
+		"config: tracker.api_key: environment variable SORTIE_JIRA_API_KEY is not set",
+		"config: tracker.project: environment variable SORTIE_JIRA_PROJECT is not set",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestReferenceExamples_TestWorkflowLoads(t *testing.T) {
+	path := referenceExamplePath(t, "WORKFLOW.test.md")
+	cfg, err := Load(path, Options{Env: exampleEnv(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cfg.Tracker.Kind != "file" || cfg.Agent.Kind != "mock" || cfg.Agent.MaxTurns != 3 || cfg.Agent.MaxConcurrentAgents != 2 {
 		t.Errorf("unexpected config: tracker %q agent %q turns %d concurrency %d",
 			cfg.Tracker.Kind, cfg.Agent.Kind, cfg.Agent.MaxTurns, cfg.Agent.MaxConcurrentAgents)
@@ -159,8 +334,8 @@ func TestExamples_TestWorkflowLoads(t *testing.T) {
 	}
 }
 
-func TestExamples_CopilotLoads(t *testing.T) {
-	path := examplePath(t, "WORKFLOW.copilot.md")
+func TestReferenceExamples_CopilotLoads(t *testing.T) {
+	path := referenceExamplePath(t, "WORKFLOW.copilot.md")
 	cfg, err := Load(path, Options{Env: exampleEnv(map[string]string{
 		"GITHUB_TOKEN": "ghp_x", "SORTIE_GITHUB_PROJECT": "acme/app",
 	})})
@@ -185,13 +360,13 @@ func TestExamples_CopilotLoads(t *testing.T) {
 	}
 }
 
-func TestExamples_UnsupportedAgentsReportTheKnownKinds(t *testing.T) {
+func TestReferenceExamples_UnsupportedAgentsReportTheKnownKinds(t *testing.T) {
 	for _, tt := range []struct{ file, kind string }{
 		{"WORKFLOW.codex.md", "codex"},
 		{"WORKFLOW.opencode.md", "opencode"},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			path := examplePath(t, tt.file)
+			path := referenceExamplePath(t, tt.file)
 			cfg, problems := Check(path, Options{Env: exampleEnv(jiraEnv)})
 			if cfg != nil {
 				t.Fatal("Check returned a config for an unsupported agent kind")
