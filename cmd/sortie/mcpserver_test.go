@@ -160,14 +160,14 @@ func (d *mcpDaemon) Tracker(_ context.Context, sess agentsock.Session, req agent
 	return []any{}, nil
 }
 
-func (d *mcpDaemon) Notify(_ context.Context, _ agentsock.Session, req agentsock.NotifyRequest) *agentsock.Error {
+func (d *mcpDaemon) Notify(_ context.Context, _ agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, *agentsock.Error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if req.Message == "fail" {
-		return agentsock.Errorf("notify_error", "webhook answered 500")
+		return agentsock.NotifyResult{}, agentsock.Errorf("notify_error", "webhook answered 500")
 	}
 	d.notified = append(d.notified, req)
-	return nil
+	return agentsock.NotifyResult{Delivered: true}, nil
 }
 
 func (d *mcpDaemon) Info() agentsock.SessionInfo {

@@ -354,9 +354,9 @@ func startAgentTools(cfg *config.Config, current func() *config.Config, trk trac
 		svc.Workflows = wf
 	}
 	if n.Enabled() {
-		svc.Deliver = func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) error {
-			return n.Send(ctx, notify.Notification{Event: notify.EventAgent, Severity: req.Severity, Title: req.Title,
-				Message: req.Message, IssueID: sess.IssueID, IssueIdentifier: sess.Identifier})
+		svc.Deliver = func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
+			return deliverAgentMessage(ctx, n, notify.Notification{Event: notify.EventAgent, Severity: req.Severity,
+				Title: req.Title, Message: req.Message, IssueID: sess.IssueID, IssueIdentifier: sess.Identifier})
 		}
 	}
 	sock, err := agentsock.Listen(agentsock.SocketPath(dbPath), svc)
@@ -473,4 +473,17 @@ func dashboardURL(cfg *config.Config, f runFlags) string {
 		return ""
 	}
 	return "http://" + net.JoinHostPort(apiHost(host), strconv.Itoa(port))
+}
+
+// deliverAgentMessage sends a notify_operator message and tells the agent the truth:
+// which backends took it, or, when every backend's filters turn it away, that it was
+// not delivered and why.
+func deliverAgentMessage(ctx context.Context, n *notify.Notifier, msg notify.Notification) (agentsock.NotifyResult, error) {
+	if why := n.Filtered(msg); why != "" {
+		return agentsock.NotifyResult{Reason: why}, nil
+	}
+	if err := n.Send(ctx, msg); err != nil {
+		return agentsock.NotifyResult{}, err
+	}
+	return agentsock.NotifyResult{Delivered: true, Backends: n.Recipients(msg)}, nil
 }

@@ -117,8 +117,8 @@ type capDaemon struct{ caps agentsock.Capabilities }
 func (d capDaemon) Tracker(context.Context, agentsock.Session, agentsock.TrackerRequest) (any, *agentsock.Error) {
 	return map[string]bool{"transitioned": true}, nil
 }
-func (d capDaemon) Notify(context.Context, agentsock.Session, agentsock.NotifyRequest) *agentsock.Error {
-	return nil
+func (d capDaemon) Notify(context.Context, agentsock.Session, agentsock.NotifyRequest) (agentsock.NotifyResult, *agentsock.Error) {
+	return agentsock.NotifyResult{Delivered: true}, nil
 }
 func (d capDaemon) Info() agentsock.SessionInfo { return agentsock.SessionInfo{Capabilities: d.caps} }
 

@@ -122,6 +122,28 @@ func (n *Notifier) Recipients(msg Notification) []string {
 	return names
 }
 
+// Filtered says why msg would reach no backend, naming each backend and the filter
+// that turns it away, or returns "" when at least one backend accepts it (or when
+// there are no backends at all: Enabled says that).
+func (n *Notifier) Filtered(msg Notification) string {
+	if !n.Enabled() || len(n.Recipients(msg)) > 0 {
+		return ""
+	}
+	sev := msg.Severity
+	if sev == "" {
+		sev = DefaultSeverity(msg.Event)
+	}
+	why := make([]string, 0, len(n.backends))
+	for _, b := range n.backends {
+		if severityRank(sev) < b.minRank {
+			why = append(why, fmt.Sprintf("%s takes severity %s and above", b.name, Severities[b.minRank]))
+		} else {
+			why = append(why, fmt.Sprintf("%s takes only the events %s", b.name, strings.Join(b.events, ", ")))
+		}
+	}
+	return fmt.Sprintf("no notification backend takes this message (severity %s, event %s): %s", sev, msg.Event, strings.Join(why, "; "))
+}
+
 // SecretEnv returns the sorted names of the environment variables referenced by the
 // backends' URLs and header values. All of them are credentials, whatever the key that
 // held them is called, so callers can keep them out of agent and hook environments.

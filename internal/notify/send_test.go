@@ -462,3 +462,33 @@ func TestSend_ErrorsNeverRevealSecrets(t *testing.T) {
 		t.Errorf("error %v shows no redaction; the echo server's body should have been quoted and scrubbed", err)
 	}
 }
+
+// TestFiltered_SaysWhyNoBackendTakesAMessage: a message every backend's filters turn
+// away is named as such, backend by backend; one that some backend takes is not.
+func TestFiltered_SaysWhyNoBackendTakesAMessage(t *testing.T) {
+	n, err := Parse(decodeYAML(t, `
+  - kind: slack
+    webhook_url: $SLACK_WEBHOOK_URL
+    min_severity: warning
+  - kind: webhook
+    name: ops
+    url: https://ops.example.test/sortie
+    events: [blocked, budget_exhausted]
+`), lookupIn(testEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := Notification{Event: EventAgent, Message: "fyi"}
+	want := "no notification backend takes this message (severity info, event agent): slack#0 takes severity warning and above; " +
+		"ops takes only the events blocked, budget_exhausted"
+	if got := n.Filtered(info); got != want {
+		t.Errorf("Filtered(info agent message) =\n%q\nwant\n%q", got, want)
+	}
+	if got := n.Filtered(Notification{Event: EventAgent, Severity: SeverityWarning, Message: "x"}); got != "" {
+		t.Errorf("Filtered(warning agent message) = %q, want \"\" (slack takes it)", got)
+	}
+	var none *Notifier
+	if got := none.Filtered(info); got != "" {
+		t.Errorf("a nil Notifier: Filtered = %q, want \"\"", got)
+	}
+}

@@ -27,9 +27,9 @@ type ToolService struct {
 	Config func() *config.Config
 	// Issues is the daemon's tracker; nil means no tracker_api.
 	Issues tracker.Tracker
-	// Deliver sends an agent's notification to the operator's backends; nil means no
-	// backend is configured.
-	Deliver func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) error
+	// Deliver sends an agent's notification to the operator's backends and says which
+	// took it, or why none did; nil means no backend is configured.
+	Deliver func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, error)
 	// Refresh wakes the loop after the agent changed the tracker (a transition), since
 	// Sortie's own tracker writes do not notify it. Optional.
 	Refresh func()
@@ -170,31 +170,34 @@ func inProject(cfg *config.Config, is tracker.Issue) bool {
 	return true
 }
 
-// Notify delivers a notify_operator call.
-func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) *agentsock.Error {
+// Notify delivers a notify_operator call. A message every backend filters out is not
+// an error, but the answer says it was not delivered and why.
+func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, *agentsock.Error) {
+	var none agentsock.NotifyResult
 	if t.Deliver == nil {
-		return agentsock.Errorf("unsupported_operation", "no notification backend is configured")
+		return none, agentsock.Errorf("unsupported_operation", "no notification backend is configured")
 	}
 	msg := strings.TrimSpace(req.Message)
 	switch n := utf8.RuneCountInString(msg); {
 	case msg == "":
-		return agentsock.Errorf("invalid_input", "message is required")
+		return none, agentsock.Errorf("invalid_input", "message is required")
 	case n > 4000:
-		return agentsock.Errorf("invalid_input", "message is %d characters; the limit is 4000", n)
+		return none, agentsock.Errorf("invalid_input", "message is %d characters; the limit is 4000", n)
 	case utf8.RuneCountInString(req.Title) > 200:
-		return agentsock.Errorf("invalid_input", "title is longer than 200 characters")
+		return none, agentsock.Errorf("invalid_input", "title is longer than 200 characters")
 	}
 	switch req.Severity {
 	case "", "info", "warning", "critical":
 	default:
-		return agentsock.Errorf("invalid_input", "severity %q is not one of info, warning, critical", req.Severity)
+		return none, agentsock.Errorf("invalid_input", "severity %q is not one of info, warning, critical", req.Severity)
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
-	if err := t.Deliver(ctx, sess, req); err != nil {
-		return agentsock.Errorf("notify_error", "%v", err)
+	res, err := t.Deliver(ctx, sess, req)
+	if err != nil {
+		return none, agentsock.Errorf("notify_error", "%v", err)
 	}
-	return nil
+	return res, nil
 }
 
 // Workflow runs a workflow tool for the session the token names: the engine binds the

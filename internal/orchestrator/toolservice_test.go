@@ -178,33 +178,37 @@ func TestToolService_JiraProjectScope(t *testing.T) {
 
 func TestToolService_Notify(t *testing.T) {
 	svc, _, _ := toolService(t, nil)
-	if e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "hi"}); e == nil || e.Kind != "unsupported_operation" {
+	if _, e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "hi"}); e == nil || e.Kind != "unsupported_operation" {
 		t.Errorf("without backends: %v", e)
 	}
 	var got []agentsock.NotifyRequest
-	svc.Deliver = func(_ context.Context, s agentsock.Session, r agentsock.NotifyRequest) error {
+	svc.Deliver = func(_ context.Context, s agentsock.Session, r agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
 		if s != sess {
 			t.Errorf("session = %+v", s)
 		}
 		got = append(got, r)
-		return nil
+		return agentsock.NotifyResult{Delivered: true, Backends: []string{"ops"}}, nil
 	}
-	if e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "need a decision", Severity: "warning"}); e != nil {
+	res, e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "need a decision", Severity: "warning"})
+	if e != nil {
 		t.Fatal(e)
 	}
-	if e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: strings.Repeat("é", 4000)}); e != nil {
+	if !res.Delivered || len(res.Backends) != 1 {
+		t.Errorf("result = %+v, want delivered to ops", res)
+	}
+	if _, e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: strings.Repeat("é", 4000)}); e != nil {
 		t.Errorf("4000 non-ASCII characters: %v (the limit is in characters, as the sidecar counts)", e)
 	}
 	for _, bad := range []agentsock.NotifyRequest{{}, {Message: " "}, {Message: "x", Severity: "loud"}, {Message: strings.Repeat("x", 4001)},
 		{Message: "x", Title: strings.Repeat("t", 201)}} {
-		if e := svc.Notify(context.Background(), sess, bad); e == nil || e.Kind != "invalid_input" {
+		if _, e := svc.Notify(context.Background(), sess, bad); e == nil || e.Kind != "invalid_input" {
 			t.Errorf("%.20v: %v, want invalid_input", bad, e)
 		}
 	}
-	svc.Deliver = func(context.Context, agentsock.Session, agentsock.NotifyRequest) error {
-		return errors.New("slack said 500")
+	svc.Deliver = func(context.Context, agentsock.Session, agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
+		return agentsock.NotifyResult{}, errors.New("slack said 500")
 	}
-	if e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "x"}); e == nil || e.Kind != "notify_error" {
+	if _, e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "x"}); e == nil || e.Kind != "notify_error" {
 		t.Errorf("failed delivery: %v", e)
 	}
 	if len(got) != 2 || got[0].Severity != "warning" {

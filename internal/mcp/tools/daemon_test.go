@@ -48,11 +48,18 @@ func (d *fakeDaemon) Tracker(ctx context.Context, _ agentsock.Session, req agent
 	return nil, agentsock.Errorf("tracker_api_error", "no canned reply for %s", req.Operation)
 }
 
-func (d *fakeDaemon) Notify(_ context.Context, _ agentsock.Session, req agentsock.NotifyRequest) *agentsock.Error {
+func (d *fakeDaemon) Notify(_ context.Context, _ agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, *agentsock.Error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.notify = append(d.notify, req)
-	return d.notifyErr
+	if d.notifyErr != nil {
+		return agentsock.NotifyResult{}, d.notifyErr
+	}
+	// The operator's one backend takes warnings and above.
+	if req.Severity == "info" {
+		return agentsock.NotifyResult{Reason: "no notification backend takes this message (severity info, event agent): ops takes severity warning and above"}, nil
+	}
+	return agentsock.NotifyResult{Delivered: true, Backends: []string{"ops"}}, nil
 }
 
 func (d *fakeDaemon) Info() agentsock.SessionInfo {
@@ -194,9 +201,10 @@ func TestNotify(t *testing.T) {
 		isErr      bool
 		sent       *agentsock.NotifyRequest
 	}{
-		{args: `{"message":"need a decision on the schema"}`, want: `{"success":true,"data":{"delivered":true}}`,
+		{args: `{"message":"need a decision on the schema"}`,
+			want: `{"success":true,"data":{"delivered":false,"reason":"no notification backend takes this message (severity info, event agent): ops takes severity warning and above"}}`,
 			sent: &agentsock.NotifyRequest{Message: "need a decision on the schema", Severity: "info"}},
-		{args: `{"message":"prod is down","severity":"critical","title":"Outage"}`, want: `{"success":true,"data":{"delivered":true}}`,
+		{args: `{"message":"prod is down","severity":"critical","title":"Outage"}`, want: `{"success":true,"data":{"delivered":true,"backends":["ops"]}}`,
 			sent: &agentsock.NotifyRequest{Message: "prod is down", Severity: "critical", Title: "Outage"}},
 		{args: `{"message":"   "}`, isErr: true,
 			want: `{"success":false,"error":{"kind":"invalid_input","message":"message: is required and must not be blank"}}`},

@@ -26,7 +26,9 @@ var NotifySpec = Spec{
 	Tier: TierExternal,
 	Description: "Sends a message to the human operators through the channels they configured (chat, " +
 		"webhooks). Use it sparingly: when you need a decision, are blocked, or something is badly wrong. " +
-		`Answers {"success":true,"data":{"delivered":true}} or {"success":false,"error":{"kind","message"}}.`,
+		`Answers {"success":true,"data":{"delivered":true,"backends":[...]}}; {"success":true,"data":{"delivered":false,"reason":...}} ` +
+		`when every channel's filters turn the message away (nothing was sent; a higher severity may pass); ` +
+		`or {"success":false,"error":{"kind","message"}}.`,
 	InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {

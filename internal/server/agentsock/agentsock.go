@@ -84,6 +84,15 @@ type TrackerRequest struct {
 	TargetState string `json:"target_state,omitempty"`
 }
 
+// NotifyResult is the answer to a notify_operator call that did not fail: Delivered
+// with the Backends that accepted the message, or not delivered because every backend's
+// filters (min_severity, events) turned it away, with the Reason.
+type NotifyResult struct {
+	Delivered bool     `json:"delivered"`
+	Backends  []string `json:"backends,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+}
+
 // NotifyRequest is a notify_operator call. The fields are the tool's input schema.
 type NotifyRequest struct {
 	Message  string `json:"message"`
@@ -133,8 +142,8 @@ func Errorf(kind, format string, args ...any) *Error {
 type Handler interface {
 	// Tracker performs a tracker_api call for sess and returns the response data.
 	Tracker(ctx context.Context, sess Session, req TrackerRequest) (any, *Error)
-	// Notify delivers a notify_operator call for sess.
-	Notify(ctx context.Context, sess Session, req NotifyRequest) *Error
+	// Notify delivers a notify_operator call for sess and says whether it reached anyone.
+	Notify(ctx context.Context, sess Session, req NotifyRequest) (NotifyResult, *Error)
 	// Info describes what the daemon can serve to sessions.
 	Info() SessionInfo
 }
@@ -291,7 +300,8 @@ func (s *Server) notify(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	reply(w, map[string]bool{"delivered": true}, s.h.Notify(r.Context(), sess, req))
+	res, e := s.h.Notify(r.Context(), sess, req)
+	reply(w, res, e)
 }
 
 func (s *Server) workflow(w http.ResponseWriter, r *http.Request) {

@@ -31,11 +31,11 @@ func (h *fakeHandler) Tracker(_ context.Context, s Session, r TrackerRequest) (a
 	return map[string]string{"id": r.IssueID}, nil
 }
 
-func (h *fakeHandler) Notify(_ context.Context, s Session, r NotifyRequest) *Error {
+func (h *fakeHandler) Notify(_ context.Context, s Session, r NotifyRequest) (NotifyResult, *Error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.notify = append(h.notify, r)
-	return nil
+	return NotifyResult{Delivered: true, Backends: []string{"ops"}}, nil
 }
 
 func (h *fakeHandler) Info() SessionInfo {
