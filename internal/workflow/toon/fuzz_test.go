@@ -8,9 +8,12 @@ import (
 )
 
 // FuzzDecode checks that no input panics and that every successful decode
-// marshals to JSON. The seeds are the official fixture inputs.
+// marshals to JSON. The seeds are the inputs of Sortie's own fixtures and, when
+// they are beside the repository, of the official ones.
 func FuzzDecode(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(fixtureDir, "*.json"))
+	files, _ := filepath.Glob(filepath.Join(ownFixtureDir, "*.json"))
+	official, _ := filepath.Glob(filepath.Join(fixtureDir, "*.json"))
+	files = append(files, official...)
 	for _, file := range files {
 		raw, err := os.ReadFile(file)
 		if err != nil {
