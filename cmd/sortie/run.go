@@ -343,7 +343,8 @@ type agentTools struct {
 // startAgentTools opens the agent socket next to the database and prepares what every
 // session gets: the sortie-tools MCP entry (this binary), the socket's capability
 // tokens and the first-turn tool list (docs/agent-tools.md). wf, when not nil, answers
-// the workflow tools (workflows.dir), which are then offered to every session.
+// the workflow tools (workflows.dir), which are then offered to every session that
+// reaches the socket.
 func startAgentTools(cfg *config.Config, current func() *config.Config, trk tracker.Tracker, n *notify.Notifier, wf orchestrator.WorkflowCaller) (agentTools, *agentsock.Server, error) {
 	dbPath, err := filepath.Abs(cfg.DBPath)
 	if err != nil {
@@ -371,9 +372,13 @@ func startAgentTools(cfg *config.Config, current func() *config.Config, trk trac
 		sock.Close()
 		return agentTools{}, nil, fmt.Errorf("finding this executable for the agents' MCP server: %w", err)
 	}
-	offered := mcp.Offered(mcp.Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: n.Enabled(), Workflows: wf != nil})
+	// Each session is told about the tools its own sidecar will register, given the env
+	// it gets and what this daemon grants: an agent on an SSH host has no socket.
+	promptTools := func(env map[string]string) []prompt.ToolDoc {
+		return mcp.ToolDocs(mcp.Offered(mcp.SessionGates(env, svc.Info().Capabilities)))
+	}
 	return agentTools{svc: svc, ext: orchestrator.Extensions{
-		Executable: exe, DBPath: dbPath, Socket: sock, PromptTools: mcp.ToolDocs(offered),
+		Executable: exe, DBPath: dbPath, Socket: sock, PromptTools: promptTools,
 	}}, sock, nil
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"sortie/internal/mcp/tools"
 	"sortie/internal/prompt"
+	"sortie/internal/server/agentsock"
 	"sortie/internal/workflow/engine"
 )
 
@@ -24,6 +25,25 @@ type Gates struct {
 	// library, workflows.dir), or the sidecar runs its own engine (--workflows).
 	// Offers the twelve workflow tools (spec/workflow-tools-api.md).
 	Workflows bool
+}
+
+// SessionGates are the gates of a sidecar started with env, the env block the daemon
+// writes for one session into .sortie/mcp.json, by a daemon that grants caps, when
+// everything env names is there (the database opens, the agent socket answers). It is
+// Start's decision made ahead of time, so that the daemon's first-turn prompt lists
+// the tools that session's sidecar registers and no other: a session without a socket
+// and token (an agent on an SSH host) gets no tracker_api, notify_operator or daemon
+// workflow tools. An env Start would refuse (ParseEnv fails) offers nothing.
+func SessionGates(env map[string]string, caps agentsock.Capabilities) Gates {
+	e, err := ParseEnv(func(name string) string { return env[name] })
+	if err != nil {
+		return Gates{}
+	}
+	g := Gates{Workspace: e.Workspace != "", DB: e.DBPath != "" && e.IssueID != ""}
+	if e.AgentSocket != "" && e.AgentToken != "" {
+		g.TrackerAPI, g.NotifyOperator, g.Workflows = caps.TrackerAPI, caps.NotifyOperator, caps.Workflows
+	}
+	return g
 }
 
 // Offered returns the tools a sidecar whose gates are g registers, in registration

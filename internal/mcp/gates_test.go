@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
 	"sortie/internal/mcp/tools"
+	"sortie/internal/server/agentsock"
 	"sortie/internal/workflow/engine"
 )
 
@@ -58,6 +60,42 @@ func TestToolDocs_WorkflowTools(t *testing.T) {
 	for i, d := range docs {
 		if d.Name != specs[i].Name || d.Description != specs[i].Description || d.InputSchema != nil {
 			t.Errorf("doc %d = %+v; want %s with its description and no schema", i, d, specs[i].Name)
+		}
+	}
+}
+
+// The first-turn prompt's gates follow what the session's sidecar is given: without
+// the agent socket and a token (an agent on an SSH host) no Tier 2 or daemon workflow
+// tool, whatever the daemon grants.
+func TestSessionGates(t *testing.T) {
+	local := map[string]string{
+		EnvWorkspace: "/ws/PROJ-1", EnvDBPath: "/srv/sortie.db", EnvIssueID: "1", EnvRunID: "7",
+		agentsock.EnvSocket: "/run/sortie/agent.sock", agentsock.EnvToken: "tok",
+	}
+	without := func(names ...string) map[string]string {
+		env := maps.Clone(local)
+		for _, n := range names {
+			delete(env, n)
+		}
+		return env
+	}
+	all := agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true, Workflows: true}
+	tests := []struct {
+		name string
+		env  map[string]string
+		caps agentsock.Capabilities
+		want Gates
+	}{
+		{"local session", local, all, Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}},
+		{"local, no notification backend", local, agentsock.Capabilities{TrackerAPI: true}, Gates{Workspace: true, DB: true, TrackerAPI: true}},
+		{"no socket (SSH host)", without(agentsock.EnvSocket, agentsock.EnvToken), all, Gates{Workspace: true, DB: true}},
+		{"socket without a token", without(agentsock.EnvToken), all, Gates{Workspace: true, DB: true}},
+		{"no issue id", without(EnvIssueID), all, Gates{Workspace: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}},
+		{"an env the sidecar refuses", map[string]string{EnvWorkspace: "relative/path"}, all, Gates{}},
+	}
+	for _, tt := range tests {
+		if got := SessionGates(tt.env, tt.caps); got != tt.want {
+			t.Errorf("%s: SessionGates = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
 }

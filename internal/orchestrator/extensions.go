@@ -28,8 +28,11 @@ type Extensions struct {
 	DBPath string
 	// Socket grants and revokes capability tokens; nil offers no Tier 2 tools.
 	Socket Granter
-	// PromptTools describes the tools a session is offered, for its first turn.
-	PromptTools []prompt.ToolDoc
+	// PromptTools describes, for a session's first turn, the tools its sortie-tools
+	// server offers when started with env, the env block written for that session into
+	// .sortie/mcp.json (what the session actually gets: no agent socket on an SSH
+	// host). nil lists no tools.
+	PromptTools func(env map[string]string) []prompt.ToolDoc
 }
 
 // Granter issues capability tokens for the agent socket (agentsock.Server).
@@ -62,7 +65,8 @@ func (e *ConfigError) Error() string { return "config_error: " + e.Field + ": " 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // prepareExtensions writes .sortie/mcp.json for the session and returns its path ("" when
-// extensions are off) and a function that revokes the session's token.
+// extensions are off) and a function that revokes the session's token. It sets w.tools
+// to the tools that configuration offers, for the first turn's prompt.
 func (w *worker) prepareExtensions() (string, func(), error) {
 	x := w.o.opts.Extensions
 	if x.Executable == "" {
@@ -80,11 +84,12 @@ func (w *worker) prepareExtensions() (string, func(), error) {
 		revoke()
 		return "", func() {}, err
 	}
+	env := w.sidecarEnv(token)
 	servers[ToolsServerName] = map[string]any{
 		"type":    "stdio",
 		"command": x.Executable,
 		"args":    []string{"mcp-server", "--workflow", w.cfg.Path},
-		"env":     w.sidecarEnv(token),
+		"env":     env,
 	}
 	data, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
 	if err != nil {
@@ -94,6 +99,9 @@ func (w *worker) prepareExtensions() (string, func(), error) {
 	if err := workspace.WriteFileAtomic(w.ws.Path, MCPConfigFile, append(data, '\n')); err != nil {
 		revoke()
 		return "", func() {}, fmt.Errorf("writing .sortie/%s: %w", MCPConfigFile, err)
+	}
+	if x.PromptTools != nil {
+		w.tools = x.PromptTools(env)
 	}
 	return filepath.Join(w.ws.Path, ".sortie", MCPConfigFile), revoke, nil
 }
@@ -273,12 +281,4 @@ func (s *stateFile) flushPending() {
 	if s.pending {
 		s.write(true)
 	}
-}
-
-// promptTools is the tool list for the first turn's prompt.
-func (o *Orchestrator) promptTools() []prompt.ToolDoc {
-	if o.opts.Extensions.Executable == "" {
-		return nil
-	}
-	return o.opts.Extensions.PromptTools
 }

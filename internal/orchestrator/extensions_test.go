@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"sortie/internal/config"
+	"sortie/internal/mcp"
 	"sortie/internal/prompt"
 	"sortie/internal/server/agentsock"
 	"sortie/internal/store"
@@ -72,7 +73,8 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	docs := []prompt.ToolDoc{{Name: "sortie_status", Description: "turns and tokens of this session"}}
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
 		environ: append(os.Environ(), "SORTIE_TRACKER_API_KEY=tracker-secret", "SLACK_HOOK=https://hooks.example/secret", "SORTIE_REPO_URL=https://git.example/repo", "SORTIE_TRACKER_PROJECT=PROJ"),
-		ext:     Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: g, PromptTools: docs}})
+		ext: Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: g,
+			PromptTools: func(map[string]string) []prompt.ToolDoc { return docs }}})
 	h.trk.Put(issue("EXT-1", "Todo"))
 	h.start()
 	h.awaitStep(StepExit, "EXT-1")
@@ -151,6 +153,53 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	prompts := h.agent.promptsOf("EXT-1")
 	if len(prompts) != 2 || !strings.Contains(prompts[0], "sortie_status") || strings.Contains(prompts[1], "sortie_status") {
 		t.Errorf("prompts = %q", prompts)
+	}
+}
+
+// TestExtensions_FirstPromptListsTheToolsTheSessionGets: the first prompt lists the
+// tools of the sidecar as configured for that session. A local session has the agent
+// socket and its token, so its sidecar offers the daemon's Tier 2 and workflow tools;
+// an agent on an SSH host cannot reach the socket, gets no token, and is not told
+// about tools it cannot use.
+func TestExtensions_FirstPromptListsTheToolsTheSessionGets(t *testing.T) {
+	caps := agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true, Workflows: true}
+	tools := func(env map[string]string) []prompt.ToolDoc {
+		return mcp.ToolDocs(mcp.Offered(mcp.SessionGates(env, caps)))
+	}
+	tier2 := []string{"tracker_api", "notify_operator", "start_session"}
+	tests := []struct {
+		name     string
+		hosts    []string
+		listed   []string
+		unlisted []string
+	}{
+		{"local", nil, append([]string{"sortie_status", "workspace_history"}, tier2...), nil},
+		{"ssh host", []string{"builder-1"}, []string{"sortie_status", "workspace_history"}, tier2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Worker.SSHHosts = tt.hosts })
+			g := &fakeGranter{}
+			h := newHarness(t, cfg, harnessOptions{pollOnly: true,
+				ext: Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: g, PromptTools: tools}})
+			h.trk.Put(issue("EXT-1", "Todo"))
+			h.start()
+			h.awaitStep(StepExit, "EXT-1")
+			prompts := h.agent.promptsOf("EXT-1")
+			if len(prompts) != 1 {
+				t.Fatalf("prompts = %q, want one", prompts)
+			}
+			for _, name := range tt.listed {
+				if !strings.Contains(prompts[0]+"\n", "\n### "+name+"\n") {
+					t.Errorf("the first prompt does not list %s, which the session's sidecar offers:\n%s", name, prompts[0])
+				}
+			}
+			for _, name := range tt.unlisted {
+				if strings.Contains(prompts[0]+"\n", "\n### "+name+"\n") {
+					t.Errorf("the first prompt lists %s, which the session's sidecar cannot offer:\n%s", name, prompts[0])
+				}
+			}
+		})
 	}
 }
 

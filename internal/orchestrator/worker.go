@@ -63,7 +63,8 @@ type worker struct {
 	sess    *agent.Session
 	log     []store.Event // recent notable events not yet written
 	flushAt time.Time
-	state   *stateFile // .sortie/state.json; nil before the session starts
+	state   *stateFile       // .sortie/state.json; nil before the session starts
+	tools   []prompt.ToolDoc // the session's sortie-tools, listed in its first prompt
 }
 
 // stateChanged records new token usage in .sortie/state.json (coalesced).
@@ -243,7 +244,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 			// A resumed session already knows its workflow.
 			rendered = o.workflowHint(cfg, w.e.host, rendered)
 		}
-		text := prompt.TurnPrompt(rendered, turn, o.promptTools())
+		text := prompt.TurnPrompt(rendered, turn, w.tools)
 		if note := o.answerNote(ctx, w.issue.ID); note != "" {
 			text += "\n\n" + note
 		}
