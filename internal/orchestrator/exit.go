@@ -183,6 +183,10 @@ func (o *Orchestrator) addHold(is tracker.Issue, ex workerExit, reason, msg stri
 		state: state, updatedAt: ex.updatedAt, since: o.clk.Now()}
 	o.holds[is.ID] = h
 	o.persistHold(h)
+	if reason == holdError || reason == holdRetries {
+		// The baseline of a failed run is the issue as it was at dispatch.
+		o.settleHold(is)
+	}
 	o.report(Activity{Kind: ActivityHold, IssueID: is.ID, Identifier: is.Identifier, Result: reason, Message: msg})
 	o.alert(holdAlert(is, reason, msg))
 }

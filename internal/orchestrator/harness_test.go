@@ -751,3 +751,22 @@ func (a *tapAdapter) startsOf(ident string) []agent.StartParams {
 	}
 	return out
 }
+
+// awaitOwnWrites waits until Sortie's own writes to issue id (comments and the
+// read-backs after them and after a hold) have ended, so that the next change is
+// judged a human's.
+func (h *harness) awaitOwnWrites(id string) {
+	h.t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		idle, changed := h.orch.own.idle(id)
+		if idle {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			h.t.Fatalf("Sortie's own writes to %s did not end within %v", id, waitLimit)
+		}
+	}
+}

@@ -125,6 +125,7 @@ type Orchestrator struct {
 	movedMu sync.Mutex
 	moved   map[string]string // issue id → the state its own agent moved it to
 	cp      checkpoints
+	own     ownWrites // Sortie's own changes to issues, for holds (comments.go)
 	started time.Time
 }
 

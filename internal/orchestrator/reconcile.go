@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"time"
 
 	"sortie/internal/config"
 	"sortie/internal/tracker"
@@ -95,9 +96,11 @@ func (o *Orchestrator) checkStalls() {
 	}
 }
 
-// liftAnsweredHolds lifts holds whose issue changed in the tracker (state or update
-// time) and forgets holds whose issue is no longer a candidate (it left the active
-// states: when it comes back, it is dispatched afresh).
+// liftAnsweredHolds lifts holds whose issue a human changed in the tracker (state or
+// update time) and forgets holds whose issue is no longer a candidate (it left the
+// active states: when it comes back, it is dispatched afresh). A change Sortie made
+// itself, such as its own comment on the run that caused the hold, becomes the hold's
+// new baseline instead (ownWrites).
 func (o *Orchestrator) liftAnsweredHolds(candidates []tracker.Issue) {
 	if len(o.holds) == 0 {
 		return
@@ -114,12 +117,44 @@ func (o *Orchestrator) liftAnsweredHolds(candidates []tracker.Issue) {
 		case h.reason == holdAwaiting:
 			// Only an answer lifts it (checkpoints.go); the checkpoint's own comment
 			// updates the issue.
-		case is.State != h.state:
-			o.liftHold(id, "issue state changed to "+is.State)
-		case is.UpdatedAt != h.updatedAt:
-			o.liftHold(id, "issue was updated")
+		case is.State == h.state && is.UpdatedAt == h.updatedAt:
+		case olderThan(is.UpdatedAt, h.updatedAt):
+			// The poll read the issue before the change the hold already counts.
+		default:
+			switch o.own.explains(id, is.State, is.UpdatedAt) {
+			case ownPending:
+				// Sortie is changing the issue itself; the next poll decides.
+			case ownWrite:
+				h.state, h.updatedAt = is.State, is.UpdatedAt
+				o.persistHold(h)
+			default:
+				if is.State != h.state {
+					o.liftHold(id, "issue state changed to "+is.State)
+				} else {
+					o.liftHold(id, "issue was updated")
+				}
+			}
 		}
 	}
+}
+
+// olderThan reports whether updated_at a is before b, both RFC 3339; false when
+// either does not parse.
+func olderThan(a, b string) bool {
+	ta, errA := time.Parse(time.RFC3339Nano, a)
+	tb, errB := time.Parse(time.RFC3339Nano, b)
+	return errA == nil && errB == nil && ta.Before(tb)
+}
+
+// forgetOwnWrites drops the ledger of Sortie's own writes for issues no longer
+// running, retrying or held.
+func (o *Orchestrator) forgetOwnWrites() {
+	o.own.forget(func(id string) bool {
+		_, r := o.running[id]
+		_, q := o.retrying[id]
+		_, h := o.holds[id]
+		return r || q || h
+	})
 }
 
 // refreshBudgets loads, for the current candidates, the finished-session counts and

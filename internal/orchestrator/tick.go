@@ -93,6 +93,7 @@ func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 		o.lastPollAt = o.clk.Now()
 		o.candidates = SortForDispatch(res.candidates)
 		o.liftAnsweredHolds(res.candidates)
+		o.forgetOwnWrites()
 		o.forgetBudgets()
 		o.refreshBudgets(ctx, cfg)
 	}
