@@ -1,0 +1,119 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// minABI is the oldest Landlock ABI Sortie confines with. ABI 1 (Linux 5.13) already
+// restricts every file access a Policy controls; later ABIs add renames across
+// directories (2), truncation (3), device ioctls (5) and signal and abstract-socket
+// scoping (6), which are used when the kernel has them.
+const minABI = 1
+
+// config is what Sortie restricts: every file-system right and the IPC scopes of
+// Landlock ABI 8, downgraded to what the kernel supports. Network access is not
+// restricted: the agent must reach its model API.
+var config = landlock.MustConfig(landlock.V8.HandledAccessFS, landlock.V8.Scoped).BestEffort()
+
+// Available reports the kernel's Landlock ABI version, or why Landlock cannot be used.
+func Available() (int, error) {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) {
+			return 0, errors.New("the kernel has no Landlock, or it is disabled (boot with lsm=...,landlock)")
+		}
+		return 0, fmt.Errorf("asking the kernel for its Landlock ABI: %w", err)
+	}
+	if v < minABI {
+		return v, fmt.Errorf("the kernel's Landlock ABI %d is older than %d", v, minABI)
+	}
+	return v, nil
+}
+
+// Restrict confines the calling process, all its threads and everything it starts
+// afterwards to p. It fails, confining nothing, when the kernel has no Landlock or a
+// path cannot be granted; callers must then not run the agent.
+func Restrict(p Policy) error {
+	if _, err := Available(); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	write, err := expand(p.Write, p.Hide)
+	if err != nil {
+		return err
+	}
+	read, err := expand(p.Read, p.Hide)
+	if err != nil {
+		return err
+	}
+	rules := make([]landlock.Rule, 0, len(write)+len(read))
+	for _, g := range write {
+		switch {
+		case g.dir:
+			rules = append(rules, landlock.RWDirs(g.path).WithRefer().WithIoctlDev())
+		default:
+			rules = append(rules, landlock.RWFiles(g.path).WithIoctlDev())
+		}
+	}
+	for _, g := range read {
+		if g.dir {
+			rules = append(rules, landlock.RODirs(g.path))
+		} else {
+			rules = append(rules, landlock.ROFiles(g.path))
+		}
+	}
+	if err := config.Restrict(rules...); err != nil {
+		return fmt.Errorf("sandbox: landlock: %w", err)
+	}
+	return nil
+}
+
+// Exec confines this process to p and replaces it with argv[0] (looked up on PATH
+// when it has no slash), with env. It returns only on failure, having run nothing.
+func Exec(p Policy, argv, env []string) error {
+	if len(argv) == 0 {
+		return errors.New("sandbox: no program to run")
+	}
+	prog, err := lookPath(argv[0], env)
+	if err != nil {
+		return err
+	}
+	if p.Hidden(prog) {
+		return fmt.Errorf("sandbox: %s is hidden from agents and cannot be run confined", prog)
+	}
+	if err := Restrict(p); err != nil {
+		return err
+	}
+	if err := syscall.Exec(prog, argv, env); err != nil {
+		return fmt.Errorf("sandbox: running %s: %w", prog, err)
+	}
+	return nil
+}
+
+// lookPath finds name on the PATH of env (not this process's), as the agent would.
+func lookPath(name string, env []string) (string, error) {
+	if containsSlash(name) {
+		return name, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if len(kv) > 5 && kv[:5] == "PATH=" {
+			path = kv[5:]
+		}
+	}
+	for _, dir := range splitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		cand := dir + "/" + name
+		if fi, err := os.Stat(cand); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return cand, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox: %s not found on the agent's PATH", name)
+}

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package sandbox
+
+import "errors"
+
+var errNoLandlock = errors.New("sandbox: Landlock exists only on Linux; set agent.sandbox.mode: off, or use agent.run_as")
+
+// Available reports that Landlock is not available outside Linux.
+func Available() (int, error) { return 0, errNoLandlock }
+
+// Restrict fails outside Linux.
+func Restrict(Policy) error { return errNoLandlock }
+
+// Exec fails outside Linux.
+func Exec(Policy, []string, []string) error { return errNoLandlock }

@@ -1,0 +1,221 @@
+// Package sandbox confines an agent's process tree before it runs: with Landlock, the
+// Linux kernel's unprivileged sandbox, the tree may write only beneath the paths a
+// Policy grants and read only beneath the ones it lists, and never a path it hides
+// (the daemon's database, keys, operator token and env file), whatever an injected
+// prompt makes the agent try. It owns the policy and its enforcement; deciding which
+// paths a run gets is the orchestrator's business.
+//
+// Landlock applies to the calling process and everything it starts afterwards, and
+// cannot be lifted. The daemon therefore never confines itself: it starts the agent
+// through `sortie confine` (Exec), which confines itself and then executes the agent.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Modes of agent.sandbox.mode.
+const (
+	// ModeLandlock confines every agent with Landlock; the default where the kernel
+	// supports it.
+	ModeLandlock = "landlock"
+	// ModeOff runs agents unconfined, as the daemon's user.
+	ModeOff = "off"
+)
+
+// Policy says what a confined process tree may touch. Paths should be absolute; a
+// relative one is taken from the working directory of the process that confines
+// itself. A path that does not exist is skipped.
+type Policy struct {
+	// Write paths may be read, written, created in, removed from and executed
+	// beneath: the workspace, the run's temporary directory, the agent CLI's own state.
+	Write []string
+	// Read paths may be read and executed beneath: the system, the CLI's install.
+	Read []string
+	// Hide paths are never granted, even beneath a Read or Write path: the daemon's
+	// private state. Landlock can only allow, so a granted path that holds a hidden
+	// one is granted piece by piece instead: every entry beside the hidden path,
+	// recursively, except symbolic links.
+	Hide []string
+}
+
+// SystemRead are the system paths every confined tree may read and execute beneath:
+// programs, libraries, configuration, and the kernel's views of processes and devices.
+// A missing one is skipped.
+var SystemRead = []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+	"/proc", "/sys", "/dev", "/run", "/var/lib", "/nix"}
+
+// SystemWrite are the device files every confined tree may write: the bit bucket,
+// the terminal and pseudo-terminals. Nothing else beneath /dev.
+var SystemWrite = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+
+// Flags of the confine command line (Args, ParseArgs).
+const (
+	flagWrite = "--write"
+	flagRead  = "--read"
+	flagHide  = "--hide"
+)
+
+// Args encodes p for the `sortie confine` command line, ending with "--": the
+// program and its arguments follow.
+func (p Policy) Args() []string {
+	var out []string
+	for _, l := range []struct {
+		flag  string
+		paths []string
+	}{{flagWrite, p.Write}, {flagRead, p.Read}, {flagHide, p.Hide}} {
+		for _, path := range l.paths {
+			out = append(out, l.flag, path)
+		}
+	}
+	return append(out, "--")
+}
+
+// ParseArgs decodes what Args encoded, and returns the command after "--".
+func ParseArgs(args []string) (Policy, []string, error) {
+	var p Policy
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; a {
+		case "--":
+			if i+1 == len(args) {
+				return p, nil, errors.New("confine: no program after --")
+			}
+			return p, args[i+1:], nil
+		case flagWrite, flagRead, flagHide:
+			if i+1 == len(args) || args[i+1] == "" {
+				return p, nil, fmt.Errorf("confine: %s needs a path", a)
+			}
+			i++
+			switch a {
+			case flagWrite:
+				p.Write = append(p.Write, args[i])
+			case flagRead:
+				p.Read = append(p.Read, args[i])
+			default:
+				p.Hide = append(p.Hide, args[i])
+			}
+		default:
+			return p, nil, fmt.Errorf("confine: unknown argument %q (want --write, --read, --hide PATH ... -- PROGRAM ARGS)", a)
+		}
+	}
+	return p, nil, errors.New("confine: missing -- before the program")
+}
+
+// Command returns the argv that runs program with args confined by p, through self
+// (the sortie executable): self confine <policy> -- program args.
+func Command(self string, p Policy, program string, args []string) []string {
+	argv := append([]string{self, "confine"}, p.Args()...)
+	return append(append(argv, program), args...)
+}
+
+// grant is one Landlock rule: a path and whether it is a directory (its whole
+// hierarchy) or a single file.
+type grant struct {
+	path string
+	dir  bool
+}
+
+// expand turns the roots into grants that cover everything beneath them except the
+// hidden paths. Roots and hidden paths are resolved (symbolic links, "..") first, so
+// a link cannot smuggle a hidden path in or a root around.
+func expand(roots, hide []string) ([]grant, error) {
+	hidden := make([]string, 0, len(hide))
+	for _, h := range hide {
+		if r, err := resolve(h); err == nil {
+			hidden = append(hidden, r)
+		}
+	}
+	var out []grant
+	for _, root := range roots {
+		r, err := resolve(root)
+		if err != nil {
+			continue // a missing root grants nothing
+		}
+		g, err := expandOne(r, hidden)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g...)
+	}
+	return out, nil
+}
+
+// resolve makes path absolute and resolves its symbolic links.
+func resolve(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// within reports whether path is dir or beneath it.
+func within(path, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// maxExpand bounds the grants one root may expand into, so that a hidden path deep in
+// a huge tree fails clearly instead of opening a file descriptor per entry.
+const maxExpand = 4096
+
+func expandOne(root string, hidden []string) ([]grant, error) {
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return nil, nil
+	}
+	var inside []string
+	for _, h := range hidden {
+		if within(root, h) {
+			return nil, nil // the root itself is hidden, or beneath a hidden path
+		}
+		if within(h, root) {
+			inside = append(inside, h)
+		}
+	}
+	if len(inside) == 0 || !fi.IsDir() {
+		return []grant{{path: root, dir: fi.IsDir()}}, nil
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing %s to grant what lies beside %s: %w", root, strings.Join(inside, ", "), err)
+	}
+	var out []grant
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink != 0 {
+			continue // its target is granted, or not, where it lives
+		}
+		g, err := expandOne(filepath.Join(root, e.Name()), inside)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g...)
+		if len(out) > maxExpand {
+			return nil, fmt.Errorf("sandbox: granting %s around %s takes more than %d rules; move the daemon's state out of it",
+				root, strings.Join(inside, ", "), maxExpand)
+		}
+	}
+	return out, nil
+}
+
+// Hidden reports whether path is one of p's hidden paths or beneath one.
+func (p Policy) Hidden(path string) bool {
+	r, err := resolve(path)
+	if err != nil {
+		r = filepath.Clean(path)
+	}
+	return slices.ContainsFunc(p.Hide, func(h string) bool {
+		hr, err := resolve(h)
+		if err != nil {
+			hr = filepath.Clean(h)
+		}
+		return within(r, hr)
+	})
+}

@@ -1,0 +1,170 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// childEnv marks the test binary run as `sortie confine` would be.
+const childEnv = "SORTIE_SANDBOX_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		p, argv, err := ParseArgs(os.Args[1:])
+		if err == nil {
+			err = Exec(p, argv, os.Environ())
+		}
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(111)
+	}
+	os.Exit(m.Run())
+}
+
+// requireLandlock skips without Landlock, except in CI, where the suite must prove
+// confinement and a kernel without it is a failure.
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	if _, err := Available(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI needs Landlock to test confinement: %v", err)
+		}
+		t.Skipf("skipped: confinement needs Landlock: %v", err)
+	}
+}
+
+// confined runs script with /bin/sh under p in a child and returns its output.
+func confined(t *testing.T, p Policy, script string) string {
+	t.Helper()
+	args := append(p.Args(), "/bin/sh", "-c", script)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("confined script failed: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+
+func TestExec_WritesOnlyBeneathWriteAndNeverReadsHidden(t *testing.T) {
+	requireLandlock(t)
+	base := t.TempDir()
+	ws, outside, proj := filepath.Join(base, "ws"), filepath.Join(base, "outside"), filepath.Join(base, "proj")
+	for _, d := range []string{ws, outside, proj, filepath.Join(proj, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(proj, "state.db"):      "the daemon's database",
+		filepath.Join(proj, ".env"):          "TOKEN=s3cr3t",
+		filepath.Join(proj, "README"):        "readable",
+		filepath.Join(proj, "sub", "notes"):  "also readable",
+		filepath.Join(outside, "untouched"):  "x",
+		filepath.Join(proj, "sub", "hidden"): "a hidden file in a subdirectory",
+	}
+	for f, c := range files {
+		if err := os.WriteFile(f, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link beside the hidden files pointing at one must not lead to it.
+	if err := os.Symlink(filepath.Join(proj, "state.db"), filepath.Join(proj, "link-to-db")); err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{
+		Write: append([]string{ws}, SystemWrite...),
+		Read:  append(slices.Clone(SystemRead), proj),
+		Hide:  []string{filepath.Join(proj, "state.db"), filepath.Join(proj, ".env"), filepath.Join(proj, "sub", "hidden")},
+	}
+	script := `
+try() { if eval "$2" >/dev/null 2>&1; then echo "$1 ok"; else echo "$1 denied"; fi; }
+try write-workspace 'echo hi > ` + ws + `/a && mkdir ` + ws + `/d && mv ` + ws + `/a ` + ws + `/d/a'
+try write-outside 'echo hi > ` + outside + `/b'
+try write-proj 'echo hi > ` + proj + `/new'
+try read-readme 'cat ` + proj + `/README'
+try read-sub 'cat ` + proj + `/sub/notes'
+try read-db 'cat ` + proj + `/state.db'
+try read-env 'cat ` + proj + `/.env'
+try read-hidden-in-sub 'cat ` + proj + `/sub/hidden'
+try read-through-link 'cat ` + proj + `/link-to-db'
+try read-outside 'cat ` + outside + `/untouched'
+`
+	got := strings.Fields(confined(t, p, script))
+	want := strings.Fields(`write-workspace ok write-outside denied write-proj denied read-readme ok read-sub ok
+		read-db denied read-env denied read-hidden-in-sub denied read-through-link denied read-outside denied`)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("confined results:\n%v\nwant\n%v", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "d", "a")); err != nil || string(b) != "hi\n" {
+		t.Errorf("the workspace write: %q, %v", b, err)
+	}
+}
+
+func TestExec_RefusesWithoutLandlockRatherThanRunUnconfined(t *testing.T) {
+	if _, err := Available(); err == nil {
+		t.Skip("skipped: Landlock is available here; this checks the failure path")
+	}
+	err := Exec(Policy{Write: []string{t.TempDir()}}, []string{"/bin/true"}, os.Environ())
+	if err == nil {
+		t.Fatal("Exec without Landlock returned nil")
+	}
+}
+
+func TestArgs_RoundTrip(t *testing.T) {
+	p := Policy{Write: []string{"/ws", "/tmp/run"}, Read: []string{"/usr"}, Hide: []string{"/srv/sortie.db"}}
+	argv := Command("/usr/local/bin/sortie", p, "claude", []string{"-p", "--", "--write"})
+	if argv[0] != "/usr/local/bin/sortie" || argv[1] != "confine" {
+		t.Fatalf("argv = %q", argv)
+	}
+	got, rest, err := ParseArgs(argv[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, p) || !reflect.DeepEqual(rest, []string{"claude", "-p", "--", "--write"}) {
+		t.Errorf("ParseArgs = %+v %q", got, rest)
+	}
+	for _, bad := range [][]string{{}, {"--write"}, {"--write", ""}, {"--read", "/x"}, {"--bogus", "/x", "--", "sh"}, {"--"}} {
+		if _, _, err := ParseArgs(bad); err == nil {
+			t.Errorf("ParseArgs(%q) = nil error", bad)
+		}
+	}
+}
+
+func TestExpand_GrantsAroundHiddenPaths(t *testing.T) {
+	base := t.TempDir()
+	for _, d := range []string{"a/b", "a/c", "d"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"a/b/secret", "a/b/fine", "a/x"} {
+		if err := os.WriteFile(filepath.Join(base, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := expand([]string{base, filepath.Join(base, "missing")}, []string{filepath.Join(base, "a/b/secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range g {
+		rel, _ := filepath.Rel(base, x.path)
+		if x.dir {
+			rel += "/"
+		}
+		got = append(got, rel)
+	}
+	slices.Sort(got)
+	if want := []string{"a/b/fine", "a/c/", "a/x", "d/"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("grants = %q, want %q", got, want)
+	}
+	if g, _ := expand([]string{filepath.Join(base, "a/b/secret")}, []string{filepath.Join(base, "a")}); len(g) != 0 {
+		t.Errorf("a root beneath a hidden path granted %+v", g)
+	}
+}
