@@ -53,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdStatus(args[1:], stdout, stderr)
 		case "mcp-server":
 			return cmdMCPServer(args[1:], os.Stdin, stdout, stderr)
+		case "confine":
+			return cmdConfine(args[1:], stderr)
 		case "version", "--version", "-V":
 			fmt.Fprintln(stdout, versionLine())
 			return exitOK
