@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +15,49 @@ import (
 	"sortie/internal/agent"
 )
 
-// sharedTestdata holds transcripts captured by the reference system from older CLI
-// versions (read in place, never copied: ../shared/testdata/README.md).
+// sharedTestdata holds sortie 1.9's transcripts of older CLI versions, third-party
+// data beside the repository (/work/shared/testdata/README.md): read in place when
+// present, as in CI, never copied. The package's own transcripts, captured from the
+// pinned CLI, are in testdata/ (transcripts_test.go and contract_test.go record them).
 const sharedTestdata = "../../../../shared/testdata/sortie-1.9/internal/agent/claude/testdata"
+
+// ownLines returns the lines of one of the package's own transcripts.
+func ownLines(t *testing.T, name string) []string {
+	t.Helper()
+	return readLines(t, filepath.Join("testdata", name))
+}
+
+// referenceLines returns the lines of a reference transcript, skipping the test, and
+// saying what was skipped, when the shared data is not beside the repository.
+func referenceLines(t *testing.T, name string) []string {
+	t.Helper()
+	p := filepath.Join(sharedTestdata, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("skipped: ../shared/testdata/sortie-1.9/internal/agent/claude/testdata/%s not present (third-party transcripts of older claude CLIs, run in CI)", name)
+	}
+	return readLines(t, p)
+}
+
+// referenceLine returns the first line of a reference transcript (see referenceLines).
+func referenceLine(name string) func(*testing.T) string {
+	return func(t *testing.T) string { return referenceLines(t, name)[0] }
+}
+
+// lineWith returns the first line that contains every one of subs.
+func lineWith(t *testing.T, lines []string, subs ...string) string {
+	t.Helper()
+	for _, l := range lines {
+		ok := true
+		for _, s := range subs {
+			ok = ok && strings.Contains(l, s)
+		}
+		if ok {
+			return l
+		}
+	}
+	t.Fatalf("no line contains all of %q", subs)
+	return ""
+}
 
 // step is the fake time between two lines of a transcript.
 const step = 100 * time.Millisecond
@@ -79,8 +121,57 @@ func types(events []agent.Event) []agent.EventType {
 	return out
 }
 
+// TestTranslate_CapturedSession reads a session of the pinned CLI with a Read and a
+// Bash call (testdata/session_tools.jsonl, see transcripts_test.go): one token_usage per
+// request with the input accumulated, the result raising the turn to its totals, both
+// tools answered in user events.
+func TestTranslate_CapturedSession(t *testing.T) {
+	events, tr := run(t, ownLines(t, "session_tools.jsonl")...)
+
+	if tr.sessionID != "00000000-0000-4000-8000-000000000002" {
+		t.Errorf("session id = %q", tr.sessionID)
+	}
+	if got := ofType(events, agent.EventSessionStarted); len(got) != 1 {
+		t.Fatalf("session_started events = %d, want 1", len(got))
+	}
+	usage := ofType(events, agent.EventTokenUsage)
+	if len(usage) != 4 {
+		t.Fatalf("token_usage events = %d, want one per request and one for the result: %v", len(usage), types(events))
+	}
+	// The model reported 1000, 2000 and 3000 input tokens for its three requests.
+	for i, want := range []int64{1000, 3000, 6000} {
+		if usage[i].Usage.Input != want {
+			t.Errorf("token_usage[%d].Input = %d, want %d", i, usage[i].Usage.Input, want)
+		}
+		if usage[i].Model != model {
+			t.Errorf("token_usage[%d].Model = %q, want %q", i, usage[i].Model, model)
+		}
+		// Each request is timed from what preceded it: system/init, then the tool results.
+		if usage[i].APIDurationMS != step.Milliseconds() {
+			t.Errorf("token_usage[%d].APIDurationMS = %d, want %d", i, usage[i].APIDurationMS, step.Milliseconds())
+		}
+	}
+	// The result's totals: 40+60+80 output tokens, 200+300+500 cache reads.
+	want := agent.Usage{Input: 6000, Output: 180, Total: 6180, CacheRead: 1000}
+	if tr.usage() != want {
+		t.Errorf("final usage = %+v, want %+v", tr.usage(), want)
+	}
+	if last := usage[len(usage)-1]; last.Usage != want || last.CostUSD != 0.021 {
+		t.Errorf("last token_usage = %+v, want usage %+v and cost 0.021", last, want)
+	}
+	if tr.result == nil || tr.result.Subtype != "success" || tr.result.IsError {
+		t.Fatalf("result = %+v, want success", tr.result)
+	}
+	if tr.pendingAPI != 0 {
+		t.Errorf("pendingAPI = %d, want 0 when requests were timed", tr.pendingAPI)
+	}
+	if len(tr.inflight) != 0 {
+		t.Errorf("tools without a result: %v", tr.inflight)
+	}
+}
+
 func TestTranslate_ReferenceFullSession(t *testing.T) {
-	events, tr := run(t, readLines(t, filepath.Join(sharedTestdata, "full_session.jsonl"))...)
+	events, tr := run(t, referenceLines(t, "full_session.jsonl")...)
 
 	if tr.sessionID != "full-session-id-001" {
 		t.Errorf("session id = %q", tr.sessionID)
@@ -126,66 +217,138 @@ func TestTranslate_ReferenceFullSession(t *testing.T) {
 }
 
 func TestTranslate_ToolResultsInUserEvents(t *testing.T) {
-	events, _ := run(t, readLines(t, filepath.Join(sharedTestdata, "tool_use_result_user_event.jsonl"))...)
-	tools := ofType(events, agent.EventToolResult)
-	if len(tools) != 1 {
-		t.Fatalf("tool_result events = %d, want 1: %v", len(tools), types(events))
+	cases := []struct {
+		name  string
+		lines func(*testing.T) []string
+		tools []string
+	}{
+		{"own", func(t *testing.T) []string { return ownLines(t, "session_tools.jsonl") }, []string{"Read", "Bash"}},
+		{"reference", func(t *testing.T) []string { return referenceLines(t, "tool_use_result_user_event.jsonl") }, []string{"Read"}},
 	}
-	if tools[0].ToolName != "Read" || tools[0].ToolError || tools[0].ToolDurationMS != step.Milliseconds() {
-		t.Errorf("tool_result = %+v, want Read, no error, %d ms", tools[0], step.Milliseconds())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			events, _ := run(t, c.lines(t)...)
+			checkToolResults(t, events, c.tools)
+		})
 	}
 }
 
-func TestTranslate_ToolResultsInAssistantEvents(t *testing.T) {
-	// Older CLIs put tool_result blocks in the next assistant message.
-	events, _ := run(t, readLines(t, filepath.Join(sharedTestdata, "tool_use_result_separate.jsonl"))...)
+// checkToolResults wants one successful tool_result per name, in order, each timed one
+// step (its result is on the line after its tool_use).
+func checkToolResults(t *testing.T, events []agent.Event, names []string) {
+	t.Helper()
 	tools := ofType(events, agent.EventToolResult)
-	if len(tools) != 2 || tools[0].ToolName != "Read" || tools[1].ToolName != "Bash" {
-		t.Fatalf("tool_result events = %+v", tools)
-	}
+	var got []string
 	for _, tool := range tools {
+		got = append(got, tool.ToolName)
 		if tool.ToolError || tool.ToolDurationMS != step.Milliseconds() {
-			t.Errorf("%s: error=%v duration=%d", tool.ToolName, tool.ToolError, tool.ToolDurationMS)
+			t.Errorf("%s: error=%v duration=%d, want no error and %d ms", tool.ToolName, tool.ToolError, tool.ToolDurationMS, step.Milliseconds())
 		}
+	}
+	if !slices.Equal(got, names) {
+		t.Fatalf("tool_result events for %q, want %q: %v", got, names, types(events))
+	}
+}
+
+// oldCLIToolResults is a transcript in the shape older CLIs wrote, which the pinned one
+// no longer does: tool_result blocks in the next assistant message, not a user event.
+var oldCLIToolResults = []string{
+	`{"type":"system","subtype":"init","session_id":"s-old","model":"claude-x"}`,
+	`{"type":"assistant","message":{"id":"msg_a","model":"claude-x","content":[{"type":"tool_use","id":"toolu_r","name":"Read","input":{"file_path":"/workspace/go.mod"}},{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"go vet ./..."}}],"usage":{"input_tokens":50,"output_tokens":12}}}`,
+	`{"type":"assistant","message":{"id":"msg_b","model":"claude-x","content":[{"type":"tool_result","tool_use_id":"toolu_r","content":"module example"},{"type":"tool_result","tool_use_id":"toolu_b","content":""},{"type":"text","text":"Both fine."}],"usage":{"input_tokens":80,"output_tokens":3}}}`,
+	`{"type":"result","subtype":"success","is_error":false,"result":"Both fine.","usage":{"input_tokens":130,"output_tokens":15}}`,
+}
+
+func TestTranslate_ToolResultsInAssistantEvents(t *testing.T) {
+	cases := []struct {
+		name  string
+		lines func(*testing.T) []string
+	}{
+		{"own", func(*testing.T) []string { return oldCLIToolResults }},
+		{"reference", func(t *testing.T) []string { return referenceLines(t, "tool_use_result_separate.jsonl") }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			events, _ := run(t, c.lines(t)...)
+			checkToolResults(t, events, []string{"Read", "Bash"})
+		})
 	}
 }
 
 func TestTranslate_ToolErrors(t *testing.T) {
 	cases := []struct {
-		file, tool, message string
+		name, file, tool, message string
+		lines                     func(*testing.T, string) []string
 	}{
-		{"tool_use_error_result.jsonl", "Bash", "bash: command not found: foobar"},
-		{"tool_use_error_xml_wrapped.jsonl", "Edit", "Found 3 matches of the string to replace, but replace_all is false. Use the str_replace API with replace_all=true to replace all instances."},
+		{"own", "bash_not_found.jsonl", "Bash", "Exit code 127\n/bin/bash: line 1: sortie-no-such-tool: command not found", ownLines},
+		// The CLI wraps this refusal in <tool_use_error> tags; the message drops them.
+		{"own", "edit_not_unique.jsonl", "Edit", "Found 3 matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: station ids", ownLines},
+		{"reference", "tool_use_error_result.jsonl", "Bash", "bash: command not found: foobar", referenceLines},
+		{"reference", "tool_use_error_xml_wrapped.jsonl", "Edit", "Found 3 matches of the string to replace, but replace_all is false. Use the str_replace API with replace_all=true to replace all instances.", referenceLines},
 	}
 	for _, c := range cases {
-		t.Run(c.file, func(t *testing.T) {
-			events, _ := run(t, readLines(t, filepath.Join(sharedTestdata, c.file))...)
-			tools := ofType(events, agent.EventToolResult)
-			if len(tools) != 1 {
-				t.Fatalf("tool_result events = %d: %v", len(tools), types(events))
+		t.Run(c.name+"/"+c.file, func(t *testing.T) {
+			events, _ := run(t, c.lines(t, c.file)...)
+			var failed []agent.Event
+			for _, e := range ofType(events, agent.EventToolResult) {
+				if e.ToolError {
+					failed = append(failed, e)
+				}
 			}
-			if !tools[0].ToolError || tools[0].ToolName != c.tool || tools[0].Message != c.message {
-				t.Errorf("tool_result = %+v\nwant tool %s, error, message %q", tools[0], c.tool, c.message)
+			if len(failed) != 1 {
+				t.Fatalf("failed tool_result events = %+v, want one: %v", failed, types(events))
+			}
+			if failed[0].ToolName != c.tool || failed[0].Message != c.message {
+				t.Errorf("tool_result = %+v\nwant tool %s, error, message %q", failed[0], c.tool, c.message)
 			}
 		})
 	}
 }
 
 func TestTranslate_SingleEvents(t *testing.T) {
+	// The retry line's figures vary with each capture; its message is built from them.
+	retry := lineWith(t, ownLines(t, "api_error_429.jsonl"), `"subtype":"api_retry"`)
+	var r struct {
+		Attempt, MaxRetries, RetryDelayMS, ErrorStatus int
+		Error                                          string
+	}
+	if err := json.Unmarshal([]byte(retry), &struct {
+		Attempt      *int    `json:"attempt"`
+		MaxRetries   *int    `json:"max_retries"`
+		RetryDelayMS *int    `json:"retry_delay_ms"`
+		ErrorStatus  *int    `json:"error_status"`
+		Error        *string `json:"error"`
+	}{&r.Attempt, &r.MaxRetries, &r.RetryDelayMS, &r.ErrorStatus, &r.Error}); err != nil {
+		t.Fatal(err)
+	}
+	session := func(t *testing.T) []string { return ownLines(t, "session_tools.jsonl") }
 	cases := []struct {
-		file    string
+		name    string
+		line    func(t *testing.T) string
 		want    agent.EventType
 		message string
 	}{
-		{"init_event.json", agent.EventSessionStarted, ""},
-		{"api_retry_event.json", agent.EventNotification, "API retry 1/5 in 1000 ms (status 429, rate_limit)"},
-		{"stream_event.json", agent.EventNotification, ""},
-		{"assistant_message.json", agent.EventNotification, ""},
-		{"tool_use_message.json", agent.EventNotification, ""},
+		{"own/init", func(t *testing.T) string { return lineWith(t, session(t), `"subtype":"init"`) }, agent.EventSessionStarted, ""},
+		{"own/api_retry", func(*testing.T) string { return retry }, agent.EventNotification,
+			fmt.Sprintf("API retry %d/%d in %d ms (status %d, %s)", r.Attempt, r.MaxRetries, r.RetryDelayMS, r.ErrorStatus, r.Error)},
+		{"own/stream_event", func(t *testing.T) string {
+			return lineWith(t, ownLines(t, "partial_messages.jsonl"), `"type":"stream_event"`)
+		}, agent.EventNotification, ""},
+		{"own/assistant text", func(t *testing.T) string {
+			return lineWith(t, session(t), `"type":"assistant"`, `"type":"text"`)
+		}, agent.EventNotification, "Reading the notes first."},
+		{"own/assistant tool_use", func(t *testing.T) string {
+			return lineWith(t, session(t), `"type":"assistant"`, `"type":"tool_use"`)
+		}, agent.EventNotification, "tool_use Read"},
+		{"reference/init_event.json", referenceLine("init_event.json"), agent.EventSessionStarted, ""},
+		{"reference/api_retry_event.json", referenceLine("api_retry_event.json"), agent.EventNotification, "API retry 1/5 in 1000 ms (status 429, rate_limit)"},
+		{"reference/stream_event.json", referenceLine("stream_event.json"), agent.EventNotification, ""},
+		{"reference/assistant_message.json", referenceLine("assistant_message.json"), agent.EventNotification, ""},
+		{"reference/tool_use_message.json", referenceLine("tool_use_message.json"), agent.EventNotification, ""},
 	}
 	for _, c := range cases {
-		t.Run(c.file, func(t *testing.T) {
-			events, _ := run(t, readLines(t, filepath.Join(sharedTestdata, c.file))...)
+		t.Run(c.name, func(t *testing.T) {
+			events, _ := run(t, c.line(t))
 			if len(events) == 0 || events[0].Type != c.want {
 				t.Fatalf("events = %v, want first %s", types(events), c.want)
 			}
@@ -197,19 +360,28 @@ func TestTranslate_SingleEvents(t *testing.T) {
 }
 
 func TestTranslate_ResultEvents(t *testing.T) {
+	result := func(file string) func(*testing.T) string {
+		return func(t *testing.T) string { return lineWith(t, ownLines(t, file), `"type":"result"`) }
+	}
 	cases := []struct {
-		file    string
+		name    string
+		line    func(*testing.T) string
 		isError bool
 		usage   agent.Usage
 		errText string
 	}{
-		{"result_success.json", false, agent.Usage{}, ""},
-		{"result_error_max_turns.json", true, agent.Usage{Input: 50000, Output: 12000, Total: 62000, CacheRead: 30000}, "error_max_turns"},
-		{"result_error_execution.json", true, agent.Usage{}, "error_during_execution"},
+		{"own/success", result("session_tools.jsonl"), false, agent.Usage{Input: 6000, Output: 180, Total: 6180, CacheRead: 1000}, ""},
+		{"own/error_max_turns", result("max_turns.jsonl"), true, agent.Usage{Input: 700, Output: 30, Total: 730, CacheRead: 100},
+			"error_max_turns: Reached maximum number of turns (1)"},
+		{"own/error_during_execution", result("resume_unknown.jsonl"), true, agent.Usage{},
+			"error_during_execution: No conversation found with session ID: 00000000-0000-4000-8000-00000000dead"},
+		{"reference/result_success.json", referenceLine("result_success.json"), false, agent.Usage{}, ""},
+		{"reference/result_error_max_turns.json", referenceLine("result_error_max_turns.json"), true, agent.Usage{Input: 50000, Output: 12000, Total: 62000, CacheRead: 30000}, "error_max_turns"},
+		{"reference/result_error_execution.json", referenceLine("result_error_execution.json"), true, agent.Usage{}, "error_during_execution"},
 	}
 	for _, c := range cases {
-		t.Run(c.file, func(t *testing.T) {
-			_, tr := run(t, readLines(t, filepath.Join(sharedTestdata, c.file))...)
+		t.Run(c.name, func(t *testing.T) {
+			_, tr := run(t, c.line(t))
 			if tr.result == nil {
 				t.Fatal("result not captured")
 			}
@@ -233,33 +405,45 @@ func TestTranslate_ResultEvents(t *testing.T) {
 }
 
 func TestTranslate_MalformedLines(t *testing.T) {
-	long := `{"type":"assistant",` + strings.Repeat("é", 2000)
-	events, _ := run(t,
-		readLines(t, filepath.Join(sharedTestdata, "malformed_line.txt"))[0],
-		long,
-		`{"no_type":true}`,
-		`[1,2,3]`,
-		"\xff\xfe not utf-8",
-	)
-	if len(events) != 5 {
-		t.Fatalf("events = %v, want 5 malformed", types(events))
+	cases := []struct {
+		name  string
+		first func(*testing.T) string
+		want  string
+	}{
+		{"own", func(*testing.T) string { return "npm WARN config: this line is not JSON {{ <<<" }, "npm WARN config: this line is not JSON {{ <<<"},
+		{"reference", referenceLine("malformed_line.txt"), "this is not json {{{ garbage line <<<"},
 	}
-	for i, e := range events {
-		if e.Type != agent.EventMalformed {
-			t.Errorf("event %d = %s, want malformed", i, e.Type)
-		}
-		if n := len([]rune(e.Message)); n > maxMalformed+1 {
-			t.Errorf("event %d message has %d characters, want ≤ %d+…", i, n, maxMalformed)
-		}
-		if !strings.Contains(e.Message, "") || !json.Valid([]byte(`"`+jsonEscape(e.Message)+`"`)) {
-			t.Errorf("event %d message is not valid text", i)
-		}
-	}
-	if events[0].Message != "this is not json {{{ garbage line <<<" {
-		t.Errorf("malformed message = %q", events[0].Message)
-	}
-	if !strings.HasSuffix(events[1].Message, "…") {
-		t.Errorf("long line not marked as truncated: %q", events[1].Message[len(events[1].Message)-10:])
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			long := `{"type":"assistant",` + strings.Repeat("é", 2000)
+			events, _ := run(t,
+				c.first(t),
+				long,
+				`{"no_type":true}`,
+				`[1,2,3]`,
+				"\xff\xfe not utf-8",
+			)
+			if len(events) != 5 {
+				t.Fatalf("events = %v, want 5 malformed", types(events))
+			}
+			for i, e := range events {
+				if e.Type != agent.EventMalformed {
+					t.Errorf("event %d = %s, want malformed", i, e.Type)
+				}
+				if n := len([]rune(e.Message)); n > maxMalformed+1 {
+					t.Errorf("event %d message has %d characters, want ≤ %d+…", i, n, maxMalformed)
+				}
+				if !json.Valid([]byte(`"` + jsonEscape(e.Message) + `"`)) {
+					t.Errorf("event %d message is not valid text", i)
+				}
+			}
+			if events[0].Message != c.want {
+				t.Errorf("malformed message = %q, want %q", events[0].Message, c.want)
+			}
+			if !strings.HasSuffix(events[1].Message, "…") {
+				t.Errorf("long line not marked as truncated: %q", events[1].Message[len(events[1].Message)-10:])
+			}
+		})
 	}
 }
 
