@@ -33,6 +33,9 @@ type StartParams struct {
 	Env                      []string // complete environment for the agent process (KEY=VALUE)
 	SSHHost                  string   // run on this host over SSH; "" runs locally
 	SSHStrictHostKeyChecking string
+	// Confine, when not nil, confines the local CLI's process tree (confine.go).
+	// Ignored over SSH, where the remote host decides.
+	Confine *Confinement
 }
 
 // Session is the handle of one agent session. ID may change after a turn when the CLI

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -88,6 +89,7 @@ type session struct {
 	strict string         // StrictHostKeyChecking in SSH mode
 	env    []string
 	mcp    []string // --mcp-config files
+	wrap   []string // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -121,6 +123,8 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		}
 	} else if st.exe, err = exec.LookPath(a.program[0]); err != nil {
 		return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
+	} else {
+		st.wrap = p.Confine.Wrap(st.exe, stateDirs(st.env))
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers
 	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
@@ -158,7 +162,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 
 	args := a.opts.args(s.ID, st.created, st.mcp)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace}
+		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.
@@ -312,4 +316,17 @@ func (t *turn) resultOf(reason agent.EventType) agent.TurnResult {
 // stderrTail is the end of the CLI's stderr, enough to explain a failure in one line.
 func stderrTail(b *proc.HeadTailBuffer) string {
 	return agent.Tail(stripANSI(remote.StripPGID(b.String())), 1024)
+}
+
+// stateDirs are where the CLI keeps its own state, which a confined CLI must be able to
+// write: $CLAUDE_CONFIG_DIR when set, otherwise ~/.claude and ~/.claude.json.
+func stateDirs(env []string) []string {
+	if dir := agent.EnvValue(env, "CLAUDE_CONFIG_DIR"); dir != "" {
+		return []string{dir}
+	}
+	home := agent.EnvValue(env, "HOME")
+	if home == "" {
+		return nil
+	}
+	return []string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")}
 }

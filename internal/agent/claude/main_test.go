@@ -14,6 +14,9 @@ import (
 const mcpServerEnv = "CLAUDE_CONTRACT_MCP_SERVER"
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "confine" && os.Getenv(confineEnv) == "1" {
+		os.Exit(confineMain(os.Args[2:]))
+	}
 	if os.Getenv(mcpServerEnv) == "1" {
 		serveMCP()
 		os.Exit(0)

@@ -59,8 +59,9 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 
 // session is the adapter's per-session state (agent.Session.Internal).
 type session struct {
-	exe string
-	env []string
+	exe  string
+	env  []string
+	wrap []string // proc.Command.Wrap: the confinement, nil when unconfined
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -91,7 +92,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	env := append(withoutKey(base, ChildEnv), ChildEnv+"="+childModeTurn)
 	return &agent.Session{
 		ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost,
-		Internal: &session{exe: exe, env: env},
+		Internal: &session{exe: exe, env: env, wrap: p.Confine.Wrap(exe, nil)},
 	}, nil
 }
 
@@ -119,6 +120,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		Dir:   s.Workspace,
 		Env:   st.env,
 		Grace: a.grace,
+		Wrap:  st.wrap,
 	}, Kind)
 	if err != nil {
 		reason := agent.EventStartupFailed

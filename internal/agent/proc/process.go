@@ -55,6 +55,10 @@ type Command struct {
 	// StderrHead and StderrTail bound the stderr kept in memory, in bytes; 0 means the
 	// defaults. Bytes between head and tail are counted and dropped.
 	StderrHead, StderrTail int
+	// Wrap, when not empty, is a command the program runs through: Wrap[0] is started
+	// with Wrap[1:], then Path and Args, as its arguments (`sortie confine <policy> --`,
+	// which confines itself and then executes the program in the same process).
+	Wrap []string
 }
 
 // Process is a started child and its process group (the group id is the child's pid).
@@ -124,7 +128,12 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proc: stdout pipe: %w", err)
 	}
-	cmd := exec.Command(c.Path, c.Args...)
+	path, args := c.Path, c.Args
+	if len(c.Wrap) > 0 {
+		path = c.Wrap[0]
+		args = append(append(append([]string(nil), c.Wrap[1:]...), c.Path), c.Args...)
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
 	cmd.Stdin = c.Stdin

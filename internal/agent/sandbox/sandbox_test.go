@@ -50,7 +50,6 @@ func confined(t *testing.T, p Policy, script string) string {
 	return string(out)
 }
 
-
 func TestExec_WritesOnlyBeneathWriteAndNeverReadsHidden(t *testing.T) {
 	requireLandlock(t)
 	base := t.TempDir()

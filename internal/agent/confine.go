@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sortie/internal/agent/sandbox"
+)
+
+// Confinement runs a local agent CLI confined by Landlock (internal/agent/sandbox):
+// the CLI is started as `Self confine <policy> -- CLI ARGS`.
+type Confinement struct {
+	// Self is the sortie executable.
+	Self string
+	// Policy holds the run's paths (workspace, run temporary directory, the system,
+	// the operator's extra paths, the daemon's hidden state). The adapter adds its
+	// CLI's own state and installation when it wraps a command.
+	Policy sandbox.Policy
+}
+
+// Wrap returns the proc.Command.Wrap that runs exe confined: the run's policy plus
+// write (the CLI's own state) and the directories exe is installed in. nil when c
+// is nil.
+func (c *Confinement) Wrap(exe string, write []string) []string {
+	if c == nil {
+		return nil
+	}
+	p := c.Policy
+	p.Write = append(append([]string(nil), p.Write...), write...)
+	p.Read = append(append([]string(nil), p.Read...), InstallRoots(exe)...)
+	return append([]string{c.Self, "confine"}, p.Args()...)
+}
+
+// InstallRoots are the directories a CLI at exe needs to read to run: the directory
+// of the file it resolves to and, for an npm package, the node_modules tree that holds
+// it and its dependencies; for a program in a prefix's bin directory, the prefix.
+func InstallRoots(exe string) []string {
+	var roots []string
+	for _, p := range []string{exe, resolved(exe)} {
+		if p == "" {
+			continue
+		}
+		dir := filepath.Dir(p)
+		roots = append(roots, dir)
+		if i := strings.Index(dir, string(filepath.Separator)+"node_modules"); i >= 0 {
+			roots = append(roots, dir[:i+len("/node_modules")])
+		}
+		if filepath.Base(dir) == "bin" {
+			if prefix := filepath.Dir(dir); !broad(prefix) {
+				roots = append(roots, prefix)
+			}
+		}
+	}
+	return roots
+}
+
+// PathRoots are the directories on the PATH of env, with their prefixes (the parent of
+// a bin directory), so the agent can run the toolchains installed there: git, go, npm.
+// The home directory and "/" are never a prefix; a PATH entry that is relative is
+// skipped.
+func PathRoots(env []string) []string {
+	var roots []string
+	for _, kv := range env {
+		path, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		for _, dir := range filepath.SplitList(path) {
+			if !filepath.IsAbs(dir) {
+				continue
+			}
+			roots = append(roots, InstallRoots(filepath.Join(dir, "x"))...)
+		}
+	}
+	return roots
+}
+
+// broad reports whether granting dir whole would grant far more than a program's
+// installation: the root or a home directory.
+func broad(dir string) bool {
+	if dir == "/" || dir == "." {
+		return true
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == dir {
+		return true
+	}
+	return filepath.Dir(dir) == "/home"
+}
+
+func resolved(p string) string {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil || r == p {
+		return ""
+	}
+	return r
+}
+
+// EnvValue is the value of key in env (KEY=VALUE; the last one wins), "" when unset.
+func EnvValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
