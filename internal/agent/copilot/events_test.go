@@ -2,6 +2,7 @@ package copilot
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,9 +13,21 @@ import (
 	"sortie/internal/agent"
 )
 
-// legacy is where the transcripts of an older CLI (the reference system's test data,
-// sortie 1.9) lie beside this repository; the parser must still read them.
+// legacy is where sortie 1.9's transcripts of an older CLI lie, third-party data beside
+// the repository (/work/shared/testdata/README.md), read in place when present, as in
+// CI; the parser must still read them. The package's own transcripts are in testdata/.
 const legacy = "../../../../shared/testdata/sortie-1.9/internal/agent/copilot/testdata"
+
+// legacyLines returns the lines of one of legacy's transcripts, skipping the test, and
+// saying what was skipped, when the shared data is not beside the repository.
+func legacyLines(t *testing.T, name string) []string {
+	t.Helper()
+	p := filepath.Join(legacy, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("skipped: ../shared/testdata/sortie-1.9/internal/agent/copilot/testdata/%s not present (third-party transcripts of an older copilot CLI, run in CI)", name)
+	}
+	return readLines(t, p)
+}
 
 // brief is an event reduced to what a mapping test compares.
 type brief struct {
@@ -294,8 +307,9 @@ func TestTranscripts_PinnedCLI(t *testing.T) {
 	}
 }
 
-// TestTranscripts_OlderCLI reads the reference system's transcripts of an older CLI,
-// which still put outputTokens on assistant.message.
+// TestTranscripts_OlderCLI reads sortie 1.9's transcripts of an older CLI, which still
+// put outputTokens on assistant.message (TestTranscripts_OutputTokensOnAssistantMessages
+// checks the same on the package's own transcripts).
 func TestTranscripts_OlderCLI(t *testing.T) {
 	cases := []struct {
 		file    string
@@ -316,7 +330,7 @@ func TestTranscripts_OlderCLI(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			events, tr := run(t, readLines(t, filepath.Join(legacy, c.file))...)
+			events, tr := run(t, legacyLines(t, c.file)...)
 			got := map[agent.EventType]int{}
 			for _, e := range events {
 				got[e.Type]++
