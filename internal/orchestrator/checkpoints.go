@@ -33,7 +33,16 @@ type CheckpointStore interface {
 	PendingCheckpoints(ctx context.Context) ([]store.Checkpoint, error)
 	AnswerCheckpoint(ctx context.Context, a store.CheckpointAnswer) (store.Checkpoint, error)
 	LoadWorkflowSessions(ctx context.Context) ([]store.WorkflowSession, error)
+	EndIssueWorkflows(ctx context.Context, issueID string, at time.Time) ([]string, error)
 }
+
+// SessionForgetter is the workflow engine's side of ending an issue's workflow
+// sessions: it forgets them in memory (*engine.Engine).
+type SessionForgetter interface {
+	ForgetIssue(issueID string) []string
+}
+
+var _ SessionForgetter = (*engine.Engine)(nil)
 
 // holdAwaiting is the hold reason of an issue whose checkpoint waits for a human.
 const holdAwaiting = "awaiting_input"
@@ -115,6 +124,94 @@ type checkpoints struct {
 	// readAfter is the last issue id whose comments a tick read for answers: the next
 	// tick goes on from the issue after it (loop only).
 	readAfter string
+	engine    SessionForgetter // nil until SetWorkflowSessions
+}
+
+// SetWorkflowSessions gives the orchestrator the workflow engine, so that ending an
+// issue's workflow sessions (endWorkflows) also forgets them in the engine's memory;
+// without it they are ended in the store only, and the engine forgets them at its next
+// restart. Call it before Run.
+func (o *Orchestrator) SetWorkflowSessions(f SessionForgetter) {
+	o.cp.mu.Lock()
+	o.cp.engine = f
+	o.cp.mu.Unlock()
+}
+
+// endWorkflows ends the workflow sessions of an issue that left the active states or
+// was handed off (why says which): a later run of the issue must start its workflow
+// afresh, not be held on, or told the answer to, the question of a session no agent
+// will continue. Its pending checkpoints are resolved as abandoned (an answer already
+// given stays, as the issue's history, with the trace), its sessions stop binding it and
+// their tokens stop verifying, and its auto-advance timers stop. A store error is
+// logged; the in-memory state is dropped regardless.
+func (o *Orchestrator) endWorkflows(ctx context.Context, issueID, identifier, why string) {
+	if o.opts.Checkpoints == nil {
+		return
+	}
+	o.cp.mu.Lock()
+	eng := o.cp.engine
+	o.cp.mu.Unlock()
+	// The engine first: a call still under way could otherwise save its session back.
+	var forgotten []string
+	if eng != nil {
+		forgotten = eng.ForgetIssue(issueID)
+	}
+	ended, err := o.opts.Checkpoints.EndIssueWorkflows(ctx, issueID, o.clk.Now())
+	if err != nil {
+		o.log.Error("ending the workflow sessions of an issue failed; after a restart its old checkpoints may hold it again",
+			"issue_identifier", identifier, "error", err)
+	}
+	dropped := o.dropPending(issueID)
+	if len(ended)+len(forgotten)+len(dropped) == 0 {
+		return
+	}
+	o.log.Info("workflow sessions ended", "issue_identifier", identifier, "why", why,
+		"sessions", max(len(ended), len(forgotten)), "pending_checkpoints", len(dropped))
+	for _, c := range dropped {
+		o.report(Activity{Kind: ActivityCheckpoint, IssueID: issueID, Identifier: identifier,
+			Result: store.ResolvedAbandoned, Message: c.CheckpointID + ": " + why})
+	}
+}
+
+// dropPending forgets the pending checkpoints of an issue, their auto-advance timers
+// and the tracker comments read for them, and returns the checkpoints.
+func (o *Orchestrator) dropPending(issueID string) []store.Checkpoint {
+	o.cp.mu.Lock()
+	defer o.cp.mu.Unlock()
+	var out []store.Checkpoint
+	for id, c := range o.cp.pending {
+		if c.IssueID == issueID {
+			out = append(out, c)
+			delete(o.cp.pending, id)
+			o.stopTimerLocked(id)
+		}
+	}
+	for key := range o.cp.seen {
+		if strings.HasPrefix(key, issueID+"\x00") {
+			delete(o.cp.seen, key)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Checkpoint) int { return int(a.ID - b.ID) })
+	return out
+}
+
+// endWorkflowsAfterExit ends the workflow sessions of an issue whose run handed it off,
+// or ended with it out of the active states, and which nothing claims any more.
+func (o *Orchestrator) endWorkflowsAfterExit(ctx context.Context, cfg *config.Config, e *runningEntry, ex workerExit) {
+	_, retrying := o.retrying[ex.issueID]
+	_, held := o.holds[ex.issueID]
+	if retrying || held {
+		return
+	}
+	left := ex.lastState != "" && (!isActive(cfg, ex.lastState) || tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates))
+	switch {
+	case ex.handedOff:
+		o.endWorkflows(ctx, ex.issueID, e.issue.Identifier, "handed off")
+	case e.stop == stopTerminal || e.stop == stopInactive:
+		o.endWorkflows(ctx, ex.issueID, e.issue.Identifier, "left the active states")
+	case (ex.outcome == outcomeNormal || ex.outcome == outcomeSkipped) && left:
+		o.endWorkflows(ctx, ex.issueID, e.issue.Identifier, "left the active states")
+	}
 }
 
 // CheckpointsArmed is the engine's Armed hook: the agent of c entered an activity

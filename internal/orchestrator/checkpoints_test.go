@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -327,4 +328,115 @@ func TestCheckpoint_TrackerAnswersAreReadForEveryAwaitingIssue(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Answer != "approve" || rows[0].AnsweredBy != "erin" {
 		t.Fatalf("%s's checkpoint after 3 ticks = %+v, %v; want erin's tracker answer approve recorded", last, rows, err)
 	}
+}
+
+// TestCheckpoint_AnIssueThatMovesOnDropsItsWorkflowSessions: when an issue leaves the
+// active states or is handed off, its workflow sessions end: their pending checkpoints
+// are resolved as abandoned (answers given are kept, as the issue's history) and the
+// sessions no longer bind the issue. When it comes back, its next run starts afresh and
+// is not held on, or told about, the question of the abandoned session.
+func TestCheckpoint_AnIssueThatMovesOnDropsItsWorkflowSessions(t *testing.T) {
+	cases := []struct {
+		name string
+		// moveOn takes the issue, held at its checkpoint, out of the active states; it
+		// returns the answer the abandoned checkpoint keeps.
+		moveOn func(h *harness, id string) string
+	}{
+		{name: "left the active states while held", moveOn: func(h *harness, id string) string {
+			h.setState(id, "Backlog")
+			h.advance(h.cfg.Load().Polling.Interval)
+			o := h.awaitStep(StepTick, "")
+			if _, ok := heldOf(o.Snapshot, id); ok {
+				h.t.Fatalf("after the issue left the active states: %s, want its hold forgotten", describe(o.Snapshot))
+			}
+			return ""
+		}},
+		{name: "handed off with an answer its agent never resolved", moveOn: func(h *harness, id string) string {
+			if _, err := h.orch.AnswerCheckpoint(context.Background(), id, "approve-plan", "approve", "alice", store.AnswerAPI); err != nil {
+				h.t.Fatal(err)
+			}
+			h.awaitStep(StepAnswer, id)
+			h.advance(0) // the resumed run: the mock never calls respond_checkpoint
+			h.awaitStep(StepExit, id)
+			if got := h.trk.TransitionsOf(id); !slices.Equal(got, []string{"Human Review"}) {
+				h.t.Fatalf("transitions = %q, want the handoff", got)
+			}
+			return "approve"
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
+			const id = "CP-5"
+			h.trk.Put(issue(id, "Todo"))
+			armOnFirstTurn(t, h, id, approvePlan(id))
+			eng := &forgetter{}
+			h.orch.SetWorkflowSessions(eng)
+			h.start()
+			o := h.awaitStep(StepExit, id)
+			if held, ok := heldOf(o.Snapshot, id); !ok || held.Reason != holdAwaiting {
+				t.Fatalf("after the first run: %s, want %s held as awaiting_input", describe(o.Snapshot), id)
+			}
+			answer := c.moveOn(h, id)
+			if got := eng.issues(); !slices.Contains(got, id) {
+				t.Fatalf("the workflow engine was told to forget the sessions of %q, want %s's", got, id)
+			}
+			before := len(h.agent.promptsOf(id))
+
+			if pending, err := h.st.PendingCheckpoints(ctx); err != nil || len(pending) != 0 {
+				t.Fatalf("pending checkpoints = %+v, %v; want none", pending, err)
+			}
+			rows, err := h.st.IssueCheckpoints(ctx, id, 10)
+			if err != nil || len(rows) != 1 || rows[0].Resolution != store.ResolvedAbandoned || rows[0].Answer != answer {
+				t.Fatalf("checkpoints of %s = %+v, %v; want the one, resolved as abandoned, its answer %q kept", id, rows, err, answer)
+			}
+			sessions, err := h.st.LoadWorkflowSessions(ctx)
+			if err != nil || len(sessions) != 0 {
+				t.Fatalf("workflow sessions = %+v, %v; want none left to bind %s", sessions, err, id)
+			}
+			if snap, err := h.orch.Snapshot(ctx); err != nil || len(snap.Checkpoints) != 0 {
+				t.Fatalf("snapshot checkpoints = %+v, %v; want none", snap.Checkpoints, err)
+			}
+
+			// The issue comes back: a fresh run, handed off, not held on the old question.
+			h.setState(id, "Todo")
+			h.advance(h.cfg.Load().Polling.Interval)
+			o = h.awaitStep(StepExit, id)
+			if held, ok := heldOf(o.Snapshot, id); ok {
+				t.Fatalf("after the issue came back: %s (%s), want it run afresh, not held", describe(o.Snapshot), held.Message)
+			}
+			starts := h.agent.startsOf(id)
+			if last := starts[len(starts)-1]; last.ResumeSessionID != "" {
+				t.Errorf("the run after the issue came back resumed agent session %q, want a new one", last.ResumeSessionID)
+			}
+			for _, p := range h.agent.promptsOf(id)[before:] {
+				if strings.Contains(p, "Checkpoint answers") {
+					t.Fatalf("a prompt after the issue came back tells of the abandoned session's answers:\n%s", p)
+				}
+			}
+			if st := h.statuses(id); st[len(st)-1] != store.StatusHandedOff {
+				t.Fatalf("run statuses = %v, want the last handed off", st)
+			}
+		})
+	}
+}
+
+// forgetter records the issues whose sessions the workflow engine is told to forget.
+type forgetter struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (f *forgetter) ForgetIssue(issueID string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ids = append(f.ids, issueID)
+	return nil
+}
+
+func (f *forgetter) issues() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ids)
 }

@@ -125,6 +125,7 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 			o.scheduleRetry(ctx, retry, ContinuationDelay)
 		}
 	}
+	o.endWorkflowsAfterExit(ctx, cfg, e, ex)
 }
 
 // retryFailure schedules a backoff retry after a failed run, or holds the issue when

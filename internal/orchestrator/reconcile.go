@@ -98,10 +98,11 @@ func (o *Orchestrator) checkStalls() {
 
 // liftAnsweredHolds lifts holds whose issue a human changed in the tracker (state or
 // update time) and forgets holds whose issue is no longer a candidate (it left the
-// active states: when it comes back, it is dispatched afresh). A change Sortie made
+// active states: when it comes back, it is dispatched afresh, its workflow sessions
+// ended). A change Sortie made
 // itself, such as its own comment on the run that caused the hold, becomes the hold's
 // new baseline instead (ownWrites).
-func (o *Orchestrator) liftAnsweredHolds(candidates []tracker.Issue) {
+func (o *Orchestrator) liftAnsweredHolds(ctx context.Context, candidates []tracker.Issue) {
 	if len(o.holds) == 0 {
 		return
 	}
@@ -114,6 +115,7 @@ func (o *Orchestrator) liftAnsweredHolds(candidates []tracker.Issue) {
 		switch {
 		case !ok:
 			o.liftHold(id, "issue left the active states")
+			o.endWorkflows(ctx, id, h.identifier, "left the active states")
 		case h.reason == holdAwaiting:
 			// Only an answer lifts it (checkpoints.go); the checkpoint's own comment
 			// updates the issue.

@@ -118,6 +118,7 @@ func (o *Orchestrator) handleRetryFetched(ctx context.Context, f retryFetched) {
 		if tracker.KindOf(f.err) == tracker.ErrNotFound {
 			o.log.Info("retry released: issue no longer exists", "issue_identifier", e.identifier)
 			o.releaseRetry(ctx, f.issueID)
+			o.endWorkflows(ctx, f.issueID, e.identifier, "deleted")
 			return
 		}
 		next := *e
@@ -137,6 +138,9 @@ func (o *Orchestrator) dispatchRetry(ctx context.Context, cfg *config.Config, e 
 	if why := o.eligibleForRetry(cfg, e, is); why != "" {
 		o.log.Info("retry released: issue not eligible", "issue_identifier", e.identifier, "why", why)
 		o.releaseRetry(ctx, e.issueID)
+		if why == whyNotActive || why == whyTerminal {
+			o.endWorkflows(ctx, e.issueID, e.identifier, "left the active states")
+		}
 		return
 	}
 	if o.overBudget(cfg, is.ID) {

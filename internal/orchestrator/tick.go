@@ -92,7 +92,7 @@ func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 		o.lastPollOK = true
 		o.lastPollAt = o.clk.Now()
 		o.candidates = SortForDispatch(res.candidates)
-		o.liftAnsweredHolds(res.candidates)
+		o.liftAnsweredHolds(ctx, res.candidates)
 		o.forgetOwnWrites()
 		o.forgetBudgets()
 		o.refreshBudgets(ctx, cfg)

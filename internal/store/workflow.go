@@ -83,6 +83,9 @@ const (
 	ResolvedAutoAdvance  = "auto_advance"
 	ResolvedConditionNot = "condition_not_met"
 	ResolvedSuperseded   = "superseded" // re-armed by re-entering its activity
+	// ResolvedAbandoned: the daemon ended the session while the checkpoint was
+	// pending, because its issue left the active states or was handed off.
+	ResolvedAbandoned = "abandoned"
 )
 
 // Checkpoint is one issuance of a workflow checkpoint to a session: armed by
@@ -185,6 +188,14 @@ type WorkflowStore interface {
 	SaveWorkflowSession(ctx context.Context, s WorkflowSession) error
 	// DeleteWorkflowSession forgets a session and its pending checkpoints.
 	DeleteWorkflowSession(ctx context.Context, sessionID string) error
+	// EndIssueWorkflows ends every workflow session of an issue (one that left the
+	// active states or was handed off), in one transaction: their pending checkpoints
+	// are resolved as ResolvedAbandoned at at (answers already given are kept), and
+	// their session records are deleted, so that no token of theirs verifies after a
+	// restart. Resolved checkpoints and the trace stay, as the issue's history. It
+	// returns the ids of the sessions ended, sessions without a record but with a
+	// pending checkpoint included.
+	EndIssueWorkflows(ctx context.Context, issueID string, at time.Time) ([]string, error)
 	// AppendTraceEvent stores one event and returns its id. Each session keeps at
 	// most MaxTraceEventsPerSession events; older ones are trimmed.
 	AppendTraceEvent(ctx context.Context, e TraceEvent) (int64, error)

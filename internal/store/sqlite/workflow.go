@@ -74,6 +74,63 @@ func (s *Store) DeleteWorkflowSession(ctx context.Context, sessionID string) err
 	return nil
 }
 
+// EndIssueWorkflows implements store.WorkflowStore. An empty issue id (a standalone
+// session's) is an error.
+func (s *Store) EndIssueWorkflows(ctx context.Context, issueID string, at time.Time) ([]string, error) {
+	op := fmt.Sprintf("end the workflow sessions of issue %q", issueID)
+	if err := s.writable(op); err != nil {
+		return nil, err
+	}
+	if issueID == "" {
+		return nil, fmt.Errorf("store: %s: issue id is empty", op)
+	}
+	if at.IsZero() {
+		return nil, fmt.Errorf("store: %s: ended at is zero", op)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT session_id FROM workflow_sessions WHERE issue_id = ?
+		UNION SELECT session_id FROM checkpoints WHERE issue_id = ? AND resolution = ''
+		ORDER BY session_id`, issueID, issueID)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	var ended []string
+	for rows.Next() {
+		var sid string
+		if err := rows.Scan(&sid); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+		ended = append(ended, sid)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	if len(ended) == 0 {
+		return nil, nil
+	}
+	// A checkpoint belongs to its session: a session of the issue is ended whole, even
+	// a row of it that (from an older file) names no issue.
+	for _, sid := range ended {
+		if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
+			WHERE session_id = ? AND resolution = ''`, store.ResolvedAbandoned, toMS(at), sid); err != nil {
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM workflow_sessions WHERE session_id = ?`, sid); err != nil {
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return ended, nil
+}
+
 // LoadWorkflowSessions implements store.WorkflowReader.
 func (s *Store) LoadWorkflowSessions(ctx context.Context) ([]store.WorkflowSession, error) {
 	const op = "load workflow sessions"

@@ -136,6 +136,73 @@ func TestWorkflowSessions_UpsertLoadDelete(t *testing.T) {
 	}
 }
 
+// TestEndIssueWorkflows_AbandonsPendingCheckpointsAndForgetsSessions: ending an
+// issue's workflows resolves its pending checkpoints (answered or not) as abandoned,
+// deletes its session records, and keeps its history (resolved checkpoints, answers,
+// trace) and every other issue's records.
+func TestEndIssueWorkflows_AbandonsPendingCheckpointsAndForgetsSessions(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	defer s.Close()
+	// Issue i-a has two sessions: a (a record, a resolved and an answered pending
+	// checkpoint, a trace) and a2 (a pending checkpoint, no record); issue i-b has b.
+	for _, ws := range []store.WorkflowSession{newWorkflowSession("a", t0), newWorkflowSession("b", t0)} {
+		if err := s.SaveWorkflowSession(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arm(t, s, "a", newCheckpoint("a", "plan", "done", t0))
+	if _, err := s.ResolveCheckpoint(ctx, "a", "done", store.ResolvedConditionNot, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	arm(t, s, "a", newCheckpoint("a", "review", "approve", t0.Add(2*time.Second)))
+	if _, err := s.AnswerCheckpoint(ctx, answer("a", "approve", "approve", t0.Add(3*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	a2 := newCheckpoint("a2", "plan", "approve", t0.Add(4*time.Second))
+	a2.IssueID = "i-a"
+	arm(t, s, "a2", a2)
+	arm(t, s, "b", newCheckpoint("b", "plan", "approve", t0))
+	if _, err := s.AppendTraceEvent(ctx, newTraceEvent("a", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	ended, err := s.EndIssueWorkflows(ctx, "i-a", t0.Add(time.Minute))
+	if err != nil || !reflect.DeepEqual(ended, []string{"a", "a2"}) {
+		t.Fatalf("EndIssueWorkflows(i-a) = %q, %v; want [a a2]", ended, err)
+	}
+	history, _ := s.IssueCheckpoints(ctx, "i-a", 10)
+	want := []string{
+		`a/plan/done answer="" resolution="condition_not_met"`,
+		`a/review/approve answer="approve" resolution="abandoned"`,
+		`a2/plan/approve answer="" resolution="abandoned"`,
+	}
+	if !reflect.DeepEqual(checkpointSummary(history), want) {
+		t.Errorf("checkpoints of i-a = %q, want %q", checkpointSummary(history), want)
+	}
+	if !history[1].ResolvedAt.Equal(t0.Add(time.Minute)) || history[1].AnsweredBy != "alice" {
+		t.Errorf("abandoned checkpoint = %+v, want resolved at +1m with alice's answer kept", history[1])
+	}
+	pending, _ := s.PendingCheckpoints(ctx)
+	if want := []string{`b/plan/approve answer="" resolution=""`}; !reflect.DeepEqual(checkpointSummary(pending), want) {
+		t.Errorf("pending after ending i-a = %q, want only issue i-b's %q", checkpointSummary(pending), want)
+	}
+	sessions, _ := s.LoadWorkflowSessions(ctx)
+	if len(sessions) != 1 || sessions[0].SessionID != "b" {
+		t.Errorf("sessions after ending i-a = %+v, want only b", sessions)
+	}
+	if trace, _ := s.TraceEvents(ctx, "a", 10); len(trace) != 1 {
+		t.Errorf("trace of ended session a = %d events, want the 1 recorded", len(trace))
+	}
+
+	if ended, err := s.EndIssueWorkflows(ctx, "i-a", t0.Add(2*time.Minute)); err != nil || len(ended) != 0 {
+		t.Errorf("ending i-a again = %q, %v; want nothing to end", ended, err)
+	}
+	if _, err := s.EndIssueWorkflows(ctx, "", t0); err == nil {
+		t.Error("EndIssueWorkflows with an empty issue id succeeded, want an error")
+	}
+}
+
 func TestTraceEvents_RoundTripOrderAndLimits(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
@@ -640,6 +707,7 @@ func TestWorkflowRecords_ReadOnlyReadsButCannotWrite(t *testing.T) {
 	writes := map[string]func() error{
 		"SaveWorkflowSession":   func() error { return ro.SaveWorkflowSession(ctx, newWorkflowSession("b", t0)) },
 		"DeleteWorkflowSession": func() error { return ro.DeleteWorkflowSession(ctx, "a") },
+		"EndIssueWorkflows":     func() error { _, err := ro.EndIssueWorkflows(ctx, "i-a", t0); return err },
 		"AppendTraceEvent":      func() error { _, err := ro.AppendTraceEvent(ctx, newTraceEvent("a", 1, 2)); return err },
 		"ArmCheckpoints": func() error {
 			_, err := ro.ArmCheckpoints(ctx, "a", []store.Checkpoint{newCheckpoint("a", "plan", "x", t0)})

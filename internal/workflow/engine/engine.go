@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -168,6 +169,45 @@ func (e *Engine) Restore(ctx context.Context) error {
 		e.bindings[r.SessionID] = binding{workflow: r.Workflow, issueID: r.IssueID, identifier: r.Identifier}
 	}
 	return nil
+}
+
+// ForgetIssue ends, in memory, every session bound to issueID (the daemon's issue
+// left the active states or was handed off): none of their tokens verifies afterwards,
+// and their binding, lock and trace segment are dropped. A call of one of them already
+// under way finishes first. The persisted records are the caller's to end
+// (store.WorkflowStore.EndIssueWorkflows), after this, so that no call in flight saves
+// a session back. It returns the ids of the sessions it ended, sorted.
+func (e *Engine) ForgetIssue(issueID string) []string {
+	if issueID == "" {
+		return nil
+	}
+	e.mu.Lock()
+	var sids []string
+	for sid, b := range e.bindings {
+		if b.issueID == issueID {
+			sids = append(sids, sid)
+		}
+	}
+	e.mu.Unlock()
+	slices.Sort(sids)
+	for _, sid := range sids {
+		e.mu.Lock()
+		m, ok := e.locks[sid]
+		e.mu.Unlock()
+		if ok {
+			m.Lock() // wait for a call of the session under way
+		}
+		e.sessions.Forget(sid)
+		e.mu.Lock()
+		delete(e.bindings, sid)
+		delete(e.segments, sid)
+		delete(e.locks, sid)
+		e.mu.Unlock()
+		if ok {
+			m.Unlock()
+		}
+	}
+	return sids
 }
 
 // Response is one tool call's answer: Body is the JSON content shown to the agent,

@@ -378,3 +378,46 @@ func TestHooks_PanicDoesNotLoseTheToken(t *testing.T) {
 	h.ok(ToolNextActivity, obj{"activity_id": "start"})
 	h.ok(ToolGetCheckpoint, obj{"activity_id": "start", "checkpoint_id": "go"})
 }
+
+// TestForgetIssue_EndsTheIssuesSessionsOnly: once the daemon forgets an issue's
+// sessions (it left the active states or was handed off), none of their tokens is
+// accepted, their in-memory records are gone, and other issues' sessions go on.
+func TestForgetIssue_EndsTheIssuesSessionsOnly(t *testing.T) {
+	h := newHarness(t, writeLibrary(t, flowFiles), humans)
+	alice := Caller{IssueID: "1", Identifier: "PROJ-1", RunID: 7}
+	bob := Caller{IssueID: "2", Identifier: "PROJ-2", RunID: 8}
+	h.okAs(bob, ToolStartSession, obj{"workflow_id": "flow"})
+	bobTok := h.tok
+	h.tok = ""
+	h.okAs(alice, ToolStartSession, obj{"workflow_id": "flow"})
+	h.okAs(alice, ToolNextActivity, obj{"activity_id": "start"}) // a checkpoint pending
+	aliceTok := h.tok
+	p, err := session.Parse(testKey, aliceTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got := h.e.ForgetIssue("1"); len(got) != 1 || got[0] != p.SessionID {
+		t.Fatalf("ForgetIssue(1) = %q, want alice's session %q", got, p.SessionID)
+	}
+	h.e.mu.Lock()
+	_, bound := h.e.bindings[p.SessionID]
+	_, locked := h.e.locks[p.SessionID]
+	_, traced := h.e.segments[p.SessionID]
+	h.e.mu.Unlock()
+	if bound || locked || traced {
+		t.Errorf("after ForgetIssue: binding %v, lock %v, trace segment %v of alice's session kept; want none", bound, locked, traced)
+	}
+	h.errAs(alice, ToolGetCheckpoint, obj{"activity_id": "start", "checkpoint_id": "go"}, string(session.KindUnknownSession))
+	h.errAs(alice, ToolStartSession, obj{"workflow_id": "flow", "session_token": aliceTok}, string(session.KindUnknownSession))
+
+	h.tok = bobTok
+	h.okAs(bob, ToolGetSkills, obj{})
+	// A new session for the issue starts afresh.
+	h.tok = ""
+	h.okAs(alice, ToolStartSession, obj{"workflow_id": "flow"})
+	h.okAs(alice, ToolGetSkills, obj{})
+	if got := h.e.ForgetIssue("no-such-issue"); len(got) != 0 {
+		t.Errorf("ForgetIssue(unknown) = %q, want nothing", got)
+	}
+}
