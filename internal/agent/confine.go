@@ -20,11 +20,16 @@ type Confinement struct {
 }
 
 // Wrap returns the proc.Command.Wrap that runs exe confined: the run's policy plus
-// write (the CLI's own state) and the directories exe is installed in. nil when c
-// is nil.
-func (c *Confinement) Wrap(exe string, write []string) []string {
+// write (the CLI's own state) and the directories exe is installed in. The dirs among
+// write are created (0700) when missing, since Landlock grants only what exists and a
+// confined CLI could not create them beside the operator's other files. nil when c is
+// nil.
+func (c *Confinement) Wrap(exe string, write, dirs []string) []string {
 	if c == nil {
 		return nil
+	}
+	for _, d := range dirs {
+		_ = os.MkdirAll(d, 0o700) // a failure shows as the CLI's own error
 	}
 	p := c.Policy
 	p.Write = append(append([]string(nil), p.Write...), write...)

@@ -124,7 +124,8 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	} else if st.exe, err = exec.LookPath(a.program[0]); err != nil {
 		return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
 	} else {
-		st.wrap = p.Confine.Wrap(st.exe, stateDirs(st.env))
+		state := stateDirs(st.env)
+		st.wrap = p.Confine.Wrap(st.exe, state, state[:min(1, len(state))])
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers
 	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
@@ -319,7 +320,8 @@ func stderrTail(b *proc.HeadTailBuffer) string {
 }
 
 // stateDirs are where the CLI keeps its own state, which a confined CLI must be able to
-// write: $CLAUDE_CONFIG_DIR when set, otherwise ~/.claude and ~/.claude.json.
+// write: $CLAUDE_CONFIG_DIR when set, otherwise ~/.claude and ~/.claude.json. The first
+// is a directory.
 func stateDirs(env []string) []string {
 	if dir := agent.EnvValue(env, "CLAUDE_CONFIG_DIR"); dir != "" {
 		return []string{dir}

@@ -56,7 +56,7 @@ func TestContract_ConfinedCLIWorksInItsWorkspaceOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := sandbox.Policy{
-		Write: append([]string{r.ws, tmp}, sandbox.SystemWrite...),
+		Write: append([]string{r.ws, tmp, filepath.Dir(r.argvLog)}, sandbox.SystemWrite...),
 		// The rig's wrapper script execs the pinned CLI from .tools, which a real
 		// agent.command would name itself.
 		Read: append(append(append([]string(nil), sandbox.SystemRead...), agent.PathRoots(r.env)...), agent.InstallRoots(clis.Claude(t))...),

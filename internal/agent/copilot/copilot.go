@@ -139,6 +139,7 @@ type session struct {
 	env      []string
 	mcp      []string // --additional-mcp-config files
 	usageDir string   // private directory for the CLI's usage file, "" when not used
+	wrap     []string // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
 	notes    []string // said as notifications at the start of the first turn
 
 	guard proc.Guard // one process at a time; StopSession stops it
@@ -204,6 +205,12 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 				return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": directory for the CLI's usage file", Err: err}
 			}
 		}
+		write := stateDirs(st.env)
+		if st.usageDir != "" {
+			write = append(write, st.usageDir)
+		}
+		// ~/.copilot (or COPILOT_HOME) and the runtime cache, which every run uses.
+		st.wrap = p.Confine.Wrap(st.exe, write, write[:min(2, len(write))])
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers
 	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
@@ -302,7 +309,7 @@ func (a *adapter) stopRemote(st *session, stderr string) {
 func (a *adapter) command(st *session, workspace string, ta turnArgs) proc.Command {
 	args := a.opts.args(ta)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: workspace, Env: st.env, Grace: a.grace}
+		Dir: workspace, Env: st.env, Grace: a.grace, Wrap: st.wrap}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.
@@ -506,3 +513,35 @@ func (t *turn) resultOf(reason agent.EventType) agent.TurnResult {
 
 // stderrTail is the end of the CLI's stderr, enough to explain a failure in one line.
 func stderrTail(s string) string { return agent.Tail(s, 1024) }
+
+// stateDirs are where the CLI keeps its own state, which a confined CLI must be able to
+// write: ~/.copilot (or $COPILOT_HOME), the runtime the npm package unpacks under
+// $XDG_CACHE_HOME/copilot, then its directories under the other XDG base directories.
+func stateDirs(env []string) []string {
+	home := agent.EnvValue(env, "HOME")
+	xdg := func(key, fallback string) string {
+		if v := agent.EnvValue(env, key); v != "" {
+			return v
+		}
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, fallback)
+	}
+	var dirs []string
+	if v := agent.EnvValue(env, "COPILOT_HOME"); v != "" {
+		dirs = append(dirs, v)
+	} else if home != "" {
+		dirs = append(dirs, filepath.Join(home, ".copilot"))
+	}
+	if cache := xdg("XDG_CACHE_HOME", ".cache"); cache != "" {
+		dirs = append(dirs, filepath.Join(cache, "copilot"))
+	}
+	for _, base := range []string{xdg("XDG_CONFIG_HOME", ".config"), xdg("XDG_STATE_HOME", ".local/state"),
+		xdg("XDG_DATA_HOME", ".local/share")} {
+		if base != "" {
+			dirs = append(dirs, filepath.Join(base, "copilot"), filepath.Join(base, ".copilot"))
+		}
+	}
+	return dirs
+}

@@ -20,6 +20,9 @@ const mcpServerEnv = "COPILOT_CONTRACT_MCP_SERVER"
 var cliCache string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "confine" && os.Getenv(confineEnv) == "1" {
+		os.Exit(confineMain(os.Args[2:]))
+	}
 	if name := os.Getenv(mcpServerEnv); name != "" {
 		serveMCP(name)
 		os.Exit(0)

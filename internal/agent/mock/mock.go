@@ -92,7 +92,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	env := append(withoutKey(base, ChildEnv), ChildEnv+"="+childModeTurn)
 	return &agent.Session{
 		ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost,
-		Internal: &session{exe: exe, env: env, wrap: p.Confine.Wrap(exe, nil)},
+		Internal: &session{exe: exe, env: env, wrap: p.Confine.Wrap(exe, nil, nil)},
 	}, nil
 }
 
