@@ -54,7 +54,8 @@ type decisionJSON struct {
 	Source       string     `json:"source"`
 	AnsweredAt   *time.Time `json:"answered_at"`
 	// Resolution is how the agent's respond_checkpoint cleared it (option,
-	// auto_advance, condition_not_met, superseded); "" while pending.
+	// auto_advance, condition_not_met, superseded), or abandoned when the issue left
+	// the active states or was handed off first; "" while pending.
 	Resolution string     `json:"resolution"`
 	ResolvedAt *time.Time `json:"resolved_at"`
 }
