@@ -26,7 +26,8 @@ var (
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms"}
-	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries"}
+	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as"}
+	sandboxKeys   = []string{"mode", "read_paths", "write_paths"}
 	serverKeys    = []string{"host", "port", "auth_token"}
 	loggingKeys   = []string{"level", "format"}
 	workerKeys    = []string{"ssh_hosts", "max_concurrent_agents_per_host", "ssh_strict_host_key_checking"}
@@ -478,6 +479,8 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 		a.Kind = DefaultAgentKind
 	}
 	a.Command, _ = b.str(sec, "agent.command")
+	a.RunAs, _ = b.str(sec, "agent.run_as")
+	b.buildSandbox(&a.Sandbox, sec)
 	a.TurnTimeout = b.millis(sec, "agent.turn_timeout_ms", DefaultTurnTimeout, zeroIsDefault)
 	a.ReadTimeout = b.millis(sec, "agent.read_timeout_ms", DefaultReadTimeout, zeroIsDefault)
 	// Only an absent key takes the default: an explicit 0 turns stall detection off.
@@ -722,6 +725,30 @@ func (b *builder) buildWorkflows(cfg *Config, raw map[string]any) {
 		w.Workflow = s
 		if w.Dir == "" && !b.failed("workflows.dir") {
 			b.errorf("workflows.workflow", "needs workflows.dir: the workflow %q must come from a library", s)
+		}
+	}
+}
+
+// buildSandbox reads agent.sandbox: {mode, read_paths, write_paths}. Paths may use ~
+// and $VAR and are resolved against the WORKFLOW.md directory.
+func (b *builder) buildSandbox(sb *SandboxConfig, agentSec map[string]any) {
+	sec := b.subMap(agentSec, "sandbox", "agent.sandbox", sandboxKeys)
+	if s, ok := b.str(sec, "agent.sandbox.mode"); ok {
+		switch strings.ToLower(s) {
+		case SandboxLandlock, SandboxOff:
+			sb.Mode = strings.ToLower(s)
+		default:
+			b.invalid("agent.sandbox.mode", "must be landlock or off", s)
+		}
+	}
+	for _, l := range []struct {
+		field string
+		dst   *[]string
+	}{{"agent.sandbox.read_paths", &sb.ReadPaths}, {"agent.sandbox.write_paths", &sb.WritePaths}} {
+		for i, p := range b.stringList(sec, l.field) {
+			if abs, ok := b.resolvePath(fmt.Sprintf("%s[%d]", l.field, i), p); ok {
+				*l.dst = append(*l.dst, abs)
+			}
 		}
 	}
 }

@@ -98,7 +98,29 @@ type AgentConfig struct {
 	// MaxConcurrentAgentsByState limits running agents per tracker state. Keys are
 	// lower-cased states; entries that were not positive integers are dropped.
 	MaxConcurrentAgentsByState map[string]int
+
+	// Sandbox confines each local agent's process tree (agent.sandbox).
+	Sandbox SandboxConfig
+	// RunAs is the OS user agents run as when the daemon runs as root (agent.run_as);
+	// "" runs them as the daemon's own user.
+	RunAs string
 }
+
+// SandboxConfig is `agent.sandbox`: how a local agent's process tree is confined.
+type SandboxConfig struct {
+	// Mode is SandboxLandlock or SandboxOff; "" (absent) means landlock where the
+	// kernel supports it, else off with a warning.
+	Mode string
+	// ReadPaths and WritePaths are extra absolute paths the agent may read, or read
+	// and write, beyond its workspace, its run's temporary directory and the system.
+	ReadPaths, WritePaths []string
+}
+
+// Sandbox modes.
+const (
+	SandboxLandlock = "landlock"
+	SandboxOff      = "off"
+)
 
 // ServerConfig is the `server:` section: the HTTP dashboard, API and metrics.
 type ServerConfig struct {

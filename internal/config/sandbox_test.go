@@ -1,0 +1,32 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoad_AgentSandbox(t *testing.T) {
+	cfg, dir := mustLoad(t, minimalWith("agent:\n  kind: mock\n  run_as: agent\n  sandbox:\n    mode: Landlock\n"+
+		"    read_paths: [docs, /opt/sdk]\n    write_paths: [~/.cache/go-build]\n"), map[string]string{"HOME": "/home/op"})
+	sb := cfg.Agent.Sandbox
+	if sb.Mode != SandboxLandlock || cfg.Agent.RunAs != "agent" {
+		t.Errorf("mode %q run_as %q, want landlock and agent", sb.Mode, cfg.Agent.RunAs)
+	}
+	if want := []string{filepath.Join(dir, "docs"), "/opt/sdk"}; strings.Join(sb.ReadPaths, ",") != strings.Join(want, ",") {
+		t.Errorf("read_paths = %q, want %q (relative to WORKFLOW.md's directory)", sb.ReadPaths, want)
+	}
+	if len(sb.WritePaths) != 1 || sb.WritePaths[0] != "/home/op/.cache/go-build" {
+		t.Errorf("write_paths = %q, want ~ expanded", sb.WritePaths)
+	}
+	if cfg, _ := mustLoad(t, minimalWith("agent: {kind: mock}\n"), nil); cfg.Agent.Sandbox.Mode != "" {
+		t.Errorf("absent agent.sandbox: mode %q, want empty (landlock where supported)", cfg.Agent.Sandbox.Mode)
+	}
+}
+
+func TestLoad_AgentSandboxModeMustBeKnown(t *testing.T) {
+	_, problems, _ := checkFrontMatter(t, minimalWith("agent:\n  kind: mock\n  sandbox: {mode: docker}\n"), nil)
+	if want := `config: agent.sandbox.mode: must be landlock or off (got "docker")`; !hasProblem(problems, SeverityError, want) {
+		t.Fatalf("want error %q\ngot:\n%s", want, problemLines(problems))
+	}
+}
