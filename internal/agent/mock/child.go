@@ -117,6 +117,9 @@ func runChildTurn(in instructions, issue string, stdout, stderr io.Writer) int {
 	if err := writeWorkspace(root, prof); err != nil {
 		return fail(err)
 	}
+	if err := runShell(root, prof.Shell); err != nil {
+		return fail(err)
+	}
 
 	w := &eventWriter{w: bufio.NewWriter(stdout)}
 	w.event(wireEvent{Type: wireSessionStarted, SessionID: in.SessionID, Model: prof.Model})

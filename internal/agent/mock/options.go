@@ -58,6 +58,14 @@ type profile struct {
 	HelperProcesses int64             `json:"helper_processes"`
 	CrashExitCode   int64             `json:"crash_exit_code"`
 	MCPCalls        [][]mcpCall       `json:"mcp_calls,omitempty"`
+	Shell           []shellStep       `json:"shell,omitempty"`
+}
+
+// shellStep is one shell command the child runs each turn, as an agent's Bash tool
+// would, its result recorded in the workspace (shell.go).
+type shellStep struct {
+	Name string `json:"name"`
+	Run  string `json:"run"`
 }
 
 // toolCall is one tool_result event the child emits each turn.
@@ -90,6 +98,7 @@ func defaultProfile() profile {
 func (p profile) clone() profile {
 	p.Script = slices.Clone(p.Script)
 	p.ToolCalls = slices.Clone(p.ToolCalls)
+	p.Shell = slices.Clone(p.Shell)
 	if p.MCPCalls != nil {
 		groups := make([][]mcpCall, len(p.MCPCalls))
 		for i, g := range p.MCPCalls {
@@ -125,7 +134,7 @@ const (
 var profileKeys = []string{
 	"api_duration_ms", "cache_read_tokens_per_turn", "crash_exit_code", "delay_ms",
 	"events_per_turn", "files", "helper_processes", "input_tokens_per_turn",
-	"malformed_lines", "mcp_calls", "model", "output_tokens_per_turn", "script", "status",
+	"malformed_lines", "mcp_calls", "model", "output_tokens_per_turn", "script", "shell", "status",
 	"tool_calls",
 }
 
@@ -228,6 +237,8 @@ func (p *profile) apply(path string, m map[string]any) error {
 			p.CrashExitCode, err = asInt(at, v, 1, 255)
 		case "mcp_calls":
 			p.MCPCalls, err = asMCPCalls(at, v)
+		case "shell":
+			p.Shell, err = asShell(at, v)
 		default:
 			if hint, ok := legacyKeys[k]; ok {
 				return fmt.Errorf("%s: not supported by this mock agent; %s (see docs/agents/mock.md)", at, hint)
