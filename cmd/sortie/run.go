@@ -108,38 +108,36 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
-	watcher, err := config.NewWatcher(path, opts, validateTemplate, logger)
+	// Every WORKFLOW.md the watcher applies has its adapters built first (adapters.go):
+	// one whose tracker or agent cannot be built is rejected like a bad template.
+	adapters := &adapterSet{ctx: ctx, log: logger}
+	watcher, err := config.NewWatcher(path, opts, func(c *config.Config) error {
+		if err := validateTemplate(c); err != nil {
+			return err
+		}
+		return adapters.validate(c)
+	}, logger)
 	if err != nil {
 		return fail("%v", err)
 	}
 	cfg := watcher.Current()
 
-	trk, err := tracker.New(trackerConfig(cfg))
-	if err != nil {
-		return fail("tracker: %v", err)
-	}
 	if f.dryRun {
+		trk, err := tracker.New(trackerConfig(cfg))
+		if err != nil {
+			return fail("tracker: %v", err)
+		}
 		return dryRun(ctx, cfg, trk, stdout, stderr)
 	}
 	// The orchestrator is built below; metrics read its snapshot at scrape time.
 	var orch *orchestrator.Orchestrator
 	mets := metrics.New(version, func(ctx context.Context) (orchestrator.Snapshot, error) { return orch.Snapshot(ctx) })
 	hub := server.NewHub()
-	rateLimits := rateLimitsOf(trk)
-	mets.SetRateLimits(rateLimits)
-	trk = mets.Tracker(trk)
-	adapter, err := agent.New(agentConfig(cfg))
+	adapters.mets = mets
+	mets.SetRateLimits(adapters.rateLimits)
+	initial, err := adapters.startUp(cfg)
 	if err != nil {
-		return fail("agent: %v", err)
-	}
-	if w, ok := adapter.(agent.Warner); ok {
-		for _, msg := range w.Warnings() {
-			logger.Warn("agent configuration", "warning", msg)
-		}
-	}
-	agentVersion, err := preflightAgent(ctx, cfg, adapter, logger)
-	if err != nil {
-		return fail("agent: %v", err)
+		return fail("%v", err)
 	}
 	notifier, err := notify.Parse(cfg.Extensions["notifications"], os.LookupEnv)
 	if err != nil {
@@ -159,7 +157,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if wf != nil {
 		wfCaller, checkpoints = wf.eng, st
 	}
-	tools, sock, err := startAgentTools(cfg, watcher.Current, trk, notifier, wfCaller)
+	tools, sock, err := startAgentTools(cfg, watcher.Current, initial.Tracker, notifier, wfCaller)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -173,13 +171,14 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		Reload:        watcher.Reload,
 		ConfigChanges: watcher.Changes(),
 		ConfigError:   configError(watcher.LastError, wf),
-		Tracker:       trk,
-		Agent:         adapter,
+		Tracker:       initial.Tracker,
+		Agent:         initial.Agent,
+		AgentVersion:  initial.AgentVersion,
+		Adapters:      adapters.current,
 		Store:         st,
 		Logger:        logger,
 		Environ:       os.Environ(),
 		ExitWhenIdle:  f.exitWhenIdle,
-		AgentVersion:  agentVersion,
 		Extensions:    tools.ext,
 		Alert:         alerter(notifier),
 		Checkpoints:   checkpoints,
@@ -195,12 +194,14 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if wf != nil {
 		wf.orch.Store(orch)
 	}
+	// tracker_api reaches the tracker in force, which a reload may replace.
+	tools.svc.Issues = orch.Tracker()
 	tools.svc.Refresh = func() { orch.Refresh() }
 	tools.svc.AgentMoved = orch.AgentMoved
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
-		"agent", cfg.Agent.Kind, "agent_version", agentVersion, "db", cfg.DBPath, "pid", os.Getpid(),
+		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", cfg.DBPath, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
-	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, rateLimits, logger)
+	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, adapters.rateLimits, logger)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -455,15 +456,6 @@ func displayAddr(addr string) string {
 		return addr
 	}
 	return net.JoinHostPort(apiHost(host), port)
-}
-
-// rateLimitsOf is the tracker's API budget for the API and metrics, nil for a tracker
-// without one (the file tracker).
-func rateLimitsOf(t tracker.Tracker) func() []tracker.RateLimit {
-	if rl, ok := t.(tracker.RateLimiter); ok {
-		return rl.RateLimits
-	}
-	return nil
 }
 
 // dashboardURL is the dashboard's base URL, linked from checkpoint comments: "" when

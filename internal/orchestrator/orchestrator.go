@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sortie/internal/agent"
@@ -30,15 +31,23 @@ type Options struct {
 	// ConfigChanges delivers each newly applied configuration. Optional.
 	ConfigChanges <-chan *config.Config
 
-	Tracker tracker.Tracker
-	Agent   agent.Adapter
-	Store   Store
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Tracker, Agent and AgentVersion are the adapters of the configuration in force at
+	// start-up (Adapters). AgentVersion is recorded with every run (e.g. the CLI's
+	// --version), "" if unknown.
+	Tracker      tracker.Tracker
+	Agent        agent.Adapter
+	AgentVersion string
+	// Adapters returns the adapters of a configuration ConfigChanges delivered, called
+	// on the loop: the set in force, or a new one when what they are built from
+	// changed. An error keeps the set in force (adapters.go). Optional: without it the
+	// start-up adapters serve for the daemon's lifetime.
+	Adapters func(*config.Config) (Adapters, error)
+
+	Store  Store
+	Clock  clock.Clock
+	Logger *slog.Logger
 	// Environ is the daemon's environment; agents and hooks get a filtered copy.
 	Environ []string
-	// AgentVersion is recorded with every run (e.g. the CLI's --version), "" if unknown.
-	AgentVersion string
 	// Extensions are the agent's MCP tools and their files (extensions.go). Optional.
 	Extensions Extensions
 	// Alert sends the daemon's own alerts (an issue blocked, its budget or its retries
@@ -90,7 +99,11 @@ type Orchestrator struct {
 	sweeps     chan sweepResult
 	answers    chan string // issue ids whose checkpoint was answered
 
+	// adapters is the set in force (adapters.go): replaced by the loop, read anywhere.
+	adapters atomic.Pointer[Adapters]
+
 	// Loop-owned state. Only the goroutine running loop() touches these.
+	stopWatch  context.CancelFunc // ends the watch of the tracker in force
 	running    map[string]*runningEntry
 	retrying   map[string]*retryEntry
 	holds      map[string]*hold
@@ -117,8 +130,9 @@ type Orchestrator struct {
 
 	tmplMu sync.Mutex
 
-	workers sync.WaitGroup // worker goroutines
-	bg      sync.WaitGroup // cleanups and other background work
+	workers  sync.WaitGroup // worker goroutines
+	watchers sync.WaitGroup // the goroutine following the tracker's change notifications
+	bg       sync.WaitGroup // cleanups and other background work
 
 	lastReloadErr string // the rejected WORKFLOW.md edit already reported
 
@@ -170,6 +184,11 @@ func New(opts Options) (*Orchestrator, error) {
 		hostLoad:   map[string]int{},
 		answers:    make(chan string, 64),
 	}
+	o.adapters.Store(&Adapters{Tracker: opts.Tracker, Agent: opts.Agent, AgentVersion: opts.AgentVersion})
+	// From here on every use of o.opts.Tracker reaches the tracker in force, so a hot
+	// reload's new tracker needs nothing more; a worker holds the adapters it started
+	// with instead.
+	o.opts.Tracker = currentTracker{o}
 	o.cp.pending, o.cp.timers, o.cp.seen = map[int64]store.Checkpoint{}, map[int64]clock.Timer{}, map[string]bool{}
 	return o, nil
 }
@@ -194,13 +213,12 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		return fmt.Errorf("orchestrator: recovering state: %w", err)
 	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer o.watchers.Wait()
 	defer cancelWork()
 
 	stopStall := o.startStallTicker()
 	defer stopStall()
-	if w, ok := o.opts.Tracker.(tracker.Watcher); ok {
-		go o.forwardWatch(workCtx, w)
-	}
+	o.watchTracker(workCtx)
 	o.startTick(workCtx)
 	o.startSweep(workCtx, o.opts.Config())
 
@@ -249,12 +267,12 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 		case res := <-o.sweeps:
 			o.applySweep(res)
 			step = Observation{Step: StepSweep}
-		case _, ok := <-o.opts.ConfigChanges:
+		case cfg, ok := <-o.opts.ConfigChanges:
 			if !ok {
 				o.opts.ConfigChanges = nil
 				continue
 			}
-			o.configChanged()
+			o.configChanged(workCtx, cfg)
 			step = Observation{Step: StepConfig}
 		}
 		if o.opts.Observe != nil {
@@ -276,12 +294,6 @@ func (o *Orchestrator) idle() bool {
 		}
 	}
 	return true
-}
-
-func (o *Orchestrator) forwardWatch(ctx context.Context, w tracker.Watcher) {
-	for range w.Watch(ctx) {
-		o.Refresh()
-	}
 }
 
 func (o *Orchestrator) startStallTicker() (stop func()) {
@@ -314,8 +326,10 @@ func (o *Orchestrator) startStallTicker() (stop func()) {
 	}
 }
 
-// configChanged lifts error holds: a new configuration may have fixed what failed.
-func (o *Orchestrator) configChanged() {
+// configChanged puts the adapters of cfg, a newly applied configuration, in force and
+// lifts error holds: a new configuration may have fixed what failed.
+func (o *Orchestrator) configChanged(ctx context.Context, cfg *config.Config) {
+	o.applyAdapters(ctx, cfg)
 	lifted := 0
 	for id, h := range o.holds {
 		if h.reason == holdError || h.reason == holdRetries {

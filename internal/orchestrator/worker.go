@@ -39,11 +39,14 @@ func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is t
 	o.log.Info("dispatching", "issue_identifier", is.Identifier, "state", is.State, "attempt", attempt,
 		"resume_session", resume, "host", host)
 	o.report(Activity{Kind: ActivityDispatch, IssueID: is.ID, Identifier: is.Identifier, Attempt: attempt})
+	// The run keeps the adapters in force now to its end, as it keeps cfg: a hot reload
+	// does not move a session to another agent adapter or tracker.
+	ad := o.adapters.Load()
 	o.workers.Add(1)
 	go func() {
 		defer o.workers.Done()
 		// The worker gets its own copy of the issue: the loop keeps updating e.issue.
-		ex := o.runWorker(wctx, cfg, e, is)
+		ex := o.runWorker(wctx, cfg, ad, e, is)
 		// Release wctx: until it is cancelled it stays registered with workCtx (and
 		// keeps whatever registered with it), one per run, for the daemon's lifetime.
 		cancel()
@@ -56,6 +59,7 @@ func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is t
 type worker struct {
 	o       *Orchestrator
 	cfg     *config.Config
+	ad      *Adapters // the tracker and agent of this run, in force when it started
 	e       *runningEntry
 	issue   tracker.Issue
 	runID   int64
@@ -77,8 +81,8 @@ func (w *worker) stateChanged() {
 // runWorker runs one attempt: revalidate → workspace → run row → session → turns →
 // stop → handoff → after_run. It never touches loop state; it reports through e.progress
 // and its return value. A panic is turned into a failed exit.
-func (o *Orchestrator) runWorker(ctx context.Context, cfg *config.Config, e *runningEntry, is tracker.Issue) (ex workerExit) {
-	w := &worker{o: o, cfg: cfg, e: e, issue: is}
+func (o *Orchestrator) runWorker(ctx context.Context, cfg *config.Config, ad *Adapters, e *runningEntry, is tracker.Issue) (ex workerExit) {
+	w := &worker{o: o, cfg: cfg, ad: ad, e: e, issue: is}
 	defer func() {
 		if r := recover(); r != nil {
 			o.log.Error("worker panicked; recording the run as failed", "issue_identifier", is.Identifier, "panic", r)
@@ -94,7 +98,7 @@ func (w *worker) run(ctx context.Context) workerExit {
 	ex := workerExit{lastState: w.issue.State, updatedAt: w.issue.UpdatedAt}
 
 	// Revalidate: the candidate may be a poll old, and the prompt wants the full issue.
-	is, err := o.opts.Tracker.FetchIssueByID(ctx, w.issue.ID)
+	is, err := w.ad.Tracker.FetchIssueByID(ctx, w.issue.ID)
 	if err != nil {
 		if tracker.KindOf(err) == tracker.ErrNotFound {
 			ex.outcome = outcomeSkipped
@@ -124,7 +128,7 @@ func (w *worker) run(ctx context.Context) workerExit {
 	w.runID, err = o.opts.Store.StartRun(ctx, store.Run{
 		IssueID: is.ID, Identifier: is.Identifier, Attempt: w.e.attempt + 1,
 		AgentKind: cfg.Agent.Kind, Workspace: wsPath, StartedAt: o.clk.Now(), SSHHost: w.e.host,
-		WorkflowPath: cfg.Path, Process: store.Process{CLIVersion: o.opts.AgentVersion},
+		WorkflowPath: cfg.Path, Process: store.Process{CLIVersion: w.ad.AgentVersion},
 	})
 	if err != nil {
 		ex.outcome, ex.err = outcomeFailed, fmt.Errorf("recording the run: %w", err)
@@ -179,7 +183,7 @@ func (w *worker) run(ctx context.Context) workerExit {
 // (state and update time) includes the run's own tracker changes, such as the
 // in-progress transition: only a later change — a human's — lifts it.
 func (w *worker) refreshForHold(ctx context.Context, ex *workerExit) {
-	is, err := w.o.opts.Tracker.FetchIssueByID(ctx, w.issue.ID)
+	is, err := w.ad.Tracker.FetchIssueByID(ctx, w.issue.ID)
 	if err != nil {
 		w.o.log.Warn("re-reading the issue for its hold failed", "issue_identifier", w.issue.Identifier, "error", err)
 		return
@@ -200,7 +204,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	}
 	defer revoke() // the session's token dies with it
 	w.state = &stateFile{w: w, started: o.clk.Now()}
-	sess, err := o.opts.Agent.StartSession(ctx, agent.StartParams{
+	sess, err := w.ad.Agent.StartSession(ctx, agent.StartParams{
 		Workspace:                w.ws.Path,
 		ResumeSessionID:          w.e.resumeFrom,
 		MCPConfigPath:            mcpPath,
@@ -220,7 +224,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout(cfg))
 		defer cancel()
-		if err := o.opts.Agent.StopSession(stopCtx, sess); err != nil {
+		if err := w.ad.Agent.StopSession(stopCtx, sess); err != nil {
 			o.log.Warn("stopping the agent session failed", "issue_identifier", w.issue.Identifier, "error", err)
 		}
 	}()
@@ -255,7 +259,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 			turnCtx, cancel = context.WithTimeout(ctx, cfg.Agent.TurnTimeout)
 		}
 		turnStart := o.clk.Now()
-		res, err := o.opts.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
+		res, err := w.ad.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
 			Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
 		})
 		timedOut := errors.Is(turnCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
@@ -307,7 +311,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 			}
 		}
 
-		states, err := o.opts.Tracker.FetchIssueStatesByIDs(ctx, []string{w.issue.ID})
+		states, err := w.ad.Tracker.FetchIssueStatesByIDs(ctx, []string{w.issue.ID})
 		if err != nil {
 			if ctx.Err() != nil {
 				// The loop stopped us between turns; the failed request is its doing.
@@ -344,7 +348,7 @@ func (w *worker) handoff(ctx context.Context, ex *workerExit) {
 	if tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates) || !isActive(cfg, ex.lastState) {
 		return
 	}
-	if err := w.o.opts.Tracker.TransitionIssue(ctx, w.issue.ID, cfg.Tracker.HandoffState); err != nil {
+	if err := w.ad.Tracker.TransitionIssue(ctx, w.issue.ID, cfg.Tracker.HandoffState); err != nil {
 		w.o.log.Warn("handoff transition failed", "issue_identifier", w.issue.Identifier,
 			"handoff_state", cfg.Tracker.HandoffState, "error", err)
 		w.o.report(Activity{Kind: ActivityHandoff, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
@@ -366,7 +370,7 @@ func (w *worker) transitionInProgress(ctx context.Context) {
 	if target == "" || strings.EqualFold(strings.TrimSpace(w.issue.State), strings.TrimSpace(target)) {
 		return
 	}
-	if err := w.o.opts.Tracker.TransitionIssue(ctx, w.issue.ID, target); err != nil {
+	if err := w.ad.Tracker.TransitionIssue(ctx, w.issue.ID, target); err != nil {
 		w.o.log.Warn("in-progress transition failed", "issue_identifier", w.issue.Identifier, "error", err)
 		return
 	}
@@ -490,7 +494,7 @@ func (w *worker) recordProcess(pid int) {
 	}
 	// Agents run in their own process group, so the group id is the leader's pid.
 	if err := w.o.opts.Store.UpdateRunProcess(context.Background(), w.runID, store.Process{
-		PID: pid, PGID: pid, CLIVersion: w.o.opts.AgentVersion}); err != nil {
+		PID: pid, PGID: pid, CLIVersion: w.ad.AgentVersion}); err != nil {
 		w.o.log.Warn("recording the agent process failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
 }
