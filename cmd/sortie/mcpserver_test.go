@@ -318,8 +318,8 @@ func TestMCP_ToolEnvelopes(t *testing.T) {
 	t.Run("workspace_history", func(t *testing.T) {
 		got, isErr := callMCP(t, cs, "workspace_history", nil)
 		want := `{"issue_id":"42","entries":[` +
-			`{"attempt":2,"agent_adapter":"mock","started_at":"2026-03-30T14:00:00Z","completed_at":"2026-03-30T14:15:00Z","status":"failed","error":"agent turn error: turn timeout exceeded"},` +
-			`{"attempt":1,"agent_adapter":"mock","started_at":"2026-03-30T13:00:00Z","completed_at":"2026-03-30T13:15:00Z","status":"succeeded","error":null}]}`
+			`{"attempt":2,"agent_adapter":"mock","started_at":"2026-03-30T14:00:00Z","completed_at":"2026-03-30T14:15:00Z","status":"failed","outcome":"failed","error":"agent turn error: turn timeout exceeded"},` +
+			`{"attempt":1,"agent_adapter":"mock","started_at":"2026-03-30T13:00:00Z","completed_at":"2026-03-30T13:15:00Z","status":"succeeded","outcome":"succeeded","error":null}]}`
 		if isErr || got != want {
 			t.Fatalf("workspace_history =\n%s\nwant\n%s", got, want)
 		}
