@@ -32,9 +32,20 @@ const (
 )
 
 func main() {
+	// A confined mock agent is started as `sortie confine ... -- sortie <turn file>` with
+	// the mock's child marker already in its environment: confine first, or the child
+	// would run unconfined.
+	if len(os.Args) > 1 && os.Args[1] == "confine" {
+		os.Exit(cmdConfine(os.Args[2:], os.Stderr))
+	}
 	// The mock agent runs the sortie binary itself as its child process.
 	if mock.IsChild() {
 		os.Exit(mock.ChildMain())
+	}
+	if runsDaemon(os.Args[1:]) {
+		if err := concealEnviron(); err != nil {
+			fmt.Fprintf(os.Stderr, "sortie: warning: the daemon's secrets stay visible in /proc/%d/environ: %v\n", os.Getpid(), err)
+		}
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -64,6 +75,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return cmdRun(args, stdout, stderr)
+}
+
+// runsDaemon reports whether args start the daemon (no subcommand, or flags and a
+// WORKFLOW.md), the one command that holds secrets for long.
+func runsDaemon(args []string) bool {
+	if len(args) == 0 {
+		return true
+	}
+	switch args[0] {
+	case "validate", "init", "demo", "status", "mcp-server", "confine", "version", "--version", "-V", "help", "-h", "-help", "--help":
+		return false
+	}
+	return true
 }
 
 func versionLine() string {

@@ -166,7 +166,12 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err := watcher.Start(ctx); err != nil {
 		return fail("watching %s: %v", path, err)
 	}
+	confine, err := agentSandbox(cfg, path, f.envFile, logger)
+	if err != nil {
+		return fail("%v", err)
+	}
 	orch, err = orchestrator.New(orchestrator.Options{
+		Sandbox:       confine,
 		Config:        watcher.Current,
 		Reload:        watcher.Reload,
 		ConfigChanges: watcher.Changes(),
@@ -193,6 +198,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	}
 	if wf != nil {
 		wf.orch.Store(orch)
+		orch.SetWorkflowSessions(wf.eng)
 	}
 	// tracker_api reaches the tracker in force, which a reload may replace.
 	tools.svc.Issues = orch.Tracker()

@@ -47,6 +47,10 @@ func InstallRoots(exe string) []string {
 			continue
 		}
 		dir := filepath.Dir(p)
+		if broad(dir) {
+			roots = append(roots, p) // a program alone in /tmp or a home: just itself
+			continue
+		}
 		roots = append(roots, dir)
 		if i := strings.Index(dir, string(filepath.Separator)+"node_modules"); i >= 0 {
 			roots = append(roots, dir[:i+len("/node_modules")])
@@ -82,9 +86,9 @@ func PathRoots(env []string) []string {
 }
 
 // broad reports whether granting dir whole would grant far more than a program's
-// installation: the root or a home directory.
+// installation: the root, a home directory or a temporary directory.
 func broad(dir string) bool {
-	if dir == "/" || dir == "." {
+	if dir == "/" || dir == "." || dir == "/tmp" || dir == "/var/tmp" || dir == filepath.Clean(os.TempDir()) {
 		return true
 	}
 	if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == dir {

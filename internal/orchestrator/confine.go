@@ -1,6 +1,9 @@
 package orchestrator
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"sortie/internal/agent"
@@ -44,6 +47,41 @@ func (s Sandbox) runPolicy(cfg *config.Config, workspace, runTmp string, env []s
 	write = append(write, cfg.Agent.Sandbox.WritePaths...)
 	read := slices.Clone(sandbox.SystemRead)
 	read = append(read, agent.PathRoots(env)...)
+	if home := agent.EnvValue(env, "HOME"); home != "" {
+		// git refuses to run when it may not read the user's configuration, which
+		// holds the identity commits are made with.
+		read = append(read, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git"))
+	}
 	read = append(read, cfg.Agent.Sandbox.ReadPaths...)
 	return sandbox.Policy{Write: write, Read: read, Hide: slices.Clone(s.Hide)}
+}
+
+// confinement is the run's confinement, or nil when its agent runs unconfined (an SSH
+// host, agent.sandbox.mode off, no Landlock here). A confined run gets a private
+// temporary directory (its TMPDIR, Policy.Write[1]), which cleanup removes.
+func (w *worker) confinement(cfg *config.Config, env []string) (*agent.Confinement, func(), error) {
+	s := w.o.opts.Sandbox
+	if ok, _ := s.confined(cfg); !ok || w.e.host != "" {
+		return nil, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "sortie-run-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("the run's temporary directory: %w", err)
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	return &agent.Confinement{Self: s.Self, Policy: s.runPolicy(cfg, w.ws.Path, tmp, env)}, cleanup, nil
+}
+
+// confinedEnv points a confined agent's temporary files and the build caches it would
+// otherwise write in the home directory (denied to it) at its run's temporary
+// directory: TMPDIR always; GOCACHE and npm's cache unless the operator set them (and,
+// presumably, granted them in write_paths).
+func confinedEnv(env []string, runTmp string) []string {
+	out := append(slices.Clone(env), "TMPDIR="+runTmp)
+	for key, dir := range map[string]string{"GOCACHE": "go-build", "npm_config_cache": "npm"} {
+		if agent.EnvValue(env, key) == "" {
+			out = append(out, key+"="+filepath.Join(runTmp, dir))
+		}
+	}
+	return out
 }

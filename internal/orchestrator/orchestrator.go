@@ -48,6 +48,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Environ is the daemon's environment; agents and hooks get a filtered copy.
 	Environ []string
+	// Sandbox confines local agents (confine.go). Its zero value runs them unconfined.
+	Sandbox Sandbox
 	// Extensions are the agent's MCP tools and their files (extensions.go). Optional.
 	Extensions Extensions
 	// Alert sends the daemon's own alerts (an issue blocked, its budget or its retries

@@ -25,6 +25,10 @@ type Snapshot struct {
 	LastError  string    `json:"last_error,omitempty"`
 	Draining   bool      `json:"draining"`
 	Candidates int       `json:"candidates"`
+	// AgentsConfined is true when new local agents run confined by Landlock;
+	// NotConfined says why not when false (docs/security.md, "Confinement").
+	AgentsConfined bool   `json:"agents_confined"`
+	NotConfined    string `json:"not_confined,omitempty"`
 	// PollInterval is polling.interval in force: how recent LastPollAt should be.
 	PollInterval time.Duration `json:"-"`
 	// WorkflowError says why the last edit of WORKFLOW.md was rejected; the previous
@@ -109,6 +113,7 @@ func (o *Orchestrator) snapshot() Snapshot {
 		LastError: o.lastError, Draining: o.draining, Candidates: len(o.candidates), PollInterval: cfg.Polling.Interval,
 		Running: []RunningView{}, Retrying: []RetryView{}, Held: []HeldView{},
 	}
+	s.AgentsConfined, s.NotConfined = o.opts.Sandbox.confined(cfg)
 	if o.opts.ConfigError != nil {
 		if err := o.opts.ConfigError(); err != nil {
 			s.WorkflowError = err.Error()

@@ -204,13 +204,23 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	}
 	defer revoke() // the session's token dies with it
 	w.state = &stateFile{w: w, started: o.clk.Now()}
+	env := w.agentEnv()
+	confine, cleanup, err := w.confinement(cfg, env)
+	if err != nil {
+		return w.fail(ex, err)
+	}
+	defer cleanup()
+	if confine != nil {
+		env = confinedEnv(env, confine.Policy.Write[1])
+	}
 	sess, err := w.ad.Agent.StartSession(ctx, agent.StartParams{
 		Workspace:                w.ws.Path,
 		ResumeSessionID:          w.e.resumeFrom,
 		MCPConfigPath:            mcpPath,
-		Env:                      w.agentEnv(),
+		Env:                      env,
 		SSHHost:                  w.e.host,
 		SSHStrictHostKeyChecking: cfg.Worker.SSHStrictHostKeyChecking,
+		Confine:                  confine,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

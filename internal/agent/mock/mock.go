@@ -173,7 +173,13 @@ func (a *adapter) writeTurnFile(s *agent.Session, p agent.TurnParams) (string, e
 	if err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp("", "sortie-mock-turn-*.json")
+	// In the agent's own TMPDIR when it has one: a confined child can read only its
+	// run's temporary directory, not the daemon's.
+	dir := ""
+	if st, ok := s.Internal.(*session); ok {
+		dir = agent.EnvValue(st.env, "TMPDIR")
+	}
+	f, err := os.CreateTemp(dir, "sortie-mock-turn-*.json")
 	if err != nil {
 		return "", err
 	}

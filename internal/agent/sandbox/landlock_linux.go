@@ -8,6 +8,7 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // minABI is the oldest Landlock ABI Sortie confines with. ABI 1 (Linux 5.13) already
@@ -86,11 +87,41 @@ func Exec(p Policy, argv, env []string) error {
 	if p.Hidden(prog) {
 		return fmt.Errorf("sandbox: %s is hidden from agents and cannot be run confined", prog)
 	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
 	if err := Restrict(p); err != nil {
 		return err
 	}
 	if err := syscall.Exec(prog, argv, env); err != nil {
 		return fmt.Errorf("sandbox: running %s: %w", prog, err)
+	}
+	return nil
+}
+
+// droppedCaps are capabilities a confined tree never gets back, even as root. Landlock
+// governs paths; these would reach around it: CAP_SYS_PTRACE reads the non-dumpable
+// daemon's /proc/<pid>/environ and memory, CAP_DAC_READ_SEARCH opens files by handle,
+// CAP_MKNOD makes a disk's block device in the workspace, CAP_SYS_ADMIN, CAP_SYS_MODULE,
+// CAP_SYS_RAWIO and CAP_SYS_BOOT reach the kernel and hardware.
+var droppedCaps = []uintptr{unix.CAP_SYS_PTRACE, unix.CAP_DAC_READ_SEARCH, unix.CAP_MKNOD, unix.CAP_SYS_ADMIN,
+	unix.CAP_SYS_MODULE, unix.CAP_SYS_RAWIO, unix.CAP_SYS_BOOT}
+
+// dropCapabilities removes droppedCaps from the bounding set, so that the program
+// executed next (and everything it starts) cannot hold them. Without CAP_SETPCAP (not
+// root) the bounding set cannot change, but such a process gains no capabilities at
+// exec anyway under no_new_privs, which Landlock sets.
+func dropCapabilities() error {
+	for _, c := range droppedCaps {
+		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0); err != nil || in == 0 {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EPERM) {
+				return nil
+			}
+			return fmt.Errorf("sandbox: dropping capability %d: %w", c, err)
+		}
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ type grant struct {
 func expand(roots, hide []string) ([]grant, error) {
 	hidden := make([]string, 0, len(hide))
 	for _, h := range hide {
-		if r, err := resolve(h); err == nil {
+		if r, err := resolveHidden(h); err == nil {
 			hidden = append(hidden, r)
 		}
 	}
@@ -152,6 +152,25 @@ func resolve(path string) (string, error) {
 		return "", err
 	}
 	return filepath.EvalSymlinks(abs)
+}
+
+// resolveHidden resolves a hidden path. One that does not exist yet (a database's
+// journal, a token written later) is resolved through its directory, so that directory
+// is still granted only piecewise and the file stays out of reach once it appears.
+func resolveHidden(path string) (string, error) {
+	r, err := resolve(path)
+	if err == nil {
+		return r, nil
+	}
+	abs, aerr := filepath.Abs(path)
+	if aerr != nil {
+		return "", aerr
+	}
+	dir, derr := filepath.EvalSymlinks(filepath.Dir(abs))
+	if derr != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.Base(abs)), nil
 }
 
 // within reports whether path is dir or beneath it.

@@ -147,7 +147,7 @@ func TestExpand_GrantsAroundHiddenPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g, err := expand([]string{base, filepath.Join(base, "missing")}, []string{filepath.Join(base, "a/b/secret")})
+	g, err := expand([]string{base, filepath.Join(base, "missing")}, []string{filepath.Join(base, "a/b/secret"), filepath.Join(base, "d/not-yet")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,8 @@ func TestExpand_GrantsAroundHiddenPaths(t *testing.T) {
 		got = append(got, rel)
 	}
 	slices.Sort(got)
-	if want := []string{"a/b/fine", "a/c/", "a/x", "d/"}; !reflect.DeepEqual(got, want) {
+	// d is granted piecewise (it is empty) because of a hidden file it will hold.
+	if want := []string{"a/b/fine", "a/c/", "a/x"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("grants = %q, want %q", got, want)
 	}
 	if g, _ := expand([]string{filepath.Join(base, "a/b/secret")}, []string{filepath.Join(base, "a")}); len(g) != 0 {
