@@ -31,7 +31,7 @@ func cmdConfine(args []string, stderr io.Writer) int {
 // Landlock is a start-up error; with the mode left out it is a warning, logged once, and
 // agents run unconfined (the dashboard says so). hide are the daemon's private files:
 // its database and everything named after it (journal, lock, workflow key, operator
-// token, agent socket directory), the env file and WORKFLOW.md.
+// token, agent socket directory) and the env file.
 func agentSandbox(cfg *config.Config, workflow, envFile string, log *slog.Logger) (orchestrator.Sandbox, error) {
 	self, err := os.Executable()
 	if err == nil {
@@ -40,7 +40,10 @@ func agentSandbox(cfg *config.Config, workflow, envFile string, log *slog.Logger
 	if err != nil {
 		return orchestrator.Sandbox{}, fmt.Errorf("finding this executable to confine agents with: %w", err)
 	}
-	s := orchestrator.Sandbox{Self: self, Hide: privateFiles(cfg, workflow, envFile)}
+	s := orchestrator.Sandbox{Self: self, Hide: privateFiles(cfg, envFile)}
+	if abs, err := filepath.Abs(workflow); err == nil {
+		s.Read = []string{abs} // the agent's MCP sidecar loads it; secrets in it are $VAR references
+	}
 	if _, err := sandbox.Available(); err != nil {
 		s.Unavailable = err.Error()
 		if cfg.Agent.Sandbox.Mode == config.SandboxLandlock {
@@ -55,7 +58,7 @@ func agentSandbox(cfg *config.Config, workflow, envFile string, log *slog.Logger
 }
 
 // privateFiles are the daemon's files an agent must never read or write.
-func privateFiles(cfg *config.Config, workflow, envFile string) []string {
+func privateFiles(cfg *config.Config, envFile string) []string {
 	var out []string
 	if db, err := filepath.Abs(cfg.DBPath); err == nil {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", workflowKeySuffix, ".operator-token", ".run"} {
@@ -65,11 +68,8 @@ func privateFiles(cfg *config.Config, workflow, envFile string) []string {
 	if envFile == "" {
 		envFile = os.Getenv("SORTIE_ENV_FILE")
 	}
-	for _, p := range []string{envFile, workflow} {
-		if p == "" {
-			continue
-		}
-		if abs, err := filepath.Abs(p); err == nil {
+	if envFile != "" {
+		if abs, err := filepath.Abs(envFile); err == nil {
 			out = append(out, abs)
 		}
 	}

@@ -13,10 +13,9 @@ import (
 // redTeamScript is what a prompt-injected agent tries in its workspace, one shell step
 // each (the mock agent's shell step runs them with the agent's environment and
 // confinement), and the ordinary work it must still be able to do. %[1]s is the
-// daemon's directory (WORKFLOW.md, database, env file), %[2]s the daemon's secret.
+// daemon's directory (WORKFLOW.md, database, env file).
 const redTeamScript = `
   - {name: read-db, run: "head -c 64 %[1]s/sortie.db"}
-  - {name: read-workflow, run: "cat %[1]s/WORKFLOW.md"}
   - {name: read-env-file, run: "cat %[1]s/secrets.env"}
   - {name: list-daemon-dir, run: "ls -a %[1]s"}
   - {name: write-daemon-dir, run: "echo pwned > %[1]s/pwned"}
@@ -94,12 +93,12 @@ Work on {{ .issue.identifier }}.
 		fmt.Sscanf(first, "exit %d", &code)
 		return code, rest
 	}
-	for _, name := range []string{"read-db", "read-workflow", "read-env-file", "list-daemon-dir", "write-daemon-dir", "write-outside"} {
+	for _, name := range []string{"read-db", "read-env-file", "list-daemon-dir", "write-daemon-dir", "write-outside"} {
 		if code, out := result(name); code == 0 {
 			t.Errorf("attack %s succeeded (exit 0): %q", name, out)
 		}
 	}
-	for _, name := range []string{"read-db", "read-workflow", "read-env-file", "daemon-environ", "own-env", "sortie-dir"} {
+	for _, name := range []string{"read-db", "read-env-file", "daemon-environ", "own-env", "sortie-dir"} {
 		if _, out := result(name); strings.Contains(out, secret) || strings.Contains(out, "SQLite format") {
 			t.Errorf("attack %s found the daemon's secret or database:\n%s", name, out)
 		}

@@ -169,7 +169,12 @@ func TestRestart_AfterKill9NoRunIsLostAndNoIssueGetsTwoAgents(t *testing.T) {
 		t.Skipf("agent.command is split on white space, and a path here contains some: %s", agentCmd)
 	}
 	writeFile(t, dir, "issues.json", threeIssues)
-	wf := writeFile(t, dir, "WORKFLOW.md", hangWorkflow("hang", 2, agentCmd, ""))
+	// The agents, confined, may write their lock log.
+	lockWorkflow := func(script string) string {
+		return strings.Replace(hangWorkflow(script, 2, agentCmd, ""),
+			"  max_turns: 1\n", "  max_turns: 1\n  sandbox: {write_paths: ["+tmp+"]}\n", 1)
+	}
+	wf := writeFile(t, dir, "WORKFLOW.md", lockWorkflow("hang"))
 	dbPath := filepath.Join(dir, "sortie.db")
 	root := filepath.Join(dir, "ws")
 
@@ -217,7 +222,7 @@ func TestRestart_AfterKill9NoRunIsLostAndNoIssueGetsTwoAgents(t *testing.T) {
 	}
 
 	// 4. Restart with a script that finishes.
-	writeFile(t, dir, "WORKFLOW.md", hangWorkflow("success", 2, agentCmd, ""))
+	writeFile(t, dir, "WORKFLOW.md", lockWorkflow("success"))
 	restarted := startDaemon(t, env, "--exit-when-idle", wf)
 	if code := restarted.wait(daemonTimeout); code != exitOK {
 		t.Fatalf("the restarted daemon: want exit 0 (--exit-when-idle), got %d\n%s", code, restarted.stderrText())

@@ -56,6 +56,7 @@ agent:
   kind: mock
   command: %s
   max_turns: 1
+  sandbox: {write_paths: [%s]}
 hooks:
   after_create: env > hook-env.txt
 workspace:
@@ -69,7 +70,7 @@ mock:
   status: blocked
 ---
 Work on {{ .issue.identifier }}.
-`, agentCmd))
+`, agentCmd, dumps))
 
 	env := testEnv(t.TempDir())
 	for k, v := range secrets {

@@ -66,6 +66,7 @@ agent:
   kind: mock
   command: %s
   max_turns: 1
+  sandbox: {write_paths: [%s]}
 %sworkspace:
   root: ./ws
 db_path: ./sortie.db
@@ -76,7 +77,7 @@ notifications:
     url: %s/hook
 ---
 Work on {{ .issue.identifier }}.
-`, agentCmd, tt.worker, hook.URL))
+`, agentCmd, turns, tt.worker, hook.URL))
 
 			// A short TMPDIR: the agent socket lives under it, and a socket path has at
 			// most 107 bytes.

@@ -16,9 +16,12 @@ import (
 type Sandbox struct {
 	// Self is the sortie executable, which runs `confine`.
 	Self string
+	// Read are files every confined agent may read besides the system: WORKFLOW.md,
+	// which its MCP sidecar loads.
+	Read []string
 	// Hide are the daemon's private files no agent may read or write, even when they
 	// lie inside a path it is granted: the database and its journal, the workflow key,
-	// the operator token, the env file, WORKFLOW.md.
+	// the operator token, the agent socket directory, the env file.
 	Hide []string
 	// Unavailable says why Landlock cannot confine agents on this machine; "" when it
 	// can.
@@ -46,6 +49,9 @@ func (s Sandbox) runPolicy(cfg *config.Config, workspace, runTmp string, env []s
 	write := append([]string{workspace, runTmp}, sandbox.SystemWrite...)
 	write = append(write, cfg.Agent.Sandbox.WritePaths...)
 	read := slices.Clone(sandbox.SystemRead)
+	// The agent's MCP sidecar is this executable (`sortie mcp-server`).
+	read = append(read, agent.InstallRoots(s.Self)...)
+	read = append(read, s.Read...)
 	read = append(read, agent.PathRoots(env)...)
 	if home := agent.EnvValue(env, "HOME"); home != "" {
 		// git refuses to run when it may not read the user's configuration, which
