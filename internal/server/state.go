@@ -54,6 +54,10 @@ type stateTail struct {
 	LastPollOK  bool                    `json:"last_poll_ok"`
 	LastError   string                  `json:"last_error"`
 	Draining    bool                    `json:"draining"`
+	// AgentsConfined is whether new local agents run confined (docs/security.md);
+	// NotConfined says why not.
+	AgentsConfined bool   `json:"agents_confined"`
+	NotConfined    string `json:"not_confined,omitempty"`
 	// RateLimits is the tracker API's budget as its last response said, [] for a
 	// tracker without one (tracker.RateLimiter).
 	RateLimits []tracker.RateLimit `json:"rate_limits"`
@@ -229,7 +233,7 @@ func stateParts(snap orchestrator.Snapshot, now time.Time, version, workflowPath
 		Retrying: make([]retryJSON, len(snap.Retrying)), AwaitingInput: awaitingInput(snap, cps), Checkpoints: cps,
 		Held: snap.Held, Totals: snap.Totals, Workflow: workflowJSON{Path: workflowPath},
 		LastPollAt: optTime(snap.LastPollAt), LastPollOK: snap.LastPollOK, LastError: snap.LastError,
-		Draining: snap.Draining,
+		Draining: snap.Draining, AgentsConfined: snap.AgentsConfined, NotConfined: snap.NotConfined,
 	}
 	if tail.Held == nil {
 		tail.Held = []orchestrator.HeldView{}

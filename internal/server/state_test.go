@@ -203,3 +203,15 @@ func TestState_AwaitingInputAsksEachUnansweredCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestState_SaysWhetherAgentsAreConfined(t *testing.T) {
+	f := newFixture(t, nil)
+	f.sched.snap = orchestrator.Snapshot{GeneratedAt: t0, NotConfined: "Landlock is unavailable: the kernel has no Landlock"}
+	if body := f.get(t, "/api/v1/state").Body.String(); !strings.Contains(body, `"agents_confined":false,"not_confined":"Landlock is unavailable: the kernel has no Landlock"`) {
+		t.Errorf("an unconfined daemon's state lacks agents_confined false and why:\n%s", body)
+	}
+	f.sched.snap = orchestrator.Snapshot{GeneratedAt: t0, AgentsConfined: true}
+	if body := f.get(t, "/api/v1/state").Body.String(); !strings.Contains(body, `"agents_confined":true`) || strings.Contains(body, "not_confined") {
+		t.Errorf("a confining daemon's state:\n%s", body)
+	}
+}

@@ -120,6 +120,12 @@ function main() {
         el('pre', { class: 'banner-detail' }, wf.reload_error),
         wf.path ? el('span', { class: 'muted' }, wf.path) : null);
     } else banners.clear('reload');
+    if (s.agents_confined === false) {
+      banners.set('confine', 'warn', el('strong', {}, 'Agents not confined. '),
+        'They can read and write whatever the daemon\'s user can, its database and secrets included' +
+        (s.not_confined ? ` (${s.not_confined}). ` : '. '),
+        el('span', { class: 'muted' }, 'See "Confinement" in docs/security.md.'));
+    } else banners.clear('confine');
     if (s.last_poll_ok === false && s.last_error) {
       banners.set('poll', 'warn', el('strong', {}, 'The last tracker poll failed: '), s.last_error);
     } else banners.clear('poll');
