@@ -26,7 +26,7 @@ var (
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms"}
-	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as"}
+	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox"}
 	sandboxKeys   = []string{"mode", "read_paths", "write_paths"}
 	serverKeys    = []string{"host", "port", "auth_token"}
 	loggingKeys   = []string{"level", "format"}
@@ -479,7 +479,6 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 		a.Kind = DefaultAgentKind
 	}
 	a.Command, _ = b.str(sec, "agent.command")
-	a.RunAs, _ = b.str(sec, "agent.run_as")
 	b.buildSandbox(&a.Sandbox, sec)
 	a.TurnTimeout = b.millis(sec, "agent.turn_timeout_ms", DefaultTurnTimeout, zeroIsDefault)
 	a.ReadTimeout = b.millis(sec, "agent.read_timeout_ms", DefaultReadTimeout, zeroIsDefault)

@@ -101,9 +101,6 @@ type AgentConfig struct {
 
 	// Sandbox confines each local agent's process tree (agent.sandbox).
 	Sandbox SandboxConfig
-	// RunAs is the OS user agents run as when the daemon runs as root (agent.run_as);
-	// "" runs them as the daemon's own user.
-	RunAs string
 }
 
 // SandboxConfig is `agent.sandbox`: how a local agent's process tree is confined.

@@ -7,11 +7,11 @@ import (
 )
 
 func TestLoad_AgentSandbox(t *testing.T) {
-	cfg, dir := mustLoad(t, minimalWith("agent:\n  kind: mock\n  run_as: agent\n  sandbox:\n    mode: Landlock\n"+
+	cfg, dir := mustLoad(t, minimalWith("agent:\n  kind: mock\n  sandbox:\n    mode: Landlock\n"+
 		"    read_paths: [docs, /opt/sdk]\n    write_paths: [~/.cache/go-build]\n"), map[string]string{"HOME": "/home/op"})
 	sb := cfg.Agent.Sandbox
-	if sb.Mode != SandboxLandlock || cfg.Agent.RunAs != "agent" {
-		t.Errorf("mode %q run_as %q, want landlock and agent", sb.Mode, cfg.Agent.RunAs)
+	if sb.Mode != SandboxLandlock {
+		t.Errorf("mode %q, want landlock", sb.Mode)
 	}
 	if want := []string{filepath.Join(dir, "docs"), "/opt/sdk"}; strings.Join(sb.ReadPaths, ",") != strings.Join(want, ",") {
 		t.Errorf("read_paths = %q, want %q (relative to WORKFLOW.md's directory)", sb.ReadPaths, want)
