@@ -9,7 +9,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/sandbox"
-		"sortie/internal/testkit/fakemodel"
+	"sortie/internal/testkit/fakemodel"
 )
 
 // confineEnv makes the test binary act as `sortie confine` when started with "confine".

@@ -15,8 +15,8 @@ import (
 
 // Limits of the shell step.
 const (
-	maxShellSteps   = 64
-	maxShellOutput  = 64 << 10
+	maxShellSteps    = 64
+	maxShellOutput   = 64 << 10
 	shellStepTimeout = time.Minute
 )
 
