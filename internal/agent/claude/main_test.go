@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"sortie/internal/testkit/clis"
 )
 
 // mcpServerEnv makes the test binary a minimal MCP stdio server with one tool, ping,
@@ -14,8 +16,8 @@ import (
 const mcpServerEnv = "CLAUDE_CONTRACT_MCP_SERVER"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "confine" && os.Getenv(confineEnv) == "1" {
-		os.Exit(confineMain(os.Args[2:]))
+	if code, ok := clis.ConfineMain(); ok {
+		os.Exit(code)
 	}
 	if os.Getenv(mcpServerEnv) == "1" {
 		serveMCP()

@@ -13,6 +13,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -237,4 +238,17 @@ func (p Policy) Hidden(path string) bool {
 		}
 		return within(r, hr)
 	})
+}
+
+// Main is `sortie confine ARGS`: it confines this process to the policy in args and
+// executes the program after "--" in its place, with this process's environment. It
+// returns only on failure, having run nothing, with the exit status 126 (a command
+// that cannot run), after writing why to stderr.
+func Main(args []string, stderr io.Writer) int {
+	p, argv, err := ParseArgs(args)
+	if err == nil {
+		err = Exec(p, argv, os.Environ())
+	}
+	fmt.Fprintf(stderr, "sortie confine: %v\n", err)
+	return 126
 }
