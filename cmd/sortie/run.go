@@ -157,7 +157,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if wf != nil {
 		wfCaller, checkpoints = wf.eng, st
 	}
-	tools, sock, err := startAgentTools(cfg, watcher.Current, initial.Tracker, notifier, wfCaller)
+	tools, sock, err := startAgentTools(cfg, watcher.Current, initial.Tracker, st, notifier, wfCaller)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -352,12 +352,13 @@ type agentTools struct {
 // tokens and the first-turn tool list (docs/agent-tools.md). wf, when not nil, answers
 // the workflow tools (workflows.dir), which are then offered to every session that
 // reaches the socket.
-func startAgentTools(cfg *config.Config, current func() *config.Config, trk tracker.Tracker, n *notify.Notifier, wf orchestrator.WorkflowCaller) (agentTools, *agentsock.Server, error) {
+func startAgentTools(cfg *config.Config, current func() *config.Config, trk tracker.Tracker, history orchestrator.RunReader,
+	n *notify.Notifier, wf orchestrator.WorkflowCaller) (agentTools, *agentsock.Server, error) {
 	dbPath, err := filepath.Abs(cfg.DBPath)
 	if err != nil {
 		return agentTools{}, nil, err
 	}
-	svc := &orchestrator.ToolService{Config: current, Issues: trk}
+	svc := &orchestrator.ToolService{Config: current, Issues: trk, History: history}
 	if wf != nil {
 		svc.Workflows = wf
 	}

@@ -14,8 +14,9 @@ import (
 type Gates struct {
 	// Workspace: SORTIE_WORKSPACE is set. Offers sortie_status.
 	Workspace bool
-	// DB: SORTIE_DB_PATH and SORTIE_ISSUE_ID are set and the database opens
-	// read-only. Offers workspace_history and cost_budget.
+	// DB: the daemon grants the runs capability over the agent socket, or (an
+	// operator's own sidecar) SORTIE_DB_PATH and SORTIE_ISSUE_ID are set and the
+	// database opens read-only. Offers workspace_history and cost_budget.
 	DB bool
 	// TrackerAPI and NotifyOperator: SORTIE_AGENT_SOCKET and SORTIE_AGENT_TOKEN are
 	// set, the daemon answers the session query, and grants the capability. Offer
@@ -42,6 +43,7 @@ func SessionGates(env map[string]string, caps agentsock.Capabilities) Gates {
 	g := Gates{Workspace: e.Workspace != "", DB: e.DBPath != "" && e.IssueID != ""}
 	if e.AgentSocket != "" && e.AgentToken != "" {
 		g.TrackerAPI, g.NotifyOperator, g.Workflows = caps.TrackerAPI, caps.NotifyOperator, caps.Workflows
+		g.DB = g.DB || caps.Runs
 	}
 	return g
 }

@@ -12,6 +12,7 @@ import (
 	"sortie/internal/config"
 	"sortie/internal/mcp/tools"
 	"sortie/internal/server/agentsock"
+	"sortie/internal/store"
 	"sortie/internal/store/sqlite"
 )
 
@@ -79,10 +80,13 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 		log.Info("sortie_status not offered: SORTIE_WORKSPACE is not set")
 	}
 
+	var runs tools.RunReader
 	switch {
-	case e.DBPath == "" || e.IssueID == "":
-		log.Info("workspace_history and cost_budget not offered: SORTIE_DB_PATH and SORTIE_ISSUE_ID must both be set",
-			"db_path_set", e.DBPath != "", "issue_id_set", e.IssueID != "")
+	case e.DBPath == "":
+		// The daemon serves the run history through its socket (below); only an
+		// operator running this server by hand points it at a database.
+	case e.IssueID == "":
+		log.Info("workspace_history and cost_budget not offered from SORTIE_DB_PATH: SORTIE_ISSUE_ID is not set")
 	default:
 		octx, cancel := context.WithTimeout(ctx, dbOpenTimeout)
 		db, err := sqlite.OpenReadOnly(octx, e.DBPath)
@@ -90,7 +94,7 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 		if err != nil {
 			log.Warn("workspace_history and cost_budget not offered: the database does not open read-only", "error", err)
 		} else {
-			s.db, s.Gates.DB = db, true
+			s.db, s.Gates.DB, runs = db, true, db
 		}
 	}
 
@@ -124,6 +128,12 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 			if !s.Gates.NotifyOperator {
 				log.Info("notify_operator not offered: the daemon grants no notify_operator capability (no notification backend configured)")
 			}
+			if info.Capabilities.Runs && !s.Gates.DB {
+				// The token's issue, whatever SORTIE_ISSUE_ID says: the daemon answers
+				// for that one only.
+				e.IssueID = info.IssueID
+				s.Gates.DB, runs = true, socketRuns{c: daemon, issueID: info.IssueID}
+			}
 			s.Gates.Workflows = info.Capabilities.Workflows
 			if !s.Gates.Workflows && o.Workflows == nil {
 				log.Info("workflow tools not offered: the daemon grants no workflows capability (no workflows.dir configured)")
@@ -150,10 +160,10 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 		case tools.NameStatus:
 			t = tools.NewStatus(e.Workspace, cfg.Agent.MaxTurns, o.Now)
 		case tools.NameHistory:
-			t = tools.NewHistory(s.db, e.IssueID)
+			t = tools.NewHistory(runs, e.IssueID)
 		case tools.NameBudget:
 			t = tools.NewBudget(tools.BudgetOptions{
-				Runs:      s.db,
+				Runs:      runs,
 				IssueID:   e.IssueID,
 				Budget:    budgetOf(cfg),
 				Rate:      rateOf(cfg),
@@ -224,4 +234,25 @@ func (s *Sidecar) Close() error {
 		return s.db.Close()
 	}
 	return nil
+}
+
+// socketRuns reads the run history of the token's issue from the daemon's agent
+// socket: the sidecar needs no path to the database.
+type socketRuns struct {
+	c       *agentsock.Client
+	issueID string
+}
+
+// RunsForIssue implements tools.RunReader; the daemon answers for the token's issue.
+func (r socketRuns) RunsForIssue(ctx context.Context, _ string, limit int) ([]store.Run, error) {
+	return r.c.Runs(ctx, limit)
+}
+
+// IssueTotals implements tools.RunReader for the token's issue.
+func (r socketRuns) IssueTotals(ctx context.Context, _ []string) (map[string]store.Totals, error) {
+	t, err := r.c.Totals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]store.Totals{r.issueID: t}, nil
 }

@@ -47,9 +47,17 @@ func CLIEnv(cfg *config.Config, environ []string) []string {
 	return AgentEnv(environ, secretNames(cfg, environ), nil)
 }
 
+// privateOverride reports whether name is a SORTIE_* variable that no agent, hook or
+// sidecar may see: the tracker overrides (its key among them), the operator token, the
+// database path and the env file's path.
+func privateOverride(name string) bool {
+	return strings.HasPrefix(name, "SORTIE_TRACKER_") || name == "SORTIE_DB_PATH" || name == "SORTIE_ENV_FILE" ||
+		name == "SORTIE_SERVER_AUTH_TOKEN"
+}
+
 // hookEnvLists returns the SORTIE_* variables of the daemon that hooks may see (an
 // operator's own, like SORTIE_REPO_URL in a clone hook) and the names they must never
-// see: WORKFLOW.md's secrets and the tracker and database overrides.
+// see: WORKFLOW.md's secrets and the private overrides (privateOverride).
 func hookEnvLists(cfg *config.Config, environ []string) (pass, drop []string) {
 	drop = append([]string(nil), cfg.SecretEnv...)
 	for _, kv := range environ {
@@ -57,7 +65,7 @@ func hookEnvLists(cfg *config.Config, environ []string) (pass, drop []string) {
 		if !ok || !strings.HasPrefix(name, "SORTIE_") {
 			continue
 		}
-		if strings.HasPrefix(name, "SORTIE_TRACKER_") || name == "SORTIE_DB_PATH" || name == "SORTIE_ENV_FILE" {
+		if privateOverride(name) {
 			drop = append(drop, name)
 			continue
 		}

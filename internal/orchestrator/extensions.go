@@ -165,10 +165,11 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 }
 
 // sidecarEnv is the env block of the sortie-tools entry: the session's identity, where
-// the database and the daemon's socket are, and the daemon's SORTIE_* overrides except
-// the tracker key and WORKFLOW.md's secrets, so that the sidecar reads WORKFLOW.md as
-// the daemon does (tracker kind, project and states may come from overrides). No
-// tracker or notification credential is ever written here.
+// the daemon's socket is, and the daemon's SORTIE_* overrides except the tracker key,
+// WORKFLOW.md's secrets, the operator token and the paths of the database and the env
+// file, so that the sidecar reads WORKFLOW.md as the daemon does (tracker kind, project
+// and states may come from overrides). The run history comes through the socket. No
+// credential and no path to the daemon's private state is ever written here.
 func (w *worker) sidecarEnv(token string) map[string]string {
 	env := map[string]string{}
 	secret := map[string]bool{}
@@ -177,7 +178,8 @@ func (w *worker) sidecarEnv(token string) map[string]string {
 	}
 	for _, kv := range w.o.opts.Environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, "SORTIE_") || secret[name] || name == "SORTIE_TRACKER_API_KEY" {
+		if !ok || !strings.HasPrefix(name, "SORTIE_") || secret[name] || name == "SORTIE_TRACKER_API_KEY" ||
+			(privateOverride(name) && !strings.HasPrefix(name, "SORTIE_TRACKER_")) {
 			continue
 		}
 		env[name] = val
@@ -189,7 +191,6 @@ func (w *worker) sidecarEnv(token string) map[string]string {
 	x := w.o.opts.Extensions
 	for k, v := range map[string]string{
 		"SORTIE_WORKSPACE":        w.ws.Path,
-		"SORTIE_DB_PATH":          x.DBPath,
 		"SORTIE_ISSUE_ID":         w.issue.ID,
 		"SORTIE_ISSUE_IDENTIFIER": w.issue.Identifier,
 		"SORTIE_RUN_ID":           strconv.FormatInt(w.runID, 10),

@@ -72,7 +72,8 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	g := &fakeGranter{}
 	docs := []prompt.ToolDoc{{Name: "sortie_status", Description: "turns and tokens of this session"}}
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
-		environ: append(os.Environ(), "SORTIE_TRACKER_API_KEY=tracker-secret", "SLACK_HOOK=https://hooks.example/secret", "SORTIE_REPO_URL=https://git.example/repo", "SORTIE_TRACKER_PROJECT=PROJ"),
+		environ: append(os.Environ(), "SORTIE_TRACKER_API_KEY=tracker-secret", "SLACK_HOOK=https://hooks.example/secret", "SORTIE_REPO_URL=https://git.example/repo", "SORTIE_TRACKER_PROJECT=PROJ",
+			"SORTIE_SERVER_AUTH_TOKEN=operator-secret", "SORTIE_ENV_FILE=/srv/sortie/.env", "SORTIE_DB_PATH=/srv/sortie/state.db"),
 		ext: Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: g,
 			PromptTools: func(map[string]string) []prompt.ToolDoc { return docs }}})
 	h.trk.Put(issue("EXT-1", "Todo"))
@@ -113,7 +114,7 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	}
 	env := tools.Env
 	want := map[string]string{
-		"SORTIE_WORKSPACE": ws, "SORTIE_DB_PATH": cfg.DBPath, "SORTIE_ISSUE_ID": "EXT-1", "SORTIE_ISSUE_IDENTIFIER": "EXT-1",
+		"SORTIE_WORKSPACE": ws, "SORTIE_ISSUE_ID": "EXT-1", "SORTIE_ISSUE_IDENTIFIER": "EXT-1",
 		"SORTIE_ATTEMPT": "", "SORTIE_REPO_URL": "https://git.example/repo",
 		"SORTIE_TRACKER_PROJECT": "PROJ", // the sidecar reads WORKFLOW.md with the daemon's overrides
 		agentsock.EnvSocket:      "/run/sortie/agent.sock", agentsock.EnvToken: "token-EXT-1",
@@ -123,8 +124,17 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 			t.Errorf("env %s = %q, want %q", k, env[k], v)
 		}
 	}
-	if _, leaked := env["SORTIE_TRACKER_API_KEY"]; leaked {
-		t.Error("the tracker key override reached the sidecar's env")
+	// No credential and no path to the daemon's private state: the run history comes
+	// through the socket.
+	for _, private := range []string{"SORTIE_TRACKER_API_KEY", "SORTIE_SERVER_AUTH_TOKEN", "SORTIE_ENV_FILE", "SORTIE_DB_PATH"} {
+		if v, leaked := env[private]; leaked {
+			t.Errorf("%s=%q reached the sidecar's env in .sortie/mcp.json", private, v)
+		}
+	}
+	for _, leak := range []string{"operator-secret", "/srv/sortie", cfg.DBPath} {
+		if strings.Contains(string(raw), leak) {
+			t.Errorf(".sortie/mcp.json contains %q:\n%s", leak, raw)
+		}
 	}
 	if env["SORTIE_RUN_ID"] == "" || env["SORTIE_RUN_ID"] == "0" {
 		t.Errorf("SORTIE_RUN_ID = %q", env["SORTIE_RUN_ID"])
@@ -162,7 +172,7 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 // an agent on an SSH host cannot reach the socket, gets no token, and is not told
 // about tools it cannot use.
 func TestExtensions_FirstPromptListsTheToolsTheSessionGets(t *testing.T) {
-	caps := agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true, Workflows: true}
+	caps := agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true, Workflows: true, Runs: true}
 	tools := func(env map[string]string) []prompt.ToolDoc {
 		return mcp.ToolDocs(mcp.Offered(mcp.SessionGates(env, caps)))
 	}
@@ -174,7 +184,7 @@ func TestExtensions_FirstPromptListsTheToolsTheSessionGets(t *testing.T) {
 		unlisted []string
 	}{
 		{"local", nil, append([]string{"sortie_status", "workspace_history"}, tier2...), nil},
-		{"ssh host", []string{"builder-1"}, []string{"sortie_status", "workspace_history"}, tier2},
+		{"ssh host", []string{"builder-1"}, []string{"sortie_status"}, append([]string{"workspace_history"}, tier2...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

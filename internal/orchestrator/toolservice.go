@@ -27,6 +27,9 @@ type ToolService struct {
 	Config func() *config.Config
 	// Issues is the daemon's tracker; nil means no tracker_api.
 	Issues tracker.Tracker
+	// History is the run history served to workspace_history and cost_budget
+	// (toolservice_runs.go); nil means none.
+	History RunReader
 	// Deliver sends an agent's notification to the operator's backends and says which
 	// took it, or why none did; nil means no backend is configured.
 	Deliver func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, error)
@@ -54,7 +57,7 @@ func (t *ToolService) Info() agentsock.SessionInfo {
 	cfg := t.Config()
 	return agentsock.SessionInfo{
 		Capabilities: agentsock.Capabilities{TrackerAPI: t.Issues != nil, NotifyOperator: t.Deliver != nil,
-			Workflows: t.Workflows != nil},
+			Workflows: t.Workflows != nil, Runs: t.History != nil},
 		TrackerKind: cfg.Tracker.Kind,
 		Project:     cfg.Tracker.Project,
 	}

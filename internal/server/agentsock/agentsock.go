@@ -66,6 +66,9 @@ type Capabilities struct {
 	// Workflows: the daemon has a workflow library (workflows.dir) and answers
 	// POST /v1/workflow.
 	Workflows bool `json:"workflows"`
+	// Runs: the daemon serves the issue's run history and totals (RunHistory), for
+	// workspace_history and cost_budget.
+	Runs bool `json:"runs"`
 }
 
 // SessionInfo answers GET /v1/session: who the token is for and what it may call.
@@ -206,6 +209,8 @@ func Listen(path string, h Handler) (*Server, error) {
 	mux.HandleFunc("POST /v1/tracker", s.tracker)
 	mux.HandleFunc("POST /v1/notify", s.notify)
 	mux.HandleFunc("POST /v1/workflow", s.workflow)
+	mux.HandleFunc("POST /v1/runs", s.runs)
+	mux.HandleFunc("POST /v1/totals", s.totals)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
