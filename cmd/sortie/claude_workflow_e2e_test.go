@@ -188,7 +188,7 @@ func TestClaude_WorkflowCheckpointAnswerResumesTheConversation(t *testing.T) {
 	}
 	pollUntil(t, daemonTimeout, "WF-1 awaiting input at checkpoint ship", func() (bool, string) {
 		st.AwaitingInput = nil
-		getJSON(t, base+"/api/v1/state", &st)
+		getJSON(t, daemonToken(t, dbPath), base+"/api/v1/state", &st)
 		for _, a := range st.AwaitingInput {
 			if a.Identifier == "WF-1" && a.Checkpoint != nil && a.Checkpoint.CheckpointID == "ship" {
 				return true, ""
@@ -218,8 +218,7 @@ func TestClaude_WorkflowCheckpointAnswerResumesTheConversation(t *testing.T) {
 	}
 
 	// A human answers over the API.
-	res, err := http.Post(base+"/api/v1/WF-1/checkpoints/ship", "application/json",
-		strings.NewReader(`{"option_id": "ship-it", "answered_by": "erin"}`))
+	res, err := apiPost(daemonToken(t, dbPath), base+"/api/v1/WF-1/checkpoints/ship", `{"option_id": "ship-it", "answered_by": "erin"}`)
 	if err != nil {
 		t.Fatalf("POST answer: %v", err)
 	}

@@ -40,8 +40,9 @@ func TestDashboard_LiveSessionAndHistoryInABrowser(t *testing.T) {
 
 	// The first wave of the demo: DEMO-3 fails once (its retry waits 10 s), DEMO-4 is
 	// held, DEMO-5 is handed off. DEMO-1 and DEMO-6 wait in Backlog until the page is
-	// open, so their sessions start while it watches.
-	b.Do(chromedp.Navigate(base + "/"))
+	// open, so their sessions start while it watches. The page is opened through the
+	// login link the daemon prints, as an operator would.
+	b.Do(chromedp.Navigate(loginURL(base+"/", daemonToken(t, filepath.Join(dir, "sortie.db")))))
 	b.WaitFor("the overview with its live feed connected, after the first wave", `
 		document.body.dataset.live === 'open' &&
 		card('running') === '0' && card('held') === '1' &&

@@ -207,7 +207,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", cfg.DBPath, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
-	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, adapters.rateLimits, logger)
+	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, adapters.rateLimits, logger, stderr)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -417,7 +417,7 @@ func alertEvent(e string) string {
 // explicitly; the default port being busy (another daemon on this machine) only costs
 // this daemon its server, with a warning.
 func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow string, orch *orchestrator.Orchestrator,
-	st *sqlite.Store, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit, log *slog.Logger) (func(), error) {
+	st *sqlite.Store, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit, log *slog.Logger, stderr io.Writer) (func(), error) {
 	host, port := pick(f.host, cfg.Server.Host), cfg.Server.Port
 	explicit := cfg.Server.PortSet
 	if f.port >= 0 {
@@ -426,8 +426,12 @@ func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow s
 	if port == 0 {
 		return func() {}, nil
 	}
+	token, err := operatorToken(cfg)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := server.New(server.Options{
-		Host: host, Port: port, AuthToken: cfg.Server.AuthToken, Version: version, WorkflowPath: workflow,
+		Host: host, Port: port, AuthToken: token, TokenGenerated: cfg.Server.AuthToken == "", Version: version, WorkflowPath: workflow,
 		Snapshot: orch.Snapshot, Refresh: orch.Refresh, StorePing: st.Ping,
 		Runs: st, Hub: hub, Metrics: mets.Handler(), Dashboard: dashboard.Handler(version), Logger: log,
 		RateLimits: rateLimits, Checkpoints: orch,
@@ -444,7 +448,11 @@ func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow s
 		log.Warn("the default port is busy (another sortie?); running without the dashboard and API", "addr", addr, "error", err)
 		return func() {}, nil
 	}
-	log.Info("dashboard, API and metrics", "url", "http://"+displayAddr(ln.Addr().String())+"/")
+	base := "http://" + displayAddr(ln.Addr().String()) + "/"
+	log.Info("dashboard, API and metrics", "url", base)
+	// Once, as Jupyter does: the link that logs a browser in. The token is the
+	// operator's; agents never see this log.
+	fmt.Fprintf(stderr, "sortie: open the dashboard, logged in: %s\n", loginURL(base, token))
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {

@@ -113,6 +113,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	host := fs.String("host", "", "the daemon's API address (default: server.host)")
 	port := fs.Int("port", -1, "the daemon's API port (default: server.port)")
 	envFile := fs.String("env-file", "", "read SORTIE_* overrides from this .env file")
+	login := fs.Bool("login-url", false, "print the link that logs a browser in to the dashboard, and exit")
 	if err := fs.Parse(args); err != nil {
 		return parseErrorCode(err)
 	}
@@ -131,6 +132,17 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	if *port >= 0 {
 		cfg.Server.Port = *port
+	}
+	token, err := operatorToken(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "sortie status: %v\n", err)
+		return exitFailure
+	}
+	cfg.Server.AuthToken = token
+	if *login {
+		base := "http://" + net.JoinHostPort(apiHost(cfg.Server.Host), strconv.Itoa(cfg.Server.Port)) + "/"
+		fmt.Fprintln(stdout, loginURL(base, token))
+		return exitOK
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"testing"
 
 	"sortie/internal/store"
+	"sortie/internal/workflow/session"
 )
 
 // miniLibrary is a three-activity workflow: write → approve (one blocking checkpoint
@@ -110,9 +112,36 @@ func readMCPLog(t *testing.T, path string) []mcpLogLine {
 	return out
 }
 
-func getJSON(t *testing.T, url string, v any) {
+// daemonToken is the operator token of the daemon whose database is dbPath (the one it
+// generated, server.auth_token being unset).
+func daemonToken(t *testing.T, dbPath string) string {
 	t.Helper()
-	res, err := http.Get(url)
+	key, err := session.LoadOrCreateKey(dbPath + operatorTokenSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(key)
+}
+
+// apiPost posts a JSON body to the API as the operator.
+func apiPost(token, url, body string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	return http.DefaultClient.Do(req)
+}
+
+func getJSON(t *testing.T, token, url string, v any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
@@ -168,7 +197,7 @@ func TestWorkflowCheckpoint_HumanAnswerOverTheAPIResumesTheAgent(t *testing.T) {
 		var st stateJSON
 		pollUntil(t, daemonTimeout, "WF-1 awaiting input at checkpoint ship", func() (bool, string) {
 			st = stateJSON{}
-			getJSON(t, base+"/api/v1/state", &st)
+			getJSON(t, daemonToken(t, dbPath), base+"/api/v1/state", &st)
 			for _, a := range st.AwaitingInput {
 				if a.Identifier == "WF-1" && a.Checkpoint != nil && a.Checkpoint.CheckpointID == "ship" {
 					return true, ""
@@ -206,7 +235,7 @@ func TestWorkflowCheckpoint_HumanAnswerOverTheAPIResumesTheAgent(t *testing.T) {
 
 	// A wrong option and a missing body are refused; the human's answer is recorded.
 	post := func(body string) (int, string) {
-		res, err := http.Post(base+"/api/v1/WF-1/checkpoints/ship", "application/json", strings.NewReader(body))
+		res, err := apiPost(daemonToken(t, dbPath), base+"/api/v1/WF-1/checkpoints/ship", body)
 		if err != nil {
 			t.Fatalf("POST answer: %v", err)
 		}
@@ -265,7 +294,7 @@ func TestWorkflowCheckpoint_HumanAnswerOverTheAPIResumesTheAgent(t *testing.T) {
 			} `json:"runs"`
 		} `json:"workflow"`
 	}
-	getJSON(t, base+"/api/v1/WF-1", &issue)
+	getJSON(t, daemonToken(t, dbPath), base+"/api/v1/WF-1", &issue)
 	var path []string
 	for _, r := range issue.Workflow.Runs {
 		path = append(path, r.Activities...)

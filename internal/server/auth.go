@@ -93,8 +93,9 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, failedLogi
 		_ = loginPage.Execute(w, struct{ Failed bool }{failedLogin})
 		return
 	}
-	msg := "this sortie daemon requires its access token: send Authorization: Bearer <server.auth_token>, " +
-		"or open /login?token=<token> in a browser"
+	msg := "this sortie daemon requires its operator token: send Authorization: Bearer <token>, or open " +
+		"/login?token=<token> in a browser; `sortie status --login-url` prints the link (the token is " +
+		"server.auth_token, or the one the daemon keeps in <db_path>.operator-token)"
 	if failedLogin {
 		msg = "wrong token"
 	}
@@ -143,7 +144,10 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 input{font:inherit;width:100%;box-sizing:border-box;padding:.5rem;margin:.5rem 0}button{font:inherit;padding:.5rem 1rem}
 .err{color:#b00020}</style></head>
 <body><h1>Sortie</h1>
-<p>This daemon's dashboard needs its access token (<code>server.auth_token</code>).</p>
+<p>This daemon's dashboard needs its operator token. Open the login link the daemon printed when it started
+(<code>sortie: open the dashboard, logged in: …</code>), or print it with <code>sortie status --login-url</code>.
+The token is <code>server.auth_token</code> when set, otherwise the one the daemon generated in
+<code>&lt;db_path&gt;.operator-token</code>.</p>
 {{if .Failed}}<p class="err" role="alert">That token is not right.</p>{{end}}
 <form method="post" action="/login"><label for="token">Token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>

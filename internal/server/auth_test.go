@@ -9,7 +9,7 @@ import (
 
 // protected are requests every one of which needs the token when one is set.
 var protected = []struct{ method, path string }{
-	{http.MethodGet, "/readyz"},
+	{http.MethodPost, "/api/v1/PROJ-1/checkpoints/ship"},
 	{http.MethodGet, "/api/v1/state"},
 	{http.MethodGet, "/api/v1/runs"},
 	{http.MethodGet, "/api/v1/PROJ-1"},
@@ -45,6 +45,9 @@ func TestAuth_EveryRouteButLivezNeedsTheToken(t *testing.T) {
 				t.Errorf("%s %s: WWW-Authenticate = %q, want Bearer", p.method, p.path, got)
 			}
 		}
+	}
+	if w := f.get(t, "/readyz"); w.Code != http.StatusOK {
+		t.Errorf("GET /readyz without a token = %d, want 200 (supervisors probe it)", w.Code)
 	}
 	if w := f.get(t, "/livez"); w.Code != http.StatusOK {
 		t.Errorf("GET /livez without a token = %d, want 200", w.Code)

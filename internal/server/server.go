@@ -62,6 +62,10 @@ type Options struct {
 	// Refresh asks the scheduler to poll and reconcile now and reports whether the
 	// request was coalesced into a pending one (orchestrator.Refresh).
 	Refresh func() (coalesced bool)
+	// TokenGenerated says AuthToken is the one the daemon generated, not one the
+	// operator chose (server.auth_token): such a token may guard only a loopback
+	// address, so that serving other machines stays a deliberate choice.
+	TokenGenerated bool
 	// StorePing reports whether the daemon's database answers (sqlite.Store.Ping); it
 	// gets a context that ends after 2 s. /readyz fails its store check otherwise.
 	// Optional: without it the check is not made.
@@ -135,7 +139,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("server: server.port must be between 0 and 65535 (got %d)", o.Port)
 	}
 	o.AuthToken = strings.TrimSpace(o.AuthToken)
-	if o.AuthToken == "" && !isLoopbackHost(o.Host) {
+	if (o.AuthToken == "" || o.TokenGenerated) && !isLoopbackHost(o.Host) {
 		shown := o.Host
 		if shown == "" {
 			shown = `"" (every interface)`
@@ -230,7 +234,6 @@ func (s *Server) stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
 // GET /api/v1/refresh is a 405, not a lookup of an issue called "refresh".
 func (s *Server) routes() http.Handler {
 	api := http.NewServeMux()
-	api.Handle("/readyz", methods(s.handleReadyz, http.MethodGet))
 	api.Handle("/api/v1/state", methods(s.handleState, http.MethodGet))
 	api.Handle("/api/v1/runs", methods(s.handleRuns, http.MethodGet))
 	api.Handle("/api/v1/events", methods(s.handleEvents, http.MethodGet))
@@ -258,6 +261,8 @@ func (s *Server) routes() http.Handler {
 	root := http.NewServeMux()
 	// /livez answers without a token, without I/O, whatever the Host: a process probe.
 	root.Handle("/livez", methods(handleLivez, http.MethodGet))
+	// /readyz too needs no token: supervisors and load balancers probe it.
+	root.Handle("/readyz", methods(s.handleReadyz, http.MethodGet))
 	root.Handle("/login", methods(s.handleLogin, http.MethodGet, http.MethodPost))
 	root.Handle("/", s.authenticate(api))
 

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/url"
+
+	"sortie/internal/config"
+	"sortie/internal/workflow/session"
+)
+
+// operatorTokenSuffix names the operator token file, next to the database: the
+// credential every API route but /livez and /readyz needs when server.auth_token is not
+// set (docs/api.md, "Authentication").
+const operatorTokenSuffix = ".operator-token"
+
+// operatorToken is the token the API and dashboard require: server.auth_token when
+// set, otherwise one generated on first start and kept 0600 beside the database
+// (<db_path>.operator-token, created and checked as the workflow key is), so that a
+// process that can reach the port, an agent included, cannot answer for a human.
+func operatorToken(cfg *config.Config) (string, error) {
+	if cfg.Server.AuthToken != "" {
+		return cfg.Server.AuthToken, nil
+	}
+	path := cfg.DBPath + operatorTokenSuffix
+	key, err := session.LoadOrCreateKey(path)
+	if err != nil {
+		return "", fmt.Errorf("operator token %s: %w", path, err)
+	}
+	return hex.EncodeToString(key), nil
+}
+
+// loginURL is the link that logs a browser in to the dashboard at base (ending in /).
+func loginURL(base, token string) string {
+	return base + "login?token=" + url.QueryEscape(token)
+}
