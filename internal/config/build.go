@@ -32,7 +32,7 @@ var (
 	loggingKeys   = []string{"level", "format"}
 	workerKeys    = []string{"ssh_hosts", "max_concurrent_agents_per_host", "ssh_strict_host_key_checking"}
 	tokenRateKeys = []string{"input_per_mtok", "output_per_mtok", "cache_read_per_mtok"}
-	workflowsKeys = []string{"dir", "workflow"}
+	workflowsKeys = []string{"dir", "workflow", "answerers"}
 )
 
 // builder turns the decoded front matter (after environment overrides) into a Config,
@@ -720,6 +720,7 @@ func (b *builder) buildWorkflows(cfg *Config, raw map[string]any) {
 			}
 		}
 	}
+	w.Answerers = b.stringList(sec, "workflows.answerers")
 	if s, ok := b.str(sec, "workflows.workflow"); ok && s != "" {
 		w.Workflow = s
 		if w.Dir == "" && !b.failed("workflows.dir") {

@@ -154,6 +154,9 @@ type WorkflowsConfig struct {
 	// Workflow is the id of the workflow the first-turn prompt tells the agent to
 	// run; "" leaves the choice to the agent (or the prompt template).
 	Workflow string
+	// Answerers are the tracker logins or emails whose "/sortie choose" comments
+	// answer checkpoints; empty means the tracker's default (docs/workflows.md).
+	Answerers []string
 }
 
 // TokenRate is the price of one million tokens, in dollars, for cost estimates.

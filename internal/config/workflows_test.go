@@ -42,7 +42,7 @@ func TestLoad_WorkflowsDirIsResolvedAgainstTheWorkflowFile(t *testing.T) {
 
 func TestLoad_NoWorkflowsSection(t *testing.T) {
 	cfg, _ := mustLoad(t, minimal, nil)
-	if cfg.Workflows != (WorkflowsConfig{}) {
+	if w := cfg.Workflows; w.Dir != "" || w.Workflow != "" || len(w.Answerers) != 0 {
 		t.Fatalf("Workflows = %+v, want zero without a workflows section", cfg.Workflows)
 	}
 }
@@ -72,8 +72,15 @@ func TestLoad_WorkflowsErrors(t *testing.T) {
 
 func TestLoad_WorkflowsUnknownKeyWarns(t *testing.T) {
 	_, problems, _ := checkFrontMatter(t, minimal+"workflows:\n  directory: lib\n", nil)
-	want := "config: workflows.directory: unknown key in workflows; it is ignored (known: dir, workflow)"
+	want := "config: workflows.directory: unknown key in workflows; it is ignored (known: dir, workflow, answerers)"
 	if !hasProblem(problems, SeverityWarning, want) {
 		t.Fatalf("problems:\n%swant the warning %q", problemLines(problems), want)
+	}
+}
+
+func TestLoad_WorkflowsAnswerers(t *testing.T) {
+	cfg, _ := mustLoad(t, minimalWith("workflows:\n  answerers: [erin, \" dave@example.com \"]\n"), nil)
+	if got := cfg.Workflows.Answerers; len(got) != 2 || got[0] != "erin" || got[1] != "dave@example.com" {
+		t.Errorf("answerers = %q, want erin and dave@example.com", got)
 	}
 }

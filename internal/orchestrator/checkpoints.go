@@ -618,6 +618,11 @@ func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
 			if !ok || o.commentSeen(id, cm.ID) {
 				continue
 			}
+			if why := answerRefusal(o.opts.Config(), cm); why != "" {
+				o.log.Warn("a tracker comment's checkpoint answer was refused", "issue_identifier", pending[0].Identifier,
+					"author", cm.Author, "option", option, "reason", why)
+				continue
+			}
 			// A comment counts when it came after the checkpoint: by its time, or,
 			// without one (a hand-edited issues file), by coming after Sortie's question.
 			at, err := time.Parse(time.RFC3339, cm.CreatedAt)
@@ -668,4 +673,39 @@ func (o *Orchestrator) workflowHint(cfg *config.Config, host, rendered string) s
 		fmt.Sprintf("Work through this issue with the workflow %q of the workflow tools. If you have no workflow session for this issue yet, "+
 			"call start_session(workflow_id=%q) and follow the bootstrap it describes; otherwise continue your session with your newest session_token. "+
 			"When an activity has a checkpoint, read it with get_checkpoint and end your turn: a human answers it, and you are resumed with the answer.\n", id, id)
+}
+
+// answererAssociations are the GitHub author associations whose comments answer
+// checkpoints when workflows.answerers is not set: people with a say in the repository.
+var answererAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}
+
+// answerRefusal says why a "/sortie choose" comment may not answer a checkpoint, or ""
+// when it may. A checkpoint is a human's decision, and on a public repository anyone
+// can comment, the agent's own prompt injector included: with the file tracker,
+// comments never answer (the dashboard and the API do); with workflows.answerers, only
+// those logins or emails do; on GitHub without it, only the repository's owners,
+// members and collaborators. The agent itself cannot comment: tracker_api has no such
+// operation, and the agent holds no tracker credential.
+func answerRefusal(cfg *config.Config, cm tracker.Comment) string {
+	switch {
+	case cfg.Tracker.Kind == "file":
+		return "with the file tracker, checkpoints are answered on the dashboard or through the API only"
+	case len(cfg.Workflows.Answerers) > 0:
+		if !slices.ContainsFunc(cfg.Workflows.Answerers, func(a string) bool { return strings.EqualFold(a, cm.Author) }) {
+			return fmt.Sprintf("%q is not in workflows.answerers", cm.Author)
+		}
+	case cfg.Tracker.Kind == "github":
+		if !slices.Contains(answererAssociations, strings.ToUpper(cm.AuthorAssociation)) {
+			return fmt.Sprintf("%q is %s on the repository, not OWNER, MEMBER or COLLABORATOR (list who may answer in workflows.answerers)",
+				cm.Author, nonEmpty(cm.AuthorAssociation, "NONE"))
+		}
+	}
+	return ""
+}
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
 }

@@ -52,6 +52,9 @@ type Comment struct {
 	Author    string `json:"author"`
 	Body      string `json:"body"`
 	CreatedAt string `json:"created_at"`
+	// AuthorAssociation is the author's relation to the repository on GitHub (OWNER,
+	// MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...); "" elsewhere.
+	AuthorAssociation string `json:"author_association,omitempty"`
 }
 
 // Tracker is what the orchestrator needs from an issue tracker. Implementations are safe

@@ -58,10 +58,11 @@ type apiIssueType struct {
 }
 
 type apiComment struct {
-	ID        int64    `json:"id"`
-	User      *apiUser `json:"user"`
-	Body      *string  `json:"body"`
-	CreatedAt string   `json:"created_at"`
+	ID                int64    `json:"id"`
+	User              *apiUser `json:"user"`
+	Body              *string  `json:"body"`
+	CreatedAt         string   `json:"created_at"`
+	AuthorAssociation string   `json:"author_association"`
 }
 
 type apiSearch struct {
@@ -212,7 +213,7 @@ func refIdentifier(a *apiIssue, repo string) string {
 }
 
 func normalizeComment(c *apiComment) tracker.Comment {
-	out := tracker.Comment{ID: strconv.FormatInt(c.ID, 10), CreatedAt: c.CreatedAt}
+	out := tracker.Comment{ID: strconv.FormatInt(c.ID, 10), CreatedAt: c.CreatedAt, AuthorAssociation: c.AuthorAssociation}
 	if c.User != nil {
 		out.Author = c.User.Login
 	}
