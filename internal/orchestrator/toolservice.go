@@ -144,8 +144,13 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 	return map[string]bool{"transitioned": true}, nil
 }
 
-// scoped fetches an issue and refuses one outside tracker.project.
+// scoped fetches an issue and refuses one outside tracker.project. A Jira key of
+// another project is refused before anything is asked of Jira.
 func (t *ToolService) scoped(ctx context.Context, cfg *config.Config, id string) (tracker.Issue, *agentsock.Error) {
+	if cfg.Tracker.Kind == "jira" && strings.Contains(id, "-") && !inProject(cfg, tracker.Issue{Identifier: strings.TrimSpace(id)}) {
+		return tracker.Issue{}, agentsock.Errorf("project_scope_violation",
+			"issue %s is not in the configured project %s", id, cfg.Tracker.Project)
+	}
 	is, err := t.Issues.FetchIssueByID(ctx, id)
 	if err != nil {
 		return tracker.Issue{}, trackerError(err)
@@ -159,16 +164,19 @@ func (t *ToolService) scoped(ctx context.Context, cfg *config.Config, id string)
 
 // inProject is the tool-level project check, a second line behind the tracker's own
 // scoping (spec: "Project scoping"). Jira keys carry their project (PROJ-12); a GitHub
-// project is the repository the adapter is bound to; without a project there is no
-// scope to check.
+// issue of another repository than tracker.project is named owner/repo#N by the
+// adapter (from its repository_url); without a project there is no scope to check.
 func inProject(cfg *config.Config, is tracker.Issue) bool {
 	project := strings.TrimSpace(cfg.Tracker.Project)
 	if project == "" {
 		return true
 	}
-	if cfg.Tracker.Kind == "jira" {
+	switch cfg.Tracker.Kind {
+	case "jira":
 		prefix, _, ok := strings.Cut(is.Identifier, "-")
 		return ok && strings.EqualFold(prefix, project)
+	case "github":
+		return !strings.Contains(is.Identifier, "#")
 	}
 	return true
 }

@@ -218,3 +218,35 @@ func TestToolService_Notify(t *testing.T) {
 		t.Errorf("info = %+v", info)
 	}
 }
+
+// TestToolService_JiraCrossProjectKeyIsAScopeViolation: a key of another project is
+// project_scope_violation (spec), not tracker_not_found, even when the daemon's Jira
+// would not find it.
+func TestToolService_JiraCrossProjectKeyIsAScopeViolation(t *testing.T) {
+	svc, _, _ := toolService(t, func(c *config.Config) {
+		c.Tracker.Kind, c.Tracker.Project = "jira", "PROJ"
+	})
+	for _, op := range []string{"fetch_issue", "fetch_comments"} {
+		_, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: op, IssueID: "SECRET-404"})
+		if e == nil || e.Kind != "project_scope_violation" {
+			t.Errorf("%s SECRET-404: %v, want project_scope_violation", op, e)
+		}
+	}
+}
+
+// TestToolService_GitHubIssueOfAnotherRepositoryIsOutOfScope: an issue the GitHub
+// adapter found in another repository (named owner/repo#N from its repository_url) is
+// refused.
+func TestToolService_GitHubIssueOfAnotherRepositoryIsOutOfScope(t *testing.T) {
+	svc, ft, _ := toolService(t, func(c *config.Config) {
+		c.Tracker.Kind, c.Tracker.Project = "github", "acme/app"
+	})
+	ft.Put(tracker.Issue{ID: "77", Identifier: "evil/repo#77", Title: "moved", State: "Todo"})
+	_, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: "77", TargetState: "Done"})
+	if e == nil || e.Kind != "project_scope_violation" {
+		t.Fatalf("transition of evil/repo#77: %v, want project_scope_violation", e)
+	}
+	if n := len(ft.TransitionsOf("77")); n != 0 {
+		t.Errorf("evil/repo#77 was transitioned %d times despite the scope", n)
+	}
+}

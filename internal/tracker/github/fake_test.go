@@ -420,6 +420,8 @@ func newTestTracker(t testing.TB, f *fakeGitHub, clock *testClock, mutate ...fun
 	}
 	g := tr.(*Tracker)
 	g.now = clock.Now
-	g.client = f.srv.Client()
+	c := f.srv.Client()
+	c.CheckRedirect = g.client.CheckRedirect // the adapter's own redirect policy
+	g.client = c
 	return g
 }

@@ -86,10 +86,15 @@ func New(cfg tracker.Config) (tracker.Tracker, error) {
 		userAgent: ua,
 		filter:    strings.TrimSpace(cfg.QueryFilter),
 		states:    newStates(cfg),
-		client:    &http.Client{Timeout: requestTimeout},
-		now:       time.Now,
-		limits:    newLimiter(),
-		etags:     newETagCache(etagCacheSize),
+		// Redirects are never followed: GitHub answers 301 for an issue transferred to
+		// another repository, and following it would read or move an issue outside
+		// tracker.project (statusError reports it).
+		client: &http.Client{Timeout: requestTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}},
+		now:    time.Now,
+		limits: newLimiter(),
+		etags:  newETagCache(etagCacheSize),
 	}, nil
 }
 
