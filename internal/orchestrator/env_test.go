@@ -42,13 +42,14 @@ func TestHookEnvLists_PassOperatorVariablesDropCredentials(t *testing.T) {
 		"SORTIE_TRACKER_ENDPOINT=https://t",
 		"SORTIE_DB_PATH=/db",
 		"SORTIE_ENV_FILE=/e",
+		"SORTIE_SERVER_AUTH_TOKEN=operator",
 		"GITHUB_TOKEN=s",
 	}
 	pass, drop := hookEnvLists(cfg, environ)
 	if want := []string{"SORTIE_REPO_URL", "SORTIE_WORKSPACE_ROOT"}; !slices.Equal(pass, want) {
 		t.Errorf("pass = %q, want %q", pass, want)
 	}
-	for _, name := range []string{"GITHUB_TOKEN", "JIRA_PASSWORD", "SORTIE_TRACKER_API_KEY", "SORTIE_TRACKER_ENDPOINT", "SORTIE_DB_PATH", "SORTIE_ENV_FILE"} {
+	for _, name := range []string{"GITHUB_TOKEN", "JIRA_PASSWORD", "SORTIE_TRACKER_API_KEY", "SORTIE_TRACKER_ENDPOINT", "SORTIE_DB_PATH", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN"} {
 		if !slices.Contains(drop, name) {
 			t.Errorf("drop = %q, want it to contain %s", drop, name)
 		}
