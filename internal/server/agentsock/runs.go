@@ -28,18 +28,25 @@ type RunsRequest struct {
 // maxRunsLimit bounds one RunsRequest.
 const maxRunsLimit = 100
 
-func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
+// history authorizes a run-history call and decodes its body into req; ok is false
+// when it has already answered.
+func (s *Server) history(w http.ResponseWriter, r *http.Request, req any) (Session, RunHistory, bool) {
 	sess, ok := s.authorize(w, r)
 	if !ok {
-		return
+		return sess, nil, false
 	}
 	rh, ok := s.h.(RunHistory)
 	if !ok {
 		reply(w, nil, Errorf("unsupported_operation", "this daemon serves no run history"))
-		return
+		return sess, nil, false
 	}
+	return sess, rh, decode(w, r, req)
+}
+
+func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	var req RunsRequest
-	if !decode(w, r, &req) {
+	sess, rh, ok := s.history(w, r, &req)
+	if !ok {
 		return
 	}
 	if req.Limit <= 0 || req.Limit > maxRunsLimit {
@@ -51,17 +58,9 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) totals(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.authorize(w, r)
-	if !ok {
-		return
-	}
-	rh, ok := s.h.(RunHistory)
-	if !ok {
-		reply(w, nil, Errorf("unsupported_operation", "this daemon serves no run history"))
-		return
-	}
 	var req struct{}
-	if !decode(w, r, &req) {
+	sess, rh, ok := s.history(w, r, &req)
+	if !ok {
 		return
 	}
 	t, e := rh.Totals(r.Context(), sess)
