@@ -41,3 +41,39 @@ func TestAnswerRefusal_OnlyHumansWithASayAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpoint_RefusedTrackerAnswersAreListedAndChangeNothing: a "/sortie choose"
+// comment by someone not in workflows.answerers leaves the checkpoint unanswered and is
+// listed for the issue page; an answerer's comment then answers it.
+func TestCheckpoint_RefusedTrackerAnswersAreListedAndChangeNothing(t *testing.T) {
+	cfg := checkpointConfig(t)
+	cfg.Workflows.Answerers = []string{"erin"}
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, checkpoints: true})
+	h.trk.Put(issue("CP-9", "Todo"))
+	armOnFirstTurn(t, h, "CP-9", approvePlan("CP-9"))
+	h.start()
+	h.awaitStep(StepExit, "CP-9")
+
+	if err := h.trk.AddComment("CP-9", "mallory", "/sortie choose approve"); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(config.DefaultPollingInterval)
+	o := h.awaitStep(StepTick, "")
+	if held, ok := heldOf(o.Snapshot, "CP-9"); !ok || held.Reason != holdAwaiting {
+		t.Fatalf("mallory's comment lifted the hold: %s", describe(o.Snapshot))
+	}
+	refused := h.orch.RefusedAnswers("CP-9")
+	if len(refused) != 1 || refused[0].Author != "mallory" || refused[0].Option != "approve" ||
+		!strings.Contains(refused[0].Reason, "not in workflows.answerers") {
+		t.Fatalf("refused answers = %+v, want mallory's", refused)
+	}
+
+	if err := h.trk.AddComment("CP-9", "Erin", "/sortie choose approve"); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(config.DefaultPollingInterval)
+	h.await("erin's answer lifts the hold", func(o Observation) bool {
+		_, held := heldOf(o.Snapshot, "CP-9")
+		return !held
+	})
+}

@@ -125,6 +125,43 @@ type checkpoints struct {
 	// tick goes on from the issue after it (loop only).
 	readAfter string
 	engine    SessionForgetter // nil until SetWorkflowSessions
+	// refused are the newest tracker answers refused per issue id (answerRefusal), for
+	// the issue page; at most maxRefused each.
+	refused map[string][]RefusedAnswer
+}
+
+// RefusedAnswer is a "/sortie choose" tracker comment that did not answer a checkpoint
+// because its author may not (answerRefusal).
+type RefusedAnswer struct {
+	Author string    `json:"author"`
+	Option string    `json:"option"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"` // the comment's time, or when it was read
+}
+
+// maxRefused bounds the refused answers kept per issue.
+const maxRefused = 20
+
+// RefusedAnswers returns the newest tracker answers refused for issueID, oldest first.
+// Safe from any goroutine.
+func (o *Orchestrator) RefusedAnswers(issueID string) []RefusedAnswer {
+	o.cp.mu.Lock()
+	defer o.cp.mu.Unlock()
+	return slices.Clone(o.cp.refused[issueID])
+}
+
+// refuseAnswer records a refused tracker answer.
+func (o *Orchestrator) refuseAnswer(issueID string, ra RefusedAnswer) {
+	o.cp.mu.Lock()
+	defer o.cp.mu.Unlock()
+	if o.cp.refused == nil {
+		o.cp.refused = map[string][]RefusedAnswer{}
+	}
+	list := append(o.cp.refused[issueID], ra)
+	if len(list) > maxRefused {
+		list = list[len(list)-maxRefused:]
+	}
+	o.cp.refused[issueID] = list
 }
 
 // SetWorkflowSessions gives the orchestrator the workflow engine, so that ending an
@@ -621,6 +658,11 @@ func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
 			if why := answerRefusal(o.opts.Config(), cm); why != "" {
 				o.log.Warn("a tracker comment's checkpoint answer was refused", "issue_identifier", pending[0].Identifier,
 					"author", cm.Author, "option", option, "reason", why)
+				at, err := time.Parse(time.RFC3339, cm.CreatedAt)
+				if err != nil {
+					at = o.clk.Now()
+				}
+				o.refuseAnswer(id, RefusedAnswer{Author: cm.Author, Option: option, Reason: why, At: at})
 				continue
 			}
 			// A comment counts when it came after the checkpoint: by its time, or,

@@ -74,7 +74,7 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.snapshotTime(snap)
 	out := issueBody{Identifier: id, Status: issueIdle, Runs: []runJSON{}, RecentEvents: []eventJSON{},
-		Workflow: issueWorkflowJSON{Checkpoints: []decisionJSON{}, Runs: []activityPathJSON{}}}
+		Workflow: issueWorkflowJSON{Checkpoints: []decisionJSON{}, Runs: []activityPathJSON{}, RefusedAnswers: []orchestrator.RefusedAnswer{}}}
 	known := false
 	// Decide the status from the most to the least active; an issue is in at most one
 	// of running and retrying, but may also be held.
@@ -136,6 +136,12 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				s.storeFailed(w, r, err)
 				return
+			}
+		}
+		out.Workflow.RefusedAnswers = []orchestrator.RefusedAnswer{}
+		if ra, ok := s.opts.Checkpoints.(RefusedAnswers); ok && out.IssueID != "" {
+			if list := ra.RefusedAnswers(out.IssueID); len(list) > 0 {
+				out.Workflow.RefusedAnswers = list
 			}
 		}
 	}

@@ -218,7 +218,7 @@ func TestIssue_WorkflowBlockIsEmptyListsWithoutWorkflows(t *testing.T) {
 	f := newFixture(t, nil)
 	f.sched.snap = stateSnapshot()
 	body := f.get(t, "/api/v1/PROJ-1").Body.String()
-	if !strings.Contains(body, `"workflow":{"checkpoints":[],"runs":[]}`) {
+	if !strings.Contains(body, `"workflow":{"checkpoints":[],"runs":[],"refused_answers":[]}`) {
 		t.Errorf("body lacks an empty workflow block:\n%s", body)
 	}
 }
@@ -250,5 +250,32 @@ func TestActivityPath_KeepsTheLastActivities(t *testing.T) {
 				t.Errorf("activityPath = %+v, %v; want ok %v, %d activities from %q, truncated %v", p, ok, tt.wantOK, tt.wantLen, tt.wantFirst, tt.wantTrunc)
 			}
 		})
+	}
+}
+
+// refusingAnswerer is an answerer that refused a tracker answer for id-8.
+type refusingAnswerer struct{ fakeAnswerer }
+
+func (refusingAnswerer) RefusedAnswers(issueID string) []orchestrator.RefusedAnswer {
+	if issueID != "id-8" {
+		return nil
+	}
+	return []orchestrator.RefusedAnswer{{Author: "mallory", Option: "approve", Reason: `"mallory" is NONE on the repository`, At: t0}}
+}
+
+// TestIssue_ListsRefusedTrackerAnswers: the issue page shows the tracker answers that
+// were refused, and an empty list for an issue without any.
+func TestIssue_ListsRefusedTrackerAnswers(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Checkpoints = &refusingAnswerer{} })
+	f.sched.set(func(s *orchestrator.Snapshot) {
+		s.Held = []orchestrator.HeldView{{IssueID: "id-8", Identifier: "PROJ-8", Reason: "awaiting_input", State: "Todo", Since: t0},
+			{IssueID: "id-9", Identifier: "PROJ-9", Reason: "awaiting_input", State: "Todo", Since: t0}}
+	})
+	body := f.get(t, "/api/v1/PROJ-8").Body.String()
+	if !strings.Contains(body, `"refused_answers":[{"author":"mallory","option":"approve","reason":"\"mallory\" is NONE on the repository"`) {
+		t.Errorf("PROJ-8's detail lacks mallory's refused answer:\n%s", body)
+	}
+	if body := f.get(t, "/api/v1/PROJ-9").Body.String(); !strings.Contains(body, `"refused_answers":[]`) {
+		t.Errorf("PROJ-9's detail: want an empty refused_answers list:\n%s", body)
 	}
 }

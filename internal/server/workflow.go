@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"sortie/internal/orchestrator"
 	"sortie/internal/store"
 	"sortie/internal/workflow/engine"
 )
@@ -38,6 +39,15 @@ type issueWorkflowJSON struct {
 	// Runs are the activity paths of the newest runs that used a workflow, newest
 	// run first.
 	Runs []activityPathJSON `json:"runs"`
+	// RefusedAnswers are the newest "/sortie choose" tracker comments that did not
+	// answer a checkpoint because their author may not, oldest first.
+	RefusedAnswers []orchestrator.RefusedAnswer `json:"refused_answers"`
+}
+
+// RefusedAnswers is implemented by a CheckpointAnswerer that remembers the tracker
+// answers it refused (the orchestrator).
+type RefusedAnswers interface {
+	RefusedAnswers(issueID string) []orchestrator.RefusedAnswer
 }
 
 // decisionJSON is one issuance of a checkpoint: who answered what, and how the

@@ -136,7 +136,8 @@ export function checkpointCard(cp, answers, { showIssue = true, since = '', note
 export function workflowPanel(wf) {
   const runs = wf?.runs || [];
   const decisions = wf?.checkpoints || [];
-  if (!runs.length && !decisions.length) return null;
+  const refused = wf?.refused_answers || [];
+  if (!runs.length && !decisions.length && !refused.length) return null;
   const parts = [];
   if (runs.length) {
     parts.push(el('h3', {}, 'Activity path'), el('ol', { class: 'paths' }, runs.map((r) => el('li', { dataset: { run: r.run_id } },
@@ -154,6 +155,15 @@ export function workflowPanel(wf) {
         d.answered_by ? `${d.answered_by} (${String(d.source || '').replace(/_/g, ' ')})` : '—',
         d.resolution ? badge(d.resolution) : badge('pending', 'the agent has not resolved it yet'),
       ]), 'decisions'));
+  }
+  if (refused.length) {
+    parts.push(el('h3', {}, 'Refused tracker answers'), table(['When', 'Author', 'Option', 'Why'],
+      [...refused].reverse().map((a) => [
+        timeEl(parseTime(a.at)),
+        a.author || '—',
+        el('code', {}, a.option),
+        el('span', { class: 'muted' }, clip(a.reason, 200)),
+      ]), 'refused'));
   }
   return parts;
 }
