@@ -256,7 +256,7 @@ func TestActivityPath_KeepsTheLastActivities(t *testing.T) {
 // refusingAnswerer is an answerer that refused a tracker answer for id-8.
 type refusingAnswerer struct{ fakeAnswerer }
 
-func (refusingAnswerer) RefusedAnswers(issueID string) []orchestrator.RefusedAnswer {
+func (*refusingAnswerer) RefusedAnswers(issueID string) []orchestrator.RefusedAnswer {
 	if issueID != "id-8" {
 		return nil
 	}
