@@ -31,14 +31,16 @@ const (
 // cmdMCPServer runs `sortie mcp-server`: with --workflow PATH, the sortie-tools MCP
 // server an agent CLI starts from .sortie/mcp.json; with --workflows DIR, a standalone
 // server of the workflow tools for any MCP client, with its own state; with both, both
-// sets. MCP flows over stdin and stdout; logs go to stderr. It exits 0 when the client
-// closes stdin.
+// sets. --db PATH is for an operator running it by hand: the run history from that
+// database instead of the daemon's agent socket. MCP flows over stdin and stdout; logs
+// go to stderr. It exits 0 when the client closes stdin.
 func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	workflowPath := fs.String("workflow", "", "absolute path of the WORKFLOW.md the session runs under (required unless --workflows is given)")
 	libraryDir := fs.String("workflows", "", "serve the workflow tools standalone, from the workflow library in this directory")
 	stateDir := fs.String("state-dir", "", "with --workflows: where the session key and sessions are kept\n(default $XDG_STATE_HOME/sortie/workflows, else ~/.local/state/sortie/workflows)")
+	dbPath := fs.String("db", "", "with --workflow, run by hand: read workspace_history and cost_budget of SORTIE_ISSUE_ID from this\ndatabase, read-only (a daemon's agents get them from its agent socket instead)")
 	if err := fs.Parse(args); err != nil {
 		return parseErrorCode(err)
 	}
@@ -56,6 +58,9 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	case *workflowPath != "" && !filepath.IsAbs(*workflowPath):
 		fmt.Fprintf(stderr, "sortie mcp-server: --workflow must be an absolute path (got %q): the agent starts the sidecar in its workspace\n", *workflowPath)
 		return exitUsage
+	case *dbPath != "" && *workflowPath == "":
+		fmt.Fprintln(stderr, "sortie mcp-server: --db needs --workflow (the budget and rates cost_budget reports against are in WORKFLOW.md)")
+		return exitUsage
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "sortie mcp-server: "+format+"\n", a...)
@@ -63,29 +68,48 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 
 	var (
-		env mcp.Env
-		cfg *config.Config
-		err error
+		env     mcp.Env
+		cfg     *config.Config
+		loadErr error
+		err     error
 	)
 	level, format := config.DefaultLogLevel, config.DefaultLogFormat
 	if *workflowPath != "" {
 		if env, err = mcp.ParseEnv(os.Getenv); err != nil {
 			return fail("%v", err)
 		}
-		if cfg, err = config.Load(*workflowPath, config.Options{Env: mcp.ConfigEnv(os.LookupEnv)}); err != nil {
-			return fail("%v", err)
+		cfg, loadErr = config.Load(*workflowPath, config.Options{Env: mcp.ConfigEnv(os.LookupEnv)})
+		switch {
+		case loadErr == nil:
+			level, format = cfg.Logging.Level, cfg.Logging.Format
+		case *dbPath != "" || !inSession(env):
+			return fail("%v", loadErr)
 		}
-		level, format = cfg.Logging.Level, cfg.Logging.Format
 	}
 	log, err := newLogger(stderr, level, format)
 	if err != nil {
 		return fail("%v", err)
 	}
 	log = log.With("component", "mcp-server", "pid", os.Getpid())
+	if loadErr != nil {
+		// The daemon validated this file with its own environment; an agent's lacks
+		// the daemon's SORTIE_* overrides (tracker.kind, say), on purpose. The session's
+		// state file and the daemon's socket carry what the tools need.
+		log.Warn("WORKFLOW.md does not load without the daemon's environment; going on with the session's settings from the daemon",
+			"workflow", *workflowPath, "error", loadErr)
+	}
+	if os.Getenv("SORTIE_DB_PATH") != "" {
+		log.Warn("SORTIE_DB_PATH is ignored: the run history comes from the daemon's agent socket; to read a database by hand, pass --db PATH")
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := mcp.Options{Env: env, Config: cfg, Version: version, Log: log}
+	if *dbPath != "" {
+		if opts.DBPath, err = filepath.Abs(*dbPath); err != nil {
+			return fail("--db: %v", err)
+		}
+	}
 	if *libraryDir != "" {
 		eng, err := standaloneEngine(ctx, *libraryDir, *stateDir, log)
 		if err != nil {
@@ -104,6 +128,12 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		return fail("%v", err)
 	}
 	return exitOK
+}
+
+// inSession reports whether env is a session's, as the daemon writes it into
+// .sortie/mcp.json: a workspace, or the daemon's agent socket and token.
+func inSession(env mcp.Env) bool {
+	return env.Workspace != "" || (env.AgentSocket != "" && env.AgentToken != "")
 }
 
 // standaloneEngine loads the workflow library in dir and starts an engine over the

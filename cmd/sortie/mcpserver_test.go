@@ -18,7 +18,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"sortie/internal/config"
 	"sortie/internal/mcp/tools"
+	"sortie/internal/orchestrator"
 	"sortie/internal/server/agentsock"
 	"sortie/internal/store"
 	"sortie/internal/store/sqlite"
@@ -93,6 +95,15 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 		}
 		started = started.Add(time.Hour)
 	}
+	// Another issue's run, which no session of issue 42 may see.
+	other, err := db.StartRun(ctx, store.Run{IssueID: "43", Identifier: "PROJ-43", Attempt: 1, AgentKind: "mock", StartedAt: started})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishRun(ctx, other, store.RunEnd{Status: store.StatusFailed, Error: "issue 43: private failure", EndedAt: started.Add(time.Minute),
+		Progress: store.Progress{Tokens: store.Tokens{Input: 9e6, Total: 9e6}}}); err != nil {
+		t.Fatal(err)
+	}
 	f.runningID, err = db.StartRun(ctx, store.Run{IssueID: "42", Identifier: "PROJ-42", Attempt: 3, AgentKind: "mock", StartedAt: started})
 	if err != nil {
 		t.Fatal(err)
@@ -124,27 +135,73 @@ func (f *mcpFixture) writeState(t *testing.T, content string) {
 	writeFile(t, f.workspace, ".sortie/state.json", content)
 }
 
-// env returns the session environment of the given gates, as the daemon writes it into
-// .sortie/mcp.json.
-func (f *mcpFixture) env(workspace, db, socket bool) []string {
-	var env []string
+// env returns the session environment, as the daemon writes it into .sortie/mcp.json:
+// the workspace when asked, the session's identity, and the agent socket with the
+// session's token when asked. There is no database path in it.
+func (f *mcpFixture) env(workspace, socket bool) []string {
+	env := []string{"SORTIE_ISSUE_ID=42", "SORTIE_ISSUE_IDENTIFIER=PROJ-42", fmt.Sprintf("SORTIE_RUN_ID=%d", f.runningID), "SORTIE_SESSION_ID="}
 	if workspace {
 		env = append(env, "SORTIE_WORKSPACE="+f.workspace)
-	}
-	if db {
-		env = append(env, "SORTIE_DB_PATH="+f.dbPath, "SORTIE_ISSUE_ID=42")
 	}
 	if socket {
 		env = append(env, "SORTIE_AGENT_SOCKET="+f.sock.Path(), "SORTIE_AGENT_TOKEN="+f.token)
 	}
-	return append(env, "SORTIE_ISSUE_IDENTIFIER=PROJ-42", fmt.Sprintf("SORTIE_RUN_ID=%d", f.runningID), "SORTIE_SESSION_ID=")
+	return env
 }
 
-// mcpDaemon is the daemon's side of the agent socket: canned tracker answers and a
-// notification backend that fails on request.
+// serveHistory makes the fake daemon serve the run history from its database, as the
+// real daemon does (orchestrator.ToolService over its store), under the configuration
+// of the workflow with the operator's overrides env, which the sidecar never sees.
+func (f *mcpFixture) serveHistory(t *testing.T, env ...string) {
+	t.Helper()
+	cfg, err := config.Load(f.workflow, config.Options{Env: func(name string) (string, bool) {
+		for _, kv := range append(env, "MCP_TEST_TRACKER_SECRET=daemon-secret") {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.Open(context.Background(), f.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f.daemon.mu.Lock()
+	defer f.daemon.mu.Unlock()
+	f.daemon.history = &orchestrator.ToolService{Config: func() *config.Config { return cfg }, History: db}
+}
+
+// mcpDaemon is the daemon's side of the agent socket: canned tracker answers, a
+// notification backend that fails on request and, once serveHistory is called, the
+// daemon's own run-history service.
 type mcpDaemon struct {
 	mu       sync.Mutex
 	notified []agentsock.NotifyRequest
+	history  *orchestrator.ToolService
+}
+
+func (d *mcpDaemon) historyService() *orchestrator.ToolService {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.history
+}
+
+func (d *mcpDaemon) Runs(ctx context.Context, sess agentsock.Session, limit int) ([]agentsock.RunRecord, *agentsock.Error) {
+	if h := d.historyService(); h != nil {
+		return h.Runs(ctx, sess, limit)
+	}
+	return nil, agentsock.Errorf("unsupported_operation", "this daemon serves no run history")
+}
+
+func (d *mcpDaemon) Spend(ctx context.Context, sess agentsock.Session) (agentsock.Spend, *agentsock.Error) {
+	if h := d.historyService(); h != nil {
+		return h.Spend(ctx, sess)
+	}
+	return agentsock.Spend{}, agentsock.Errorf("unsupported_operation", "this daemon serves no run history")
 }
 
 func (d *mcpDaemon) Tracker(_ context.Context, sess agentsock.Session, req agentsock.TrackerRequest) (any, *agentsock.Error) {
@@ -171,15 +228,25 @@ func (d *mcpDaemon) Notify(_ context.Context, _ agentsock.Session, req agentsock
 }
 
 func (d *mcpDaemon) Info() agentsock.SessionInfo {
-	return agentsock.SessionInfo{Capabilities: agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true}, TrackerKind: "file"}
+	return agentsock.SessionInfo{Capabilities: agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true,
+		Runs: d.historyService() != nil}, TrackerKind: "file"}
 }
 
-// startSidecar runs the built `sortie mcp-server` with env as its session environment
-// and connects the SDK's client to it over stdio. Closing the session (at cleanup)
-// closes the sidecar's stdin; it must then exit 0 without a data race.
-func startSidecar(t *testing.T, workflow string, env []string) *sdk.ClientSession {
+// startSidecar runs the built `sortie mcp-server --workflow workflow` (and args) with
+// env as its session environment and connects the SDK's client to it over stdio.
+// Closing the session (at cleanup) closes the sidecar's stdin; it must then exit 0
+// without a data race.
+func startSidecar(t *testing.T, workflow string, env []string, args ...string) *sdk.ClientSession {
 	t.Helper()
-	cmd := exec.Command(sortieBin, "mcp-server", "--workflow", workflow)
+	cs, _ := startSidecarLogged(t, workflow, env, args...)
+	return cs
+}
+
+// startSidecarLogged is startSidecar that also returns the sidecar's stderr, complete
+// once the sidecar has exited.
+func startSidecarLogged(t *testing.T, workflow string, env []string, args ...string) (*sdk.ClientSession, func() string) {
+	t.Helper()
+	cmd := exec.Command(sortieBin, append([]string{"mcp-server", "--workflow", workflow}, args...)...)
 	cmd.Env = testEnv(t.TempDir(), env...)
 	cmd.Dir = t.TempDir()
 	var stderr bytes.Buffer
@@ -203,7 +270,11 @@ func startSidecar(t *testing.T, workflow string, env []string) *sdk.ClientSessio
 			t.Errorf("the race detector fired in the sidecar:\n%s", stderr.String())
 		}
 	})
-	return cs
+	return cs, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return stderr.String()
+	}
 }
 
 func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
@@ -243,22 +314,26 @@ func callMCP(t *testing.T, cs *sdk.ClientSession, name string, args any) (string
 
 func TestMCP_ToolsListPerGate(t *testing.T) {
 	f := newMCPFixture(t)
+	f.serveHistory(t)
 	tests := []struct {
-		name                  string
-		workspace, db, socket bool
-		want                  []string // sorted: the SDK lists tools by name
+		name              string
+		workspace, socket bool
+		extra             []string // more environment
+		want              []string // sorted: the SDK lists tools by name
 	}{
-		{name: "no session environment"},
+		{name: "no workspace, no socket"},
 		{name: "workspace", workspace: true, want: []string{"sortie_status"}},
-		{name: "workspace and database", workspace: true, db: true,
-			want: []string{"cost_budget", "sortie_status", "workspace_history"}},
-		{name: "everything", workspace: true, db: true, socket: true,
+		// The spec's database path gives nothing: the run history comes from the
+		// daemon.
+		{name: "workspace and a database path", workspace: true, extra: []string{"SORTIE_DB_PATH=" + f.dbPath},
+			want: []string{"sortie_status"}},
+		{name: "workspace and the daemon", workspace: true, socket: true,
 			want: []string{"cost_budget", "notify_operator", "sortie_status", "tracker_api", "workspace_history"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cs := startSidecar(t, f.workflow, f.env(tt.workspace, tt.db, tt.socket))
+			cs := startSidecar(t, f.workflow, append(f.env(tt.workspace, tt.socket), tt.extra...))
 			if info := cs.InitializeResult().ServerInfo; info.Name != "sortie-tools" || info.Version != testVersion {
 				t.Errorf("serverInfo = %+v, want sortie-tools %s", info, testVersion)
 			}
@@ -287,13 +362,11 @@ func TestMCP_ToolsListPerGate(t *testing.T) {
 
 func TestMCP_ToolEnvelopes(t *testing.T) {
 	f := newMCPFixture(t)
-	// The daemon has the database open while its agents run.
-	daemonDB, err := sqlite.Open(context.Background(), f.dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer daemonDB.Close()
-	cs := startSidecar(t, f.workflow, f.env(true, true, true))
+	// The daemon has the database open while its agents run, and an operator override
+	// raises the budget: the sidecar, which never sees the override, reports the
+	// daemon's budget.
+	f.serveHistory(t, "SORTIE_AGENT_MAX_TOKENS=12000")
+	cs := startSidecar(t, f.workflow, f.env(true, true))
 
 	t.Run("sortie_status", func(t *testing.T) {
 		got, isErr := callMCP(t, cs, "sortie_status", map[string]any{})
@@ -330,7 +403,7 @@ func TestMCP_ToolEnvelopes(t *testing.T) {
 		// Stored: 1500 + 3000 + 200; the running run's live 700 replaces its 200.
 		// Priced at the mock rates: 3400 input × $1000/M + 1800 output × $2000/M.
 		want := `{"issue_id":"42","spent":{"input_tokens":3400,"output_tokens":1800,"total_tokens":5200,"cache_read_tokens":50,"cost_usd":7},` +
-			`"budget":{"max_tokens":10000,"max_cost_usd":10},"remaining":{"tokens":4800,"cost_usd":3},"exhausted":false,` +
+			`"budget":{"max_tokens":12000,"max_cost_usd":10},"remaining":{"tokens":6800,"cost_usd":3},"exhausted":false,` +
 			`"runs":3,"includes_running_session":true,"cost_source":"token_rates"}`
 		if isErr || got != want {
 			t.Fatalf("cost_budget =\n%s\nwant\n%s", got, want)
@@ -407,9 +480,52 @@ func TestMCP_ToolEnvelopes(t *testing.T) {
 	})
 }
 
+// TestMCP_HistoryIsTheTokensIssue: an agent of issue 42 that points SORTIE_ISSUE_ID at
+// issue 43 still reads issue 42's history and spend: the daemon answers for the
+// token's issue.
+func TestMCP_HistoryIsTheTokensIssue(t *testing.T) {
+	f := newMCPFixture(t)
+	f.serveHistory(t)
+	env := append(f.env(true, true), "SORTIE_ISSUE_ID=43")
+	cs := startSidecar(t, f.workflow, env)
+	for _, tool := range []string{"workspace_history", "cost_budget"} {
+		got, isErr := callMCP(t, cs, tool, map[string]any{})
+		if isErr || !strings.HasPrefix(got, `{"issue_id":"42",`) || strings.Contains(got, "43") || strings.Contains(got, "9000000") {
+			t.Errorf("%s with SORTIE_ISSUE_ID=43 and issue 42's token = %s (isError %v); want issue 42's, and nothing of 43", tool, got, isErr)
+		}
+	}
+}
+
+// TestMCP_WorkflowThatNeedsTheDaemonsOverrides: the daemon reads WORKFLOW.md with its
+// SORTIE_* overrides, which the agent does not get. A workflow whose tracker.kind comes
+// only from one does not load in the sidecar; in a session that is no failure: the
+// tools still come up, with the daemon's settings, and the sidecar says why on stderr.
+func TestMCP_WorkflowThatNeedsTheDaemonsOverrides(t *testing.T) {
+	f := newMCPFixture(t)
+	partial := writeFile(t, filepath.Dir(f.workflow), "PARTIAL.md", strings.Replace(mcpWorkflow, "  kind: file\n", "", 1))
+	f.serveHistory(t)
+	cs, stderr := startSidecarLogged(t, partial, f.env(true, true))
+	want := []string{"cost_budget", "notify_operator", "sortie_status", "tracker_api", "workspace_history"}
+	if got := toolNames(t, cs); !slices.Equal(got, want) {
+		t.Fatalf("tools/list = %v, want %v", got, want)
+	}
+	got, isErr := callMCP(t, cs, "cost_budget", map[string]any{})
+	if isErr || !strings.Contains(got, `"budget":{"max_tokens":10000,"max_cost_usd":10}`) || !strings.Contains(got, `"cost_source":"token_rates"`) {
+		t.Errorf("cost_budget = %s (isError %v); want the daemon's budget and rates", got, isErr)
+	}
+	if got, isErr := callMCP(t, cs, "sortie_status", map[string]any{}); isErr || !strings.Contains(got, `"max_turns":20`) {
+		t.Errorf("sortie_status = %s (isError %v); want the state file's max_turns", got, isErr)
+	}
+	cs.Close()
+	if log := stderr(); !strings.Contains(log, "WORKFLOW.md does not load without the daemon's environment") || !strings.Contains(log, "tracker.kind") {
+		t.Errorf("the sidecar's stderr does not say why WORKFLOW.md was not used:\n%s", log)
+	}
+}
+
 func TestMCP_UnknownToolAndMalformedArgumentsKeepTheSession(t *testing.T) {
 	f := newMCPFixture(t)
-	cs := startSidecar(t, f.workflow, f.env(true, true, true))
+	f.serveHistory(t)
+	cs := startSidecar(t, f.workflow, f.env(true, true))
 
 	_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "sortie_statuz", Arguments: map[string]any{}})
 	if err == nil || !strings.Contains(err.Error(), `unknown tool "sortie_statuz"`) {
@@ -449,7 +565,7 @@ func TestMCP_UnknownToolAndMalformedArgumentsKeepTheSession(t *testing.T) {
 
 func TestMCP_StateFileSymlinkAndOversize(t *testing.T) {
 	f := newMCPFixture(t)
-	cs := startSidecar(t, f.workflow, f.env(true, false, false))
+	cs := startSidecar(t, f.workflow, f.env(true, false))
 	stateFile := filepath.Join(f.workspace, ".sortie", "state.json")
 	real, err := os.ReadFile(stateFile)
 	if err != nil {
@@ -494,8 +610,8 @@ func TestMCP_StateFileSymlinkAndOversize(t *testing.T) {
 	}
 }
 
-// The sidecar opens the database read-only at the driver level: serving every
-// database-backed tool leaves the file exactly as it was.
+// A sidecar an operator runs by hand with --db opens the database read-only at the
+// driver level: serving every database-backed tool leaves the file exactly as it was.
 func TestMCP_ReadOnlyDatabase(t *testing.T) {
 	f := newMCPFixture(t)
 	if err := os.Chmod(f.dbPath, 0o444); err != nil {
@@ -503,7 +619,7 @@ func TestMCP_ReadOnlyDatabase(t *testing.T) {
 	}
 	before := fileDigest(t, f.dbPath)
 
-	cs := startSidecar(t, f.workflow, f.env(true, true, false))
+	cs := startSidecar(t, f.workflow, f.env(true, false), "--db", f.dbPath)
 	if got := toolNames(t, cs); !slices.Contains(got, "workspace_history") || !slices.Contains(got, "cost_budget") {
 		t.Fatalf("tools/list = %v: the read-only database was not opened", got)
 	}
@@ -556,6 +672,10 @@ func TestMCP_StartupFailures(t *testing.T) {
 		{name: "positional argument", args: []string{"mcp-server", "--workflow", wf, "extra"}, code: exitUsage, stderr: `unexpected argument "extra"`},
 		{name: "help", args: []string{"mcp-server", "-h"}, code: exitOK, stderr: "-workflow"},
 		{name: "invalid workflow", args: []string{"mcp-server", "--workflow", bad}, code: exitFailure, stderr: "tracker.kind"},
+		{name: "invalid workflow with --db", args: []string{"mcp-server", "--workflow", bad, "--db", filepath.Join(dir, "sortie.db")},
+			env: []string{"SORTIE_WORKSPACE=" + dir}, code: exitFailure, stderr: "tracker.kind"},
+		{name: "--db without --workflow", args: []string{"mcp-server", "--workflows", dir, "--db", filepath.Join(dir, "sortie.db")},
+			code: exitUsage, stderr: "--db needs --workflow"},
 		{name: "malformed session variable", args: []string{"mcp-server", "--workflow", wf}, env: []string{"SORTIE_RUN_ID=abc"},
 			code: exitFailure, stderr: `SORTIE_RUN_ID must be a positive integer (got "abc")`},
 	}

@@ -133,7 +133,7 @@ func TestMCPWorkflows_DefaultStateDirFollowsXDG(t *testing.T) {
 func TestMCPWorkflows_BothSets(t *testing.T) {
 	f := newMCPFixture(t)
 	lib := writeWorkflowLibrary(t, t.TempDir())
-	cs := startWorkflowServer(t, f.env(true, false, false), "--workflow", f.workflow, "--workflows", lib, "--state-dir", t.TempDir())
+	cs := startWorkflowServer(t, f.env(true, false), "--workflow", f.workflow, "--workflows", lib, "--state-dir", t.TempDir())
 	want := slices.Sorted(slices.Values(append([]string{"sortie_status"}, engine.Names()...)))
 	if got := toolNames(t, cs); !slices.Equal(got, want) {
 		t.Fatalf("tools/list = %v, want %v", got, want)

@@ -14,11 +14,13 @@ import (
 )
 
 // Session environment of the sidecar, written by the daemon into the env block of
-// .sortie/mcp.json (spec/agent-extensions.md). The agent socket's variables are
-// agentsock.EnvSocket and agentsock.EnvToken.
+// .sortie/mcp.json (spec/agent-extensions.md): the session's identity, and the agent
+// socket's variables agentsock.EnvSocket and agentsock.EnvToken. No path to the
+// daemon's state is among them: the spec's SORTIE_DB_PATH is neither written nor read
+// (the run history comes through the socket; see Options.DBPath for a sidecar run by
+// hand).
 const (
 	EnvWorkspace       = "SORTIE_WORKSPACE"        // absolute workspace path
-	EnvDBPath          = "SORTIE_DB_PATH"          // absolute path of the daemon's SQLite database
 	EnvIssueID         = "SORTIE_ISSUE_ID"         // the tracker's issue id
 	EnvIssueIdentifier = "SORTIE_ISSUE_IDENTIFIER" // e.g. PROJ-12
 	EnvRunID           = "SORTIE_RUN_ID"           // the run-history row of this run
@@ -30,7 +32,6 @@ const (
 // Env is the sidecar's session, parsed from its environment.
 type Env struct {
 	Workspace       string
-	DBPath          string
 	IssueID         string
 	IssueIdentifier string
 	RunID           int64 // 0 when unset
@@ -52,7 +53,6 @@ func ParseEnv(getenv func(string) string) (Env, error) {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	e := Env{
 		Workspace:       get(EnvWorkspace),
-		DBPath:          get(EnvDBPath),
 		IssueID:         get(EnvIssueID),
 		IssueIdentifier: get(EnvIssueIdentifier),
 		SessionID:       get(EnvSessionID),
@@ -61,7 +61,7 @@ func ParseEnv(getenv func(string) string) (Env, error) {
 		AgentToken:      get(agentsock.EnvToken),
 		ToolTimeout:     tools.DefaultCallTimeout,
 	}
-	for _, p := range []struct{ name, value string }{{EnvWorkspace, e.Workspace}, {EnvDBPath, e.DBPath}, {agentsock.EnvSocket, e.AgentSocket}} {
+	for _, p := range []struct{ name, value string }{{EnvWorkspace, e.Workspace}, {agentsock.EnvSocket, e.AgentSocket}} {
 		if p.value != "" && !filepath.IsAbs(p.value) {
 			return Env{}, fmt.Errorf("%s must be an absolute path (got %q)", p.name, p.value)
 		}
@@ -94,9 +94,11 @@ const Placeholder = "sortie_sidecar_unset"
 // notification credentials. A $VAR reference to one would fail validation, so an
 // unset or empty variable is answered with Placeholder, except where a placeholder
 // would change the configuration the sidecar does use: HOME and TMPDIR,
-// SORTIE_ENV_FILE and the SORTIE_* overrides (the daemon passes the sidecar the ones it
-// has, secrets apart). SORTIE_TRACKER_API_KEY is such a secret: it gets the
-// placeholder, so a workflow whose key comes only from it still validates.
+// SORTIE_ENV_FILE and the SORTIE_* overrides. The daemon gives a session's sidecar
+// none of those overrides (it answers cost_budget's budget itself, over the agent
+// socket); an operator running the sidecar by hand may set them.
+// SORTIE_TRACKER_API_KEY is a secret: it gets the placeholder, so a workflow whose key
+// comes only from it still validates.
 func ConfigEnv(lookup func(string) (string, bool)) func(string) (string, bool) {
 	real := append([]string{"HOME", "TMPDIR", "SORTIE_ENV_FILE"}, config.OverrideEnv()...)
 	real = slices.DeleteFunc(real, func(n string) bool { return n == "SORTIE_TRACKER_API_KEY" })

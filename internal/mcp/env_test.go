@@ -22,16 +22,19 @@ func TestParseEnv(t *testing.T) {
 		{
 			name: "everything set",
 			env: map[string]string{
-				"SORTIE_WORKSPACE": "/ws/PROJ-1", "SORTIE_DB_PATH": "/srv/.sortie.db", "SORTIE_ISSUE_ID": "1",
+				"SORTIE_WORKSPACE": "/ws/PROJ-1", "SORTIE_ISSUE_ID": "1",
 				"SORTIE_ISSUE_IDENTIFIER": "PROJ-1", "SORTIE_RUN_ID": "12", "SORTIE_SESSION_ID": "",
 				"SORTIE_ATTEMPT": "2", "SORTIE_AGENT_SOCKET": "/srv/.sortie/agent.sock", "SORTIE_AGENT_TOKEN": "tok",
 				"SORTIE_TOOL_TIMEOUT_MS": "1500",
 			},
-			want: Env{Workspace: "/ws/PROJ-1", DBPath: "/srv/.sortie.db", IssueID: "1", IssueIdentifier: "PROJ-1", RunID: 12,
+			want: Env{Workspace: "/ws/PROJ-1", IssueID: "1", IssueIdentifier: "PROJ-1", RunID: 12,
 				Attempt: "2", AgentSocket: "/srv/.sortie/agent.sock", AgentToken: "tok", ToolTimeout: 1500 * time.Millisecond},
 		},
 		{name: "relative workspace", env: map[string]string{"SORTIE_WORKSPACE": "ws"}, wantErr: `SORTIE_WORKSPACE must be an absolute path (got "ws")`},
-		{name: "relative database", env: map[string]string{"SORTIE_DB_PATH": ".sortie.db"}, wantErr: "SORTIE_DB_PATH must be an absolute path"},
+		// The spec's database path is not the sidecar's business: the run history
+		// comes through the agent socket.
+		{name: "a database path is not read", env: map[string]string{"SORTIE_DB_PATH": ".sortie.db", "SORTIE_ISSUE_ID": "1"},
+			want: Env{IssueID: "1", ToolTimeout: tools.DefaultCallTimeout}},
 		{name: "bad run id", env: map[string]string{"SORTIE_RUN_ID": "twelve"}, wantErr: `SORTIE_RUN_ID must be a positive integer (got "twelve")`},
 		{name: "zero run id", env: map[string]string{"SORTIE_RUN_ID": "0"}, wantErr: "SORTIE_RUN_ID must be a positive integer"},
 		{name: "bad timeout", env: map[string]string{"SORTIE_TOOL_TIMEOUT_MS": "30s"}, wantErr: `SORTIE_TOOL_TIMEOUT_MS must be a positive number of milliseconds, at most a day (got "30s")`},

@@ -14,10 +14,11 @@ import (
 type Gates struct {
 	// Workspace: SORTIE_WORKSPACE is set. Offers sortie_status.
 	Workspace bool
-	// DB: the daemon grants the runs capability over the agent socket, or (an
-	// operator's own sidecar) SORTIE_DB_PATH and SORTIE_ISSUE_ID are set and the
-	// database opens read-only. Offers workspace_history and cost_budget.
-	DB bool
+	// Runs: the run history can be read. The daemon grants the runs capability over
+	// the agent socket, or, for a sidecar an operator runs by hand with --db,
+	// SORTIE_ISSUE_ID is set and that database opens read-only. Offers
+	// workspace_history and cost_budget.
+	Runs bool
 	// TrackerAPI and NotifyOperator: SORTIE_AGENT_SOCKET and SORTIE_AGENT_TOKEN are
 	// set, the daemon answers the session query, and grants the capability. Offer
 	// tracker_api and notify_operator.
@@ -30,20 +31,19 @@ type Gates struct {
 
 // SessionGates are the gates of a sidecar started with env, the env block the daemon
 // writes for one session into .sortie/mcp.json, by a daemon that grants caps, when
-// everything env names is there (the database opens, the agent socket answers). It is
-// Start's decision made ahead of time, so that the daemon's first-turn prompt lists
-// the tools that session's sidecar registers and no other: a session without a socket
-// and token (an agent on an SSH host) gets no tracker_api, notify_operator or daemon
-// workflow tools. An env Start would refuse (ParseEnv fails) offers nothing.
+// the agent socket answers. It is Start's decision made ahead of time, so that the
+// daemon's first-turn prompt lists the tools that session's sidecar registers and no
+// other: a session without a socket and token (an agent on an SSH host) gets only
+// sortie_status, since everything else comes through the socket. An env Start would
+// refuse (ParseEnv fails) offers nothing.
 func SessionGates(env map[string]string, caps agentsock.Capabilities) Gates {
 	e, err := ParseEnv(func(name string) string { return env[name] })
 	if err != nil {
 		return Gates{}
 	}
-	g := Gates{Workspace: e.Workspace != "", DB: e.DBPath != "" && e.IssueID != ""}
+	g := Gates{Workspace: e.Workspace != ""}
 	if e.AgentSocket != "" && e.AgentToken != "" {
-		g.TrackerAPI, g.NotifyOperator, g.Workflows = caps.TrackerAPI, caps.NotifyOperator, caps.Workflows
-		g.DB = g.DB || caps.Runs
+		g.Runs, g.TrackerAPI, g.NotifyOperator, g.Workflows = caps.Runs, caps.TrackerAPI, caps.NotifyOperator, caps.Workflows
 	}
 	return g
 }
@@ -56,7 +56,7 @@ func Offered(g Gates) []string {
 	if g.Workspace {
 		names = append(names, tools.NameStatus)
 	}
-	if g.DB {
+	if g.Runs {
 		names = append(names, tools.NameHistory, tools.NameBudget)
 	}
 	if g.TrackerAPI {

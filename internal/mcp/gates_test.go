@@ -17,11 +17,11 @@ func TestOffered(t *testing.T) {
 	}{
 		{Gates{}, nil},
 		{Gates{Workspace: true}, []string{"sortie_status"}},
-		{Gates{DB: true}, []string{"workspace_history", "cost_budget"}},
-		{Gates{Workspace: true, DB: true}, []string{"sortie_status", "workspace_history", "cost_budget"}},
+		{Gates{Runs: true}, []string{"workspace_history", "cost_budget"}},
+		{Gates{Workspace: true, Runs: true}, []string{"sortie_status", "workspace_history", "cost_budget"}},
 		{Gates{TrackerAPI: true}, []string{"tracker_api"}},
 		{Gates{NotifyOperator: true}, []string{"notify_operator"}},
-		{Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: true}, []string{"sortie_status", "workspace_history", "cost_budget", "tracker_api", "notify_operator"}},
+		{Gates{Workspace: true, Runs: true, TrackerAPI: true, NotifyOperator: true}, []string{"sortie_status", "workspace_history", "cost_budget", "tracker_api", "notify_operator"}},
 		{Gates{Workflows: true}, engine.Names()},
 		{Gates{Workspace: true, NotifyOperator: true, Workflows: true}, append([]string{"sortie_status", "notify_operator"}, engine.Names()...)},
 	}
@@ -43,7 +43,7 @@ func TestToolDocs(t *testing.T) {
 	if docs[1].InputSchema != nil || docs[1].Description == "" {
 		t.Errorf("sortie_status doc = %+v; want a description and no schema (it takes no arguments)", docs[1])
 	}
-	all := Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}
+	all := Gates{Workspace: true, Runs: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}
 	if got := ToolDocs(Offered(all)); len(got) != len(tools.Specs())+len(engine.Specs()) {
 		t.Errorf("ToolDocs of every tool returned %d docs, want %d", len(got), len(tools.Specs())+len(engine.Specs()))
 	}
@@ -69,7 +69,7 @@ func TestToolDocs_WorkflowTools(t *testing.T) {
 // tool, whatever the daemon grants.
 func TestSessionGates(t *testing.T) {
 	local := map[string]string{
-		EnvWorkspace: "/ws/PROJ-1", EnvDBPath: "/srv/sortie.db", EnvIssueID: "1", EnvRunID: "7",
+		EnvWorkspace: "/ws/PROJ-1", EnvIssueID: "1", EnvRunID: "7",
 		agentsock.EnvSocket: "/run/sortie/agent.sock", agentsock.EnvToken: "tok",
 	}
 	without := func(names ...string) map[string]string {
@@ -79,18 +79,28 @@ func TestSessionGates(t *testing.T) {
 		}
 		return env
 	}
-	all := agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true, Workflows: true}
+	all := agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true, Workflows: true, Runs: true}
+	withDB := maps.Clone(local)
+	withDB["SORTIE_DB_PATH"] = "/srv/sortie.db"
 	tests := []struct {
 		name string
 		env  map[string]string
 		caps agentsock.Capabilities
 		want Gates
 	}{
-		{"local session", local, all, Gates{Workspace: true, DB: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}},
-		{"local, no notification backend", local, agentsock.Capabilities{TrackerAPI: true}, Gates{Workspace: true, DB: true, TrackerAPI: true}},
-		{"no socket (SSH host)", without(agentsock.EnvSocket, agentsock.EnvToken), all, Gates{Workspace: true, DB: true}},
-		{"socket without a token", without(agentsock.EnvToken), all, Gates{Workspace: true, DB: true}},
-		{"no issue id", without(EnvIssueID), all, Gates{Workspace: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}},
+		{"local session", local, all, Gates{Workspace: true, Runs: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}},
+		{"local, no notification backend", local, agentsock.Capabilities{TrackerAPI: true, Runs: true}, Gates{Workspace: true, Runs: true, TrackerAPI: true}},
+		{"a daemon without run history", local, agentsock.Capabilities{TrackerAPI: true}, Gates{Workspace: true, TrackerAPI: true}},
+		// The run history comes through the socket too: a session without one gets
+		// only sortie_status, and a database path in the env changes nothing.
+		{"no socket (SSH host)", without(agentsock.EnvSocket, agentsock.EnvToken), all, Gates{Workspace: true}},
+		{"socket without a token", without(agentsock.EnvToken), all, Gates{Workspace: true}},
+		{"a database path instead of a socket", func() map[string]string {
+			env := maps.Clone(withDB)
+			delete(env, agentsock.EnvSocket)
+			return env
+		}(), all, Gates{Workspace: true}},
+		{"no issue id: the token says it", without(EnvIssueID), all, Gates{Workspace: true, Runs: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}},
 		{"an env the sidecar refuses", map[string]string{EnvWorkspace: "relative/path"}, all, Gates{}},
 	}
 	for _, tt := range tests {

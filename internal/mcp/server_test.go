@@ -111,7 +111,8 @@ func TestServer_EmptyRegistryListsNoTools(t *testing.T) {
 	}
 }
 
-// capDaemon grants the capabilities it is given and answers every call with ok.
+// capDaemon grants the capabilities it is given and answers every call with ok; its
+// run history is one failed run of the token's issue, under a budget of 1000 tokens.
 type capDaemon struct{ caps agentsock.Capabilities }
 
 func (d capDaemon) Tracker(context.Context, agentsock.Session, agentsock.TrackerRequest) (any, *agentsock.Error) {
@@ -121,6 +122,26 @@ func (d capDaemon) Notify(context.Context, agentsock.Session, agentsock.NotifyRe
 	return agentsock.NotifyResult{Delivered: true}, nil
 }
 func (d capDaemon) Info() agentsock.SessionInfo { return agentsock.SessionInfo{Capabilities: d.caps} }
+func (d capDaemon) Runs(_ context.Context, sess agentsock.Session, _ int) ([]agentsock.RunRecord, *agentsock.Error) {
+	started := time.Date(2026, 3, 30, 13, 0, 0, 0, time.UTC)
+	return []agentsock.RunRecord{{ID: 1, Attempt: 1, AgentKind: "mock", Status: "failed", Error: "issue " + sess.IssueID + " failed",
+		StartedAt: started, EndedAt: started.Add(time.Minute), Tokens: agentsock.Tokens{Input: 300, Output: 100, Total: 400}}}, nil
+}
+func (d capDaemon) Spend(_ context.Context, sess agentsock.Session) (agentsock.Spend, *agentsock.Error) {
+	return agentsock.Spend{Runs: 1, Tokens: agentsock.Tokens{Input: 300, Output: 100, Total: 400}, MaxTokens: 1000}, nil
+}
+
+// listenCaps serves a capDaemon granting caps on a socket in dir and returns the
+// socket's path and a token for issue 1.
+func listenCaps(t *testing.T, dir, name string, caps agentsock.Capabilities) (string, string) {
+	t.Helper()
+	srv, err := agentsock.Listen(filepath.Join(dir, name), capDaemon{caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv.Path(), srv.Grant(agentsock.Session{IssueID: "1"})
+}
 
 func TestStart_Gates(t *testing.T) {
 	ws := t.TempDir()
@@ -139,40 +160,39 @@ func TestStart_Gates(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	socket := func(name string, caps agentsock.Capabilities) (string, string) {
-		srv, err := agentsock.Listen(filepath.Join(sockDir, name), capDaemon{caps})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { srv.Close() })
-		return srv.Path(), srv.Grant(agentsock.Session{IssueID: "1"})
-	}
-	bothSock, bothTok := socket("both.sock", agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true})
-	trackerSock, trackerTok := socket("tracker.sock", agentsock.Capabilities{TrackerAPI: true})
+	allSock, allTok := listenCaps(t, sockDir, "all.sock", agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true, Runs: true})
+	bothSock, bothTok := listenCaps(t, sockDir, "both.sock", agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true})
+	trackerSock, trackerTok := listenCaps(t, sockDir, "tracker.sock", agentsock.Capabilities{TrackerAPI: true})
 
 	tests := []struct {
 		name string
 		env  Env
+		db   string // --db
 		want []string
 	}{
 		{name: "no environment", want: nil},
 		{name: "workspace", env: Env{Workspace: ws}, want: []string{"sortie_status"}},
-		{name: "database without an issue", env: Env{DBPath: dbPath}, want: nil},
-		{name: "workspace and database", env: Env{Workspace: ws, DBPath: dbPath, IssueID: "1"},
-			want: []string{"sortie_status", "workspace_history", "cost_budget"}},
-		{name: "a database that does not open", env: Env{Workspace: ws, DBPath: filepath.Join(ws, "missing.db"), IssueID: "1"},
-			want: []string{"sortie_status"}},
-		{name: "everything", env: Env{Workspace: ws, DBPath: dbPath, IssueID: "1", AgentSocket: bothSock, AgentToken: bothTok},
+		{name: "everything from the daemon", env: Env{Workspace: ws, IssueID: "1", AgentSocket: allSock, AgentToken: allTok},
 			want: []string{"sortie_status", "workspace_history", "cost_budget", "tracker_api", "notify_operator"}},
+		{name: "a daemon that grants no run history", env: Env{Workspace: ws, IssueID: "1", AgentSocket: bothSock, AgentToken: bothTok},
+			want: []string{"sortie_status", "tracker_api", "notify_operator"}},
 		{name: "only the capabilities the daemon grants", env: Env{AgentSocket: trackerSock, AgentToken: trackerTok},
 			want: []string{"tracker_api"}},
-		{name: "a token the daemon refuses", env: Env{AgentSocket: bothSock, AgentToken: "forged"}, want: nil},
-		{name: "a socket nobody listens on", env: Env{AgentSocket: filepath.Join(sockDir, "none.sock"), AgentToken: bothTok}, want: nil},
-		{name: "a socket without a token", env: Env{AgentSocket: bothSock}, want: nil},
+		{name: "a token the daemon refuses", env: Env{Workspace: ws, AgentSocket: allSock, AgentToken: "forged"}, want: []string{"sortie_status"}},
+		{name: "a socket nobody listens on", env: Env{AgentSocket: filepath.Join(sockDir, "none.sock"), AgentToken: allTok}, want: nil},
+		{name: "a socket without a token", env: Env{AgentSocket: allSock}, want: nil},
+		// An operator's own sidecar (--db).
+		{name: "--db without an issue", env: Env{Workspace: ws}, db: dbPath, want: []string{"sortie_status"}},
+		{name: "--db", env: Env{Workspace: ws, IssueID: "1"}, db: dbPath,
+			want: []string{"sortie_status", "workspace_history", "cost_budget"}},
+		{name: "--db that does not open", env: Env{Workspace: ws, IssueID: "1"}, db: filepath.Join(ws, "missing.db"),
+			want: []string{"sortie_status"}},
+		{name: "--db and a daemon", env: Env{Workspace: ws, IssueID: "1", AgentSocket: bothSock, AgentToken: bothTok}, db: dbPath,
+			want: []string{"sortie_status", "workspace_history", "cost_budget", "tracker_api", "notify_operator"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := Start(context.Background(), Options{Env: tt.env, Config: &config.Config{}, Version: "v1"})
+			s, err := Start(context.Background(), Options{Env: tt.env, DBPath: tt.db, Config: &config.Config{}, Version: "v1"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,19 +207,60 @@ func TestStart_Gates(t *testing.T) {
 	}
 }
 
+// TestStart_RunHistoryComesFromTheDaemon: with no WORKFLOW.md configuration at all (it
+// may not load without the daemon's overrides), workspace_history and cost_budget
+// answer from the daemon, for the token's issue whatever SORTIE_ISSUE_ID says, and
+// against the daemon's budget.
+func TestStart_RunHistoryComesFromTheDaemon(t *testing.T) {
+	sockDir, err := os.MkdirTemp("", "sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock, tok := listenCaps(t, sockDir, "a.sock", agentsock.Capabilities{Runs: true})
+	s, err := Start(context.Background(), Options{Env: Env{Workspace: t.TempDir(), IssueID: "2", AgentSocket: sock, AgentToken: tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cs := connect(t, s.Server())
+	want := `{"issue_id":"1","entries":[{"attempt":1,"agent_adapter":"mock","started_at":"2026-03-30T13:00:00Z",` +
+		`"completed_at":"2026-03-30T13:01:00Z","status":"failed","outcome":"failed","error":"issue 1 failed"}]}`
+	if got, isErr := call(t, cs, tools.NameHistory, map[string]any{}); isErr || got != want {
+		t.Errorf("workspace_history =\n%s (isError %v)\nwant\n%s", got, isErr, want)
+	}
+	want = `{"issue_id":"1","spent":{"input_tokens":300,"output_tokens":100,"total_tokens":400,"cache_read_tokens":0,"cost_usd":0},` +
+		`"budget":{"max_tokens":1000,"max_cost_usd":null},"remaining":{"tokens":600,"cost_usd":null},"exhausted":false,` +
+		`"runs":1,"includes_running_session":false,"cost_source":"reported"}`
+	if got, isErr := call(t, cs, tools.NameBudget, map[string]any{}); isErr || got != want {
+		t.Errorf("cost_budget =\n%s (isError %v)\nwant\n%s", got, isErr, want)
+	}
+}
+
+func TestStart_RefusesWhatItCannotServe(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+	}{
+		{"nothing at all", Options{}},
+		{"--db without a configuration", Options{Env: Env{IssueID: "1", ToolTimeout: time.Second}, DBPath: "/srv/sortie.db"}},
+	}
+	for _, tt := range tests {
+		if s, err := Start(context.Background(), tt.o); err == nil {
+			s.Close()
+			t.Errorf("%s: Start succeeded, want an error", tt.name)
+		}
+	}
+}
+
 func TestStart_ToolsReachTheirDependencies(t *testing.T) {
 	sockDir, err := os.MkdirTemp("", "sock")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	srv, err := agentsock.Listen(filepath.Join(sockDir, "a.sock"), capDaemon{agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	tok := srv.Grant(agentsock.Session{IssueID: "1"})
-	s, err := Start(context.Background(), Options{Env: Env{AgentSocket: srv.Path(), AgentToken: tok}, Config: &config.Config{}})
+	sock, tok := listenCaps(t, sockDir, "a.sock", agentsock.Capabilities{TrackerAPI: true, NotifyOperator: true})
+	s, err := Start(context.Background(), Options{Env: Env{AgentSocket: sock, AgentToken: tok}, Config: &config.Config{}})
 	if err != nil {
 		t.Fatal(err)
 	}

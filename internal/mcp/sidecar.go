@@ -12,7 +12,6 @@ import (
 	"sortie/internal/config"
 	"sortie/internal/mcp/tools"
 	"sortie/internal/server/agentsock"
-	"sortie/internal/store"
 	"sortie/internal/store/sqlite"
 )
 
@@ -20,15 +19,24 @@ import (
 // a dependency that does not answer quickly is treated as absent.
 const (
 	DefaultProbeTimeout = 3 * time.Second // the agent socket's session query
-	dbOpenTimeout       = 5 * time.Second // opening the database read-only
+	dbOpenTimeout       = 5 * time.Second // opening --db read-only
 )
 
 // Options configures a sidecar.
 type Options struct {
 	Env Env
-	// Config is the loaded WORKFLOW.md (see ConfigEnv). It may be nil only with
-	// Workflows: a standalone workflow server offers nothing else, and Env is unused.
+	// Config is the loaded WORKFLOW.md (see ConfigEnv): sortie_status's max_turns when
+	// the state file lacks it, and cost_budget's budget and rates with DBPath. It may
+	// be nil with a session environment (a daemon's agent gets the daemon's settings
+	// through the socket; its WORKFLOW.md may not load without the daemon's
+	// overrides), and with Workflows alone (a standalone workflow server offers
+	// nothing else, and Env is unused).
 	Config *config.Config
+	// DBPath is a database to read the run history from, read-only, for a sidecar an
+	// operator runs by hand (`sortie mcp-server --db PATH`). The daemon never sets it:
+	// its agents read their history through the agent socket. It needs Config and
+	// Env.IssueID.
+	DBPath string
 	// Workflows, when set, is this process's own workflow engine (`sortie mcp-server
 	// --workflows DIR`): the twelve workflow tools are answered by it, with a zero
 	// Caller, instead of by the daemon.
@@ -53,24 +61,28 @@ type Sidecar struct {
 }
 
 // Start decides the gates and registers the tools they allow. An absent dependency only
-// leaves its tools out, with a log line saying why: a database that does not open, an
-// agent socket that does not answer or does not grant a capability. It fails only on
-// programming errors; configuration errors are caught earlier by ParseEnv and
+// leaves its tools out, with a log line saying why: an agent socket that does not
+// answer or does not grant a capability, a --db database that does not open. It fails
+// only on programming errors; configuration errors are caught earlier by ParseEnv and
 // config.Load.
 //
-// With a local engine (Options.Workflows) the workflow tools are offered whatever the
-// daemon grants; without one, they are offered when the daemon grants the workflows
-// capability, and forwarded to it.
+// The run history (workspace_history, cost_budget) is the daemon's, read over the agent
+// socket for the token's issue, unless an operator gave DBPath. With a local engine
+// (Options.Workflows) the workflow tools are offered whatever the daemon grants;
+// without one, they are offered when the daemon grants the workflows capability, and
+// forwarded to it.
 func Start(ctx context.Context, o Options) (*Sidecar, error) {
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if o.Config == nil {
-		if o.Workflows == nil {
-			return nil, errors.New("mcp: Start needs the loaded workflow configuration or a workflow engine")
-		}
+	switch {
+	case o.Config == nil && o.Workflows != nil && o.Env == (Env{}):
 		return startWorkflowsOnly(o, log), nil
+	case o.Config == nil && o.Env == (Env{}):
+		return nil, errors.New("mcp: Start needs a session environment, the loaded workflow configuration or a workflow engine")
+	case o.Config == nil && o.DBPath != "":
+		return nil, errors.New("mcp: Start needs the loaded workflow configuration to read a database (the budget and rates are in it)")
 	}
 	e := o.Env
 	s := &Sidecar{}
@@ -82,25 +94,23 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 
 	var runs tools.RunReader
 	switch {
-	case e.DBPath == "":
-		// The daemon serves the run history through its socket (below); only an
-		// operator running this server by hand points it at a database.
+	case o.DBPath == "":
 	case e.IssueID == "":
-		log.Info("workspace_history and cost_budget not offered from SORTIE_DB_PATH: SORTIE_ISSUE_ID is not set")
+		log.Info("workspace_history and cost_budget not offered from --db: SORTIE_ISSUE_ID is not set")
 	default:
 		octx, cancel := context.WithTimeout(ctx, dbOpenTimeout)
-		db, err := sqlite.OpenReadOnly(octx, e.DBPath)
+		db, err := sqlite.OpenReadOnly(octx, o.DBPath)
 		cancel()
 		if err != nil {
-			log.Warn("workspace_history and cost_budget not offered: the database does not open read-only", "error", err)
+			log.Warn("workspace_history and cost_budget not offered: the --db database does not open read-only", "error", err)
 		} else {
-			s.db, s.Gates.DB, runs = db, true, db
+			s.db, s.Gates.Runs, runs = db, true, db
 		}
 	}
 
 	var daemon *agentsock.Client
 	if e.AgentSocket == "" || e.AgentToken == "" {
-		log.Info("tracker_api, notify_operator and the daemon's workflow tools not offered: SORTIE_AGENT_SOCKET and SORTIE_AGENT_TOKEN must both be set",
+		log.Info("the daemon's tools (tracker_api, notify_operator, workflow tools, and the run history for workspace_history and cost_budget) not offered: SORTIE_AGENT_SOCKET and SORTIE_AGENT_TOKEN must both be set",
 			"socket_set", e.AgentSocket != "", "token_set", e.AgentToken != "")
 	} else {
 		daemon = agentsock.Dial(e.AgentSocket, e.AgentToken)
@@ -113,11 +123,11 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 		cancel()
 		switch {
 		case err != nil:
-			log.Warn("tracker_api, notify_operator and the daemon's workflow tools not offered: the daemon's agent socket did not answer the session query",
+			log.Warn("the daemon's tools (tracker_api, notify_operator, workflow tools, and the run history) not offered: the daemon's agent socket did not answer the session query",
 				"socket", e.AgentSocket, "error", err)
 		default:
 			if e.IssueID != "" && info.IssueID != e.IssueID {
-				log.Warn("the daemon's token belongs to another issue than SORTIE_ISSUE_ID; Tier 2 calls act on the token's issue",
+				log.Warn("the daemon's token belongs to another issue than SORTIE_ISSUE_ID; the daemon's tools act on the token's issue",
 					"token_issue_id", info.IssueID, "issue_id", e.IssueID)
 			}
 			s.Gates.TrackerAPI = info.Capabilities.TrackerAPI
@@ -128,11 +138,16 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 			if !s.Gates.NotifyOperator {
 				log.Info("notify_operator not offered: the daemon grants no notify_operator capability (no notification backend configured)")
 			}
-			if info.Capabilities.Runs && !s.Gates.DB {
+			switch {
+			case s.Gates.Runs:
+				log.Info("the run history comes from --db, not from the daemon")
+			case info.Capabilities.Runs:
 				// The token's issue, whatever SORTIE_ISSUE_ID says: the daemon answers
 				// for that one only.
 				e.IssueID = info.IssueID
-				s.Gates.DB, runs = true, socketRuns{c: daemon, issueID: info.IssueID}
+				s.Gates.Runs, runs = true, daemonRuns{c: daemon, issueID: info.IssueID}
+			default:
+				log.Info("workspace_history and cost_budget not offered: the daemon grants no runs capability")
 			}
 			s.Gates.Workflows = info.Capabilities.Workflows
 			if !s.Gates.Workflows && o.Workflows == nil {
@@ -154,6 +169,9 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 	}
 
 	cfg := o.Config
+	if cfg == nil {
+		cfg = &config.Config{} // the daemon answers what the tools need
+	}
 	for _, name := range Offered(s.Gates) {
 		var t tools.Tool
 		switch name {
@@ -202,8 +220,9 @@ func startWorkflowsOnly(o Options, log *slog.Logger) *Sidecar {
 	return s
 }
 
-// budgetOf is the per-issue budget cost_budget reports against: the one the
-// orchestrator enforces during a run (agent.max_tokens, agent.max_cost_usd).
+// budgetOf is the per-issue budget cost_budget reports against with --db: the one the
+// orchestrator enforces during a run (agent.max_tokens, agent.max_cost_usd). Through
+// the agent socket the daemon says it (daemonRuns).
 func budgetOf(cfg *config.Config) tools.Budget {
 	return tools.Budget{MaxTokens: cfg.Agent.MaxTokens, MaxCostUSD: cfg.Agent.MaxCostUSD}
 }
@@ -228,31 +247,10 @@ func (s *Sidecar) Serve(ctx context.Context, t sdk.Transport) error {
 // Server is the MCP server, for callers that connect transports themselves.
 func (s *Sidecar) Server() *sdk.Server { return s.server }
 
-// Close releases the database.
+// Close releases the --db database.
 func (s *Sidecar) Close() error {
 	if s.db != nil {
 		return s.db.Close()
 	}
 	return nil
-}
-
-// socketRuns reads the run history of the token's issue from the daemon's agent
-// socket: the sidecar needs no path to the database.
-type socketRuns struct {
-	c       *agentsock.Client
-	issueID string
-}
-
-// RunsForIssue implements tools.RunReader; the daemon answers for the token's issue.
-func (r socketRuns) RunsForIssue(ctx context.Context, _ string, limit int) ([]store.Run, error) {
-	return r.c.Runs(ctx, limit)
-}
-
-// IssueTotals implements tools.RunReader for the token's issue.
-func (r socketRuns) IssueTotals(ctx context.Context, _ []string) (map[string]store.Totals, error) {
-	t, err := r.c.Totals(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]store.Totals{r.issueID: t}, nil
 }

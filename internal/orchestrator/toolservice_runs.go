@@ -14,8 +14,9 @@ type RunReader interface {
 	IssueTotals(ctx context.Context, issueIDs []string) (map[string]store.Totals, error)
 }
 
-// Runs returns the newest runs of the session's issue (agentsock.RunHistory).
-func (t *ToolService) Runs(ctx context.Context, sess agentsock.Session, limit int) ([]store.Run, *agentsock.Error) {
+// Runs returns the newest runs of the session's issue, the one its token was granted
+// for (agentsock.RunHistory). Only the fields the tools read leave the daemon.
+func (t *ToolService) Runs(ctx context.Context, sess agentsock.Session, limit int) ([]agentsock.RunRecord, *agentsock.Error) {
 	if t.History == nil {
 		return nil, agentsock.Errorf("unsupported_operation", "this daemon serves no run history")
 	}
@@ -25,22 +26,45 @@ func (t *ToolService) Runs(ctx context.Context, sess agentsock.Session, limit in
 	if err != nil {
 		return nil, agentsock.Errorf("query_failed", "query failed: %v", err)
 	}
-	if runs == nil {
-		runs = []store.Run{}
+	out := make([]agentsock.RunRecord, 0, len(runs))
+	for _, r := range runs {
+		if r.IssueID != sess.IssueID {
+			continue // a store bug must not show another issue's runs
+		}
+		out = append(out, agentsock.RunRecord{
+			ID: r.ID, Attempt: r.Attempt, AgentKind: r.AgentKind, Status: string(r.Status),
+			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Error: r.Error,
+			Tokens: wireTokens(r.Tokens), CostUSD: r.CostUSD,
+		})
 	}
-	return runs, nil
+	return out, nil
 }
 
-// Totals returns the cumulative spend of the session's issue (agentsock.RunHistory).
-func (t *ToolService) Totals(ctx context.Context, sess agentsock.Session) (store.Totals, *agentsock.Error) {
+// Spend returns the cumulative spend of the session's issue and the budget this
+// daemon holds it to under its current configuration (agentsock.RunHistory), so that
+// cost_budget reports what the daemon enforces (budget.go), overrides included.
+func (t *ToolService) Spend(ctx context.Context, sess agentsock.Session) (agentsock.Spend, *agentsock.Error) {
 	if t.History == nil {
-		return store.Totals{}, agentsock.Errorf("unsupported_operation", "this daemon serves no run history")
+		return agentsock.Spend{}, agentsock.Errorf("unsupported_operation", "this daemon serves no run history")
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
 	totals, err := t.History.IssueTotals(ctx, []string{sess.IssueID})
 	if err != nil {
-		return store.Totals{}, agentsock.Errorf("query_failed", "query failed: %v", err)
+		return agentsock.Spend{}, agentsock.Errorf("query_failed", "query failed: %v", err)
 	}
-	return totals[sess.IssueID], nil
+	tot := totals[sess.IssueID]
+	cfg := t.Config()
+	sp := agentsock.Spend{
+		Runs: tot.Runs, Tokens: wireTokens(tot.Tokens), CostUSD: tot.CostUSD,
+		MaxTokens: cfg.Agent.MaxTokens, MaxCostUSD: cfg.Agent.MaxCostUSD,
+	}
+	if r, ok := cfg.TokenRates[cfg.Agent.Kind]; ok {
+		sp.Rate = &agentsock.TokenRate{InputPerMTok: r.InputPerMTok, OutputPerMTok: r.OutputPerMTok, CacheReadPerMTok: r.CacheReadPerMTok}
+	}
+	return sp, nil
+}
+
+func wireTokens(t store.Tokens) agentsock.Tokens {
+	return agentsock.Tokens{Input: t.Input, Output: t.Output, Total: t.Total, CacheRead: t.CacheRead}
 }

@@ -37,14 +37,25 @@ func (r Rate) cost(t Tokens) float64 {
 		float64(t.CacheRead)*r.CacheReadPerMTok) / 1e6
 }
 
+// BudgetReader is an optional capability of a RunReader that also knows the issue's
+// budget: the daemon, answering over its agent socket from its current configuration
+// (its SORTIE_* overrides included, which agents do not get). cost_budget then reports
+// against that budget and rate instead of BudgetOptions.Budget and Rate.
+type BudgetReader interface {
+	// IssueBudget returns the issue's stored totals, its budget and the rate that
+	// prices its tokens (nil: use the cost each run recorded).
+	IssueBudget(ctx context.Context, issueID string) (store.Totals, Budget, *Rate, error)
+}
+
 // BudgetOptions configures cost_budget.
 type BudgetOptions struct {
 	Runs    RunReader
 	IssueID string
-	Budget  Budget
-	// Rate prices tokens; nil means "use the cost each run recorded" (the agent CLI's
-	// own figure).
-	Rate *Rate
+	// Budget and Rate are WORKFLOW.md's, used unless Runs is a BudgetReader. Rate
+	// prices tokens; nil means "use the cost each run recorded" (the agent CLI's own
+	// figure).
+	Budget Budget
+	Rate   *Rate
 	// Workspace (absolute) and RunID locate the running session, whose live spend in
 	// the state file is folded in. Live says whether to do so at all (SORTIE_SESSION_ID
 	// or SORTIE_RUN_ID is set). RunID 0 takes the state file's run_id.
@@ -103,11 +114,10 @@ func (c *Cost) Call(ctx context.Context, args json.RawMessage) Result {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	o := c.o
-	totals, err := o.Runs.IssueTotals(ctx, []string{o.IssueID})
+	t, budget, rate, err := c.spend(ctx)
 	if err != nil {
 		return localFail(KindQueryFailed, "query failed: %v", err)
 	}
-	t := totals[o.IssueID]
 	spent := fromStore(t.Tokens)
 	reported := t.CostUSD
 	runs := t.Runs
@@ -144,22 +154,36 @@ func (c *Cost) Call(ctx context.Context, args json.RawMessage) Result {
 		IncludesRunningSession: live,
 		CostSource:             "reported",
 	}
-	if o.Rate != nil {
-		resp.Spent.CostUSD = o.Rate.cost(spent)
+	if rate != nil {
+		resp.Spent.CostUSD = rate.cost(spent)
 		resp.CostSource = "token_rates"
 	}
 	resp.Spent.CostUSD = roundUSD(resp.Spent.CostUSD)
-	if b := o.Budget.MaxTokens; b > 0 {
+	if b := budget.MaxTokens; b > 0 {
 		left := max(b-spent.Total, 0)
 		resp.Budget.MaxTokens, resp.Remaining.Tokens = &b, &left
 		resp.Exhausted = spent.Total >= b
 	}
-	if b := o.Budget.MaxCostUSD; b > 0 {
+	if b := budget.MaxCostUSD; b > 0 {
 		left := roundUSD(math.Max(b-resp.Spent.CostUSD, 0))
 		resp.Budget.MaxCostUSD, resp.Remaining.CostUSD = &b, &left
 		resp.Exhausted = resp.Exhausted || resp.Spent.CostUSD >= b
 	}
 	return Result{Body: resp}
+}
+
+// spend returns the issue's stored totals and the budget and rate to report them
+// against: the reader's own when it is a BudgetReader, else the options'.
+func (c *Cost) spend(ctx context.Context) (store.Totals, Budget, *Rate, error) {
+	o := c.o
+	if br, ok := o.Runs.(BudgetReader); ok {
+		return br.IssueBudget(ctx, o.IssueID)
+	}
+	totals, err := o.Runs.IssueTotals(ctx, []string{o.IssueID})
+	if err != nil {
+		return store.Totals{}, Budget{}, nil, err
+	}
+	return totals[o.IssueID], o.Budget, o.Rate, nil
 }
 
 // liveState returns the running session's state when it is to be folded in and belongs

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -136,5 +137,34 @@ func TestBudget_Errors(t *testing.T) {
 	}
 	if got, isErr := callTool(t, b, `{"issue_id":"2"}`); !isErr || decodeJSON(t, got)["kind"] != KindInvalidInput {
 		t.Errorf("cost_budget with an argument = %s (isError %v); want invalid_input", got, isErr)
+	}
+}
+
+// budgetReader is the daemon as the agent socket presents it: the issue's runs and
+// totals, and the budget and rate of its own configuration.
+type budgetReader struct {
+	RunReader
+	budget Budget
+	rate   *Rate
+}
+
+func (b budgetReader) IssueBudget(ctx context.Context, issueID string) (store.Totals, Budget, *Rate, error) {
+	totals, err := b.IssueTotals(ctx, []string{issueID})
+	return totals[issueID], b.budget, b.rate, err
+}
+
+// A reader that knows the budget (the daemon) wins over WORKFLOW.md's, which the
+// sidecar may read without the daemon's overrides.
+func TestBudget_TheDaemonsBudgetWins(t *testing.T) {
+	path, _ := seedDB(t, seedRun{issue: "42", attempt: 1, status: store.StatusFailed, err: "x", started: t0,
+		tokens: store.Tokens{Input: 1000, Output: 500, Total: 1500}, costUSD: 0.25})
+	daemon := budgetReader{RunReader: openRO(t, path), budget: Budget{MaxTokens: 2000, MaxCostUSD: 1}, rate: &Rate{InputPerMTok: 100, OutputPerMTok: 200}}
+	got, isErr := callTool(t, NewBudget(BudgetOptions{Runs: daemon, IssueID: "42", Budget: Budget{MaxTokens: 1}, Rate: &Rate{InputPerMTok: 1e6}}), "{}")
+	// 1000 × $100/M + 500 × $200/M = $0.2
+	want := `{"issue_id":"42","spent":{"input_tokens":1000,"output_tokens":500,"total_tokens":1500,"cache_read_tokens":0,"cost_usd":0.2},` +
+		`"budget":{"max_tokens":2000,"max_cost_usd":1},"remaining":{"tokens":500,"cost_usd":0.8},"exhausted":false,` +
+		`"runs":1,"includes_running_session":false,"cost_source":"token_rates"}`
+	if isErr || got != want {
+		t.Fatalf("cost_budget =\n%s (isError %v)\nwant\n%s", got, isErr, want)
 	}
 }

@@ -27,14 +27,15 @@ var HistorySpec = Spec{
 	ReadOnly:    true,
 }
 
-// RunReader is the part of the store the database-backed tools read: the daemon's
-// database opened read-only.
+// RunReader is the run history workspace_history and cost_budget read: the daemon's,
+// over its agent socket, or a database an operator names (`sortie mcp-server --db`),
+// opened read-only.
 type RunReader interface {
 	RunsForIssue(ctx context.Context, issueID string, limit int) ([]store.Run, error)
 	IssueTotals(ctx context.Context, issueIDs []string) (map[string]store.Totals, error)
 }
 
-// History is the workspace_history tool: the issue's completed runs from the database.
+// History is the workspace_history tool: the issue's completed runs.
 type History struct {
 	runs    RunReader
 	issueID string

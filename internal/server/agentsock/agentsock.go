@@ -1,8 +1,10 @@
 // Package agentsock is the local channel between the daemon and the MCP sidecars its
-// agents start (`sortie mcp-server`). Tier 2 tools (tracker_api, notify_operator) need
-// the tracker's and the notification backends' credentials; those stay in the daemon.
-// The workflow tools need the daemon's workflow sessions and the humans' checkpoint
-// answers; those stay in the daemon too.
+// agents start (`sortie mcp-server`), and the only one: an agent holds no path to the
+// daemon's state. Tier 2 tools (tracker_api, notify_operator) need the tracker's and the
+// notification backends' credentials; those stay in the daemon. The workflow tools need
+// the daemon's workflow sessions and the humans' checkpoint answers; workspace_history
+// and cost_budget need the run history in the daemon's database; those stay in the
+// daemon too.
 // The sidecar sends each call over a unix socket (mode 0600, in a 0700 directory) to
 // the daemon, authenticated by a capability token that the daemon grants per agent
 // session, scopes to that session's issue and revokes when the session ends.
@@ -14,6 +16,8 @@
 //	POST /v1/tracker   TrackerRequest  → Reply
 //	POST /v1/notify    NotifyRequest   → Reply
 //	POST /v1/workflow  WorkflowRequest → Reply whose data is a WorkflowResult
+//	POST /v1/runs      RunsRequest     → Reply whose data is []RunRecord
+//	POST /v1/spend     {}              → Reply whose data is a Spend
 //
 // Every answer is a Reply (status 200), except an unknown, revoked or missing token
 // (401 with a Reply whose error kind is "unauthorized") and a malformed request (400,
@@ -66,7 +70,7 @@ type Capabilities struct {
 	// Workflows: the daemon has a workflow library (workflows.dir) and answers
 	// POST /v1/workflow.
 	Workflows bool `json:"workflows"`
-	// Runs: the daemon serves the issue's run history and totals (RunHistory), for
+	// Runs: the daemon serves the issue's run history and spend (RunHistory), for
 	// workspace_history and cost_budget.
 	Runs bool `json:"runs"`
 }
@@ -210,7 +214,7 @@ func Listen(path string, h Handler) (*Server, error) {
 	mux.HandleFunc("POST /v1/notify", s.notify)
 	mux.HandleFunc("POST /v1/workflow", s.workflow)
 	mux.HandleFunc("POST /v1/runs", s.runs)
-	mux.HandleFunc("POST /v1/totals", s.totals)
+	mux.HandleFunc("POST /v1/spend", s.spend)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
