@@ -386,7 +386,7 @@ func startAgentTools(cfg *config.Config, current func() *config.Config, trk trac
 		return mcp.ToolDocs(mcp.Offered(mcp.SessionGates(env, svc.Info().Capabilities)))
 	}
 	return agentTools{svc: svc, ext: orchestrator.Extensions{
-		Executable: exe, DBPath: dbPath, Socket: sock, PromptTools: promptTools,
+		Executable: exe, Socket: sock, PromptTools: promptTools,
 	}}, sock, nil
 }
 

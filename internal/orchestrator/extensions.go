@@ -24,8 +24,6 @@ type Extensions struct {
 	// Executable is the absolute path of the sortie binary, which the agent CLI starts
 	// as `sortie mcp-server`; "" writes no .sortie/mcp.json.
 	Executable string
-	// DBPath is the database the sidecar reads read-only (SORTIE_DB_PATH).
-	DBPath string
 	// Socket grants and revokes capability tokens; nil offers no Tier 2 tools.
 	Socket Granter
 	// PromptTools describes, for a session's first turn, the tools its sortie-tools
@@ -164,42 +162,26 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// sidecarEnv is the env block of the sortie-tools entry: the session's identity, where
-// the daemon's socket is, and the daemon's SORTIE_* overrides except the tracker key,
-// WORKFLOW.md's secrets, the operator token and the paths of the database and the env
-// file, so that the sidecar reads WORKFLOW.md as the daemon does (tracker kind, project
-// and states may come from overrides). The run history comes through the socket. No
-// credential and no path to the daemon's private state is ever written here.
+// sidecarEnv is the env block of the sortie-tools entry: the session's identity and,
+// for a local agent, the daemon's agent socket and the session's token. Nothing else
+// of the daemon's environment: no credential, no SORTIE_* override, and no path to the
+// daemon's private state (database, env file, operator token). The sidecar asks the
+// daemon, over the socket, for everything it needs beyond the workspace: the run
+// history, the budget the daemon enforces, the tracker and notifications.
 func (w *worker) sidecarEnv(token string) map[string]string {
-	env := map[string]string{}
-	secret := map[string]bool{}
-	for _, n := range w.cfg.SecretEnv {
-		secret[n] = true
-	}
-	for _, kv := range w.o.opts.Environ {
-		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, "SORTIE_") || secret[name] || name == "SORTIE_TRACKER_API_KEY" ||
-			(privateOverride(name) && !strings.HasPrefix(name, "SORTIE_TRACKER_")) {
-			continue
-		}
-		env[name] = val
-	}
 	attempt := ""
 	if w.e.attempt > 0 {
 		attempt = strconv.Itoa(w.e.attempt)
 	}
-	x := w.o.opts.Extensions
-	for k, v := range map[string]string{
+	env := map[string]string{
 		"SORTIE_WORKSPACE":        w.ws.Path,
 		"SORTIE_ISSUE_ID":         w.issue.ID,
 		"SORTIE_ISSUE_IDENTIFIER": w.issue.Identifier,
 		"SORTIE_RUN_ID":           strconv.FormatInt(w.runID, 10),
 		"SORTIE_SESSION_ID":       w.e.resumeFrom,
 		"SORTIE_ATTEMPT":          attempt,
-	} {
-		env[k] = v
 	}
-	if x.Socket != nil && token != "" {
+	if x := w.o.opts.Extensions; x.Socket != nil && token != "" {
 		env[agentsock.EnvSocket] = x.Socket.Path()
 		env[agentsock.EnvToken] = token
 	}

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,8 +74,9 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	docs := []prompt.ToolDoc{{Name: "sortie_status", Description: "turns and tokens of this session"}}
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
 		environ: append(os.Environ(), "SORTIE_TRACKER_API_KEY=tracker-secret", "SLACK_HOOK=https://hooks.example/secret", "SORTIE_REPO_URL=https://git.example/repo", "SORTIE_TRACKER_PROJECT=PROJ",
-			"SORTIE_SERVER_AUTH_TOKEN=operator-secret", "SORTIE_ENV_FILE=/srv/sortie/.env", "SORTIE_DB_PATH=/srv/sortie/state.db"),
-		ext: Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: g,
+			"SORTIE_SERVER_AUTH_TOKEN=operator-secret", "SORTIE_ENV_FILE=/srv/sortie/.env", "SORTIE_DB_PATH=/srv/sortie/state.db",
+			"SORTIE_POLLING_INTERVAL_MS=5000", "SORTIE_AGENT_MAX_TOKENS=90000", "SORTIE_TOOL_TIMEOUT_MS=1000"),
+		ext: Extensions{Executable: "/opt/sortie/bin/sortie", Socket: g,
 			PromptTools: func(map[string]string) []prompt.ToolDoc { return docs }}})
 	h.trk.Put(issue("EXT-1", "Todo"))
 	h.start()
@@ -112,28 +114,32 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	if _, ok := f.MCPServers["github"]; !ok {
 		t.Errorf("the operator's server was not merged: %v", f.MCPServers)
 	}
+	// The session's identity, the socket and the token, and nothing else of the
+	// daemon's environment: no credential, no SORTIE_* override (the sidecar asks the
+	// daemon for the budget), no path to the daemon's private state (the run history
+	// comes through the socket).
 	env := tools.Env
 	want := map[string]string{
 		"SORTIE_WORKSPACE": ws, "SORTIE_ISSUE_ID": "EXT-1", "SORTIE_ISSUE_IDENTIFIER": "EXT-1",
-		"SORTIE_ATTEMPT": "", "SORTIE_REPO_URL": "https://git.example/repo",
-		"SORTIE_TRACKER_PROJECT": "PROJ", // the sidecar reads WORKFLOW.md with the daemon's overrides
-		agentsock.EnvSocket:      "/run/sortie/agent.sock", agentsock.EnvToken: "token-EXT-1",
+		"SORTIE_RUN_ID": env["SORTIE_RUN_ID"], "SORTIE_SESSION_ID": "", "SORTIE_ATTEMPT": "",
+		agentsock.EnvSocket: "/run/sortie/agent.sock", agentsock.EnvToken: "token-EXT-1",
 	}
-	for k, v := range want {
-		if env[k] != v {
-			t.Errorf("env %s = %q, want %q", k, env[k], v)
-		}
+	if !maps.Equal(env, want) {
+		t.Errorf("the sidecar's env in .sortie/mcp.json =\n%v\nwant\n%v", env, want)
 	}
-	// No credential and no path to the daemon's private state: the run history comes
-	// through the socket.
-	for _, private := range []string{"SORTIE_TRACKER_API_KEY", "SORTIE_SERVER_AUTH_TOKEN", "SORTIE_ENV_FILE", "SORTIE_DB_PATH"} {
-		if v, leaked := env[private]; leaked {
-			t.Errorf("%s=%q reached the sidecar's env in .sortie/mcp.json", private, v)
-		}
-	}
-	for _, leak := range []string{"operator-secret", "/srv/sortie", cfg.DBPath} {
+	for _, leak := range []string{"operator-secret", "/srv/sortie", "SORTIE_DB_PATH", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN",
+		"SORTIE_REPO_URL", "SORTIE_TRACKER_", "SORTIE_POLLING_INTERVAL_MS", "SORTIE_AGENT_MAX_TOKENS", "SORTIE_TOOL_TIMEOUT_MS"} {
 		if strings.Contains(string(raw), leak) {
 			t.Errorf(".sortie/mcp.json contains %q:\n%s", leak, raw)
+		}
+	}
+	// The agent's own environment: the daemon's minus every SORTIE_*, plus the
+	// session's identity.
+	for _, kv := range starts[0].Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "SORTIE_") && !slices.Contains([]string{"SORTIE_WORKSPACE", "SORTIE_ISSUE_ID",
+			"SORTIE_ISSUE_IDENTIFIER", "SORTIE_ATTEMPT", "SORTIE_RUN_ID"}, name) {
+			t.Errorf("the agent's environment has %s", kv)
 		}
 	}
 	if env["SORTIE_RUN_ID"] == "" || env["SORTIE_RUN_ID"] == "0" {
@@ -191,7 +197,7 @@ func TestExtensions_FirstPromptListsTheToolsTheSessionGets(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Worker.SSHHosts = tt.hosts })
 			g := &fakeGranter{}
 			h := newHarness(t, cfg, harnessOptions{pollOnly: true,
-				ext: Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: g, PromptTools: tools}})
+				ext: Extensions{Executable: "/opt/sortie/bin/sortie", Socket: g, PromptTools: tools}})
 			h.trk.Put(issue("EXT-1", "Todo"))
 			h.start()
 			h.awaitStep(StepExit, "EXT-1")
@@ -220,7 +226,7 @@ func TestExtensions_ReservedOperatorServerNameHoldsTheIssue(t *testing.T) {
 		c.Extensions = map[string]any{"mock": map[string]any{"mcp_config": operator}}
 	})
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
-		ext: Extensions{Executable: "/opt/sortie/bin/sortie", DBPath: cfg.DBPath, Socket: &fakeGranter{}}})
+		ext: Extensions{Executable: "/opt/sortie/bin/sortie", Socket: &fakeGranter{}}})
 	h.trk.Put(issue("EXT-2", "Todo"))
 	h.start()
 	o := h.awaitStep(StepExit, "EXT-2")
