@@ -17,7 +17,9 @@ import (
 // command dumps its environment and every file of its workspace, and a hook that dumps
 // its environment, then looks for each secret value everywhere the run left something:
 // the dumps, the workspace (.sortie/mcp.json included), the daemon's log and the
-// database. The webhook does receive its alert, so the secrets were live.
+// database. The webhook does receive its alert, so the secrets were live. The daemon's
+// private state (the operator token, the env file, the database path) is given in its
+// environment too: neither the agent nor the hook may learn where it is.
 func TestSecrets_NeverReachTheAgentTheWorkspaceOrTheLogs(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -76,6 +78,17 @@ Work on {{ .issue.identifier }}.
 	for k, v := range secrets {
 		env = append(env, k+"="+v)
 	}
+	// The operator sees the token (the daemon prints its login link); agents and hooks
+	// see none of these.
+	envFile := writeFile(t, dir, "private.env", "SORTIE_AGENT_MAX_TURNS=1\n")
+	private := map[string]string{
+		"SORTIE_SERVER_AUTH_TOKEN": "operator-secret-9a7b",
+		"SORTIE_ENV_FILE":          envFile,
+		"SORTIE_DB_PATH":           filepath.Join(dir, "sortie.db"),
+	}
+	for k, v := range private {
+		env = append(env, k+"="+v)
+	}
 	r := runSortie(t, dir, env, "--exit-when-idle", "--log-level", "debug", wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
@@ -93,8 +106,34 @@ Work on {{ .issue.identifier }}.
 	if data, _ := os.ReadFile(agentDumps[0]); !strings.Contains(string(data), `"sortie-tools"`) {
 		t.Errorf("the agent's dump lacks .sortie/mcp.json; the check below would prove little:\n%s", data)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "ws", "SEC-1", "hook-env.txt")); err != nil {
+	hookEnv, err := os.ReadFile(filepath.Join(dir, "ws", "SEC-1", "hook-env.txt"))
+	if err != nil {
 		t.Fatalf("the hook did not run: %v", err)
+	}
+
+	// What the agent and the hook can see: their dumps and the workspace.
+	seen := map[string][]byte{}
+	for _, d := range agentDumps {
+		seen[d], _ = os.ReadFile(d)
+	}
+	seen["the hook's environment"] = hookEnv
+	filepath.WalkDir(filepath.Join(dir, "ws"), func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			seen[p], _ = os.ReadFile(p)
+		}
+		return nil
+	})
+	for name, value := range private {
+		for where, data := range seen {
+			if strings.Contains(string(data), name+"=") || strings.Contains(string(data), `"`+name+`"`) {
+				t.Errorf("%s appears in %s", name, where)
+			}
+			// The database's path may show in the agent socket's (<db_path>.run/);
+			// confinement, not secrecy, keeps the agent out of the database.
+			if name != "SORTIE_DB_PATH" && strings.Contains(string(data), value) {
+				t.Errorf("the value of %s appears in %s", name, where)
+			}
+		}
 	}
 
 	// Everything the run left: dumps, workspaces, database files, and the daemon's log.

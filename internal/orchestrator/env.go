@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"sortie/internal/config"
+	"sortie/internal/workspace"
 )
 
 // AgentEnv builds an agent process's environment from the daemon's: everything except
@@ -47,17 +48,19 @@ func CLIEnv(cfg *config.Config, environ []string) []string {
 	return AgentEnv(environ, secretNames(cfg, environ), nil)
 }
 
-// privateOverride reports whether name is a SORTIE_* variable that no agent, hook or
-// sidecar may see: the tracker overrides (its key among them), the operator token, the
-// database path and the env file's path.
+// privateOverride reports whether name is a SORTIE_* variable of the daemon that no
+// hook may see: the tracker overrides (its key among them) and the variables that lead
+// to the daemon's private state (workspace.DaemonPrivate: the database's and the env
+// file's paths, the operator token). Agents get no SORTIE_* variable of the daemon at
+// all (AgentEnv).
 func privateOverride(name string) bool {
-	return strings.HasPrefix(name, "SORTIE_TRACKER_") || name == "SORTIE_DB_PATH" || name == "SORTIE_ENV_FILE" ||
-		name == "SORTIE_SERVER_AUTH_TOKEN"
+	return strings.HasPrefix(name, "SORTIE_TRACKER_") || workspace.DaemonPrivate(name)
 }
 
 // hookEnvLists returns the SORTIE_* variables of the daemon that hooks may see (an
-// operator's own, like SORTIE_REPO_URL in a clone hook) and the names they must never
-// see: WORKFLOW.md's secrets and the private overrides (privateOverride).
+// operator's own, like SORTIE_REPO_URL in a clone hook, and the non-secret overrides
+// such as SORTIE_POLLING_INTERVAL_MS) and the names they must never see: WORKFLOW.md's
+// secrets and the private overrides (privateOverride).
 func hookEnvLists(cfg *config.Config, environ []string) (pass, drop []string) {
 	drop = append([]string(nil), cfg.SecretEnv...)
 	for _, kv := range environ {

@@ -38,6 +38,7 @@ func TestHookEnvLists_PassOperatorVariablesDropCredentials(t *testing.T) {
 		"PATH=/usr/bin",
 		"SORTIE_REPO_URL=git@example.com:r.git",
 		"SORTIE_WORKSPACE_ROOT=/w",
+		"SORTIE_POLLING_INTERVAL_MS=5000",
 		"SORTIE_TRACKER_API_KEY=k",
 		"SORTIE_TRACKER_ENDPOINT=https://t",
 		"SORTIE_DB_PATH=/db",
@@ -46,7 +47,7 @@ func TestHookEnvLists_PassOperatorVariablesDropCredentials(t *testing.T) {
 		"GITHUB_TOKEN=s",
 	}
 	pass, drop := hookEnvLists(cfg, environ)
-	if want := []string{"SORTIE_REPO_URL", "SORTIE_WORKSPACE_ROOT"}; !slices.Equal(pass, want) {
+	if want := []string{"SORTIE_REPO_URL", "SORTIE_WORKSPACE_ROOT", "SORTIE_POLLING_INTERVAL_MS"}; !slices.Equal(pass, want) {
 		t.Errorf("pass = %q, want %q", pass, want)
 	}
 	for _, name := range []string{"GITHUB_TOKEN", "JIRA_PASSWORD", "SORTIE_TRACKER_API_KEY", "SORTIE_TRACKER_ENDPOINT", "SORTIE_DB_PATH", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN"} {
@@ -83,6 +84,11 @@ echo '{"type":"result","outcome":"success"}'
 		"ANTHROPIC_API_KEY=model-key",
 		"SORTIE_TRACKER_API_KEY=sortie-secret",
 		"SORTIE_REPO_URL=git@example.com:r.git",
+		// The daemon's private state and a plain operator override.
+		"SORTIE_DB_PATH=/srv/sortie/state.db",
+		"SORTIE_ENV_FILE=/srv/sortie/.env",
+		"SORTIE_SERVER_AUTH_TOKEN=operator-secret",
+		"SORTIE_POLLING_INTERVAL_MS=5000",
 	)
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true, exitWhenIdle: true, environ: environ})
 	h.trk.Put(issue("ENV-1", "Todo"))
@@ -120,11 +126,13 @@ echo '{"type":"result","outcome":"success"}'
 			}
 		}
 	}
+	private := []string{"SORTIE_DB_PATH", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN"}
 	check("hook", read("hook.env"),
-		map[string]string{"SORTIE_REPO_URL": "git@example.com:r.git", "SORTIE_ISSUE_IDENTIFIER": "ENV-1", "SORTIE_ATTEMPT": "0"},
-		[]string{"GITHUB_TOKEN", "SORTIE_TRACKER_API_KEY", "ANTHROPIC_API_KEY"})
+		map[string]string{"SORTIE_REPO_URL": "git@example.com:r.git", "SORTIE_POLLING_INTERVAL_MS": "5000",
+			"SORTIE_ISSUE_IDENTIFIER": "ENV-1", "SORTIE_ATTEMPT": "0"},
+		append([]string{"GITHUB_TOKEN", "SORTIE_TRACKER_API_KEY", "ANTHROPIC_API_KEY"}, private...))
 	check("agent", read("agent.env"),
 		map[string]string{"ANTHROPIC_API_KEY": "model-key", "SORTIE_ISSUE_IDENTIFIER": "ENV-1", "SORTIE_ISSUE_ID": "ENV-1",
 			"SORTIE_RUN_ID": strconv.FormatInt(runID, 10), "SORTIE_WORKSPACE": workspacePath(t, cfg, "ENV-1")},
-		[]string{"GITHUB_TOKEN", "SORTIE_TRACKER_API_KEY", "SORTIE_REPO_URL"})
+		append([]string{"GITHUB_TOKEN", "SORTIE_TRACKER_API_KEY", "SORTIE_REPO_URL", "SORTIE_POLLING_INTERVAL_MS"}, private...))
 }

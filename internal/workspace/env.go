@@ -22,6 +22,19 @@ func BaseEnvAllowed(name string) bool {
 	return slices.Contains(baseEnvAllowList, name)
 }
 
+// daemonPrivateEnv are the daemon's variables that lead to its private state: the
+// database's path, the .env file's (which may hold every Sortie secret) and the
+// operator token.
+var daemonPrivateEnv = []string{"SORTIE_DB_PATH", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN"}
+
+// DaemonPrivate reports whether name is one of the daemon's variables that lead to its
+// private state: SORTIE_DB_PATH, SORTIE_ENV_FILE and SORTIE_SERVER_AUTH_TOKEN. No hook
+// ever gets them, whatever Config.PassEnv or a hook's extra variables say, and the
+// orchestrator gives them to no agent either.
+func DaemonPrivate(name string) bool {
+	return slices.Contains(daemonPrivateEnv, name)
+}
+
 // FilterEnv returns the KEY=VALUE entries of base whose name allow accepts and that are
 // not named in drop, in their original order. Malformed entries are skipped; a nil
 // allow accepts nothing.
@@ -45,8 +58,9 @@ func FilterEnv(base []string, allow func(name string) bool, drop []string) []str
 // SORTIE_ISSUE_ID, SORTIE_ISSUE_IDENTIFIER, SORTIE_WORKSPACE (ws.Path) and
 // SORTIE_ATTEMPT (ws.Attempt). Later entries replace earlier ones of the same name, so
 // extra cannot override the SORTIE_ session variables. No variable named in
-// Config.DropEnv is ever included, and extra entries with invalid names are skipped.
-// The orchestrator may use it as the base of an agent process's environment.
+// Config.DropEnv is ever included, nor any DaemonPrivate variable, and extra entries
+// with invalid names are skipped. The orchestrator may use it as the base of an agent
+// process's environment.
 func (m *Manager) HookEnv(ws Workspace, issue Issue, extra map[string]string) []string {
 	return m.hookEnv(ws.Path, issue, ws.Attempt, extra)
 }
@@ -54,11 +68,11 @@ func (m *Manager) HookEnv(ws Workspace, issue Issue, extra map[string]string) []
 // hookEnv is HookEnv for a path; attempt < 0 leaves SORTIE_ATTEMPT out.
 func (m *Manager) hookEnv(wsPath string, issue Issue, attempt int, extra map[string]string) []string {
 	env := FilterEnv(m.baseEnv, func(name string) bool {
-		return BaseEnvAllowed(name) || slices.Contains(m.passEnv, name)
+		return (BaseEnvAllowed(name) || slices.Contains(m.passEnv, name)) && !DaemonPrivate(name)
 	}, m.dropEnv)
 
 	set := func(name, value string) {
-		if !validEnvName(name) || slices.Contains(m.dropEnv, name) {
+		if !validEnvName(name) || slices.Contains(m.dropEnv, name) || DaemonPrivate(name) {
 			return
 		}
 		env = slices.DeleteFunc(env, func(kv string) bool {

@@ -79,6 +79,30 @@ func TestRunHook_EnvironmentIsAllowListOnly(t *testing.T) {
 	}
 }
 
+// The variables that lead to the daemon's private state never reach a hook, even when
+// a caller passes them on.
+func TestHookEnv_NeverTheDaemonsPrivateState(t *testing.T) {
+	base := []string{"HOME=/h", "SORTIE_DB_PATH=/srv/sortie.db", "SORTIE_ENV_FILE=/srv/.env",
+		"SORTIE_SERVER_AUTH_TOKEN=operator-secret", "SORTIE_POLLING_INTERVAL_MS=5000"}
+	m := newManager(t, Config{BaseEnv: base,
+		PassEnv: []string{"SORTIE_DB_PATH", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN", "SORTIE_POLLING_INTERVAL_MS"}})
+	extra := map[string]string{"SORTIE_DB_PATH": "/x.db", "SORTIE_SERVER_AUTH_TOKEN": "x", "SORTIE_SSH_HOST": "build-1"}
+	env := m.HookEnv(Workspace{Path: "/w/PROJ-1", Attempt: 1}, testIssue, extra)
+	want := []string{"HOME=/h", "SORTIE_POLLING_INTERVAL_MS=5000", "SORTIE_SSH_HOST=build-1", "SORTIE_ISSUE_ID=10001",
+		"SORTIE_ISSUE_IDENTIFIER=PROJ-1", "SORTIE_WORKSPACE=/w/PROJ-1", "SORTIE_ATTEMPT=1"}
+	if !slices.Equal(env, want) {
+		t.Fatalf("HookEnv = %q\nwant %q", env, want)
+	}
+	for _, name := range []string{"SORTIE_DB_PATH", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN"} {
+		if !DaemonPrivate(name) {
+			t.Errorf("DaemonPrivate(%s) = false", name)
+		}
+	}
+	if DaemonPrivate("SORTIE_POLLING_INTERVAL_MS") {
+		t.Error("DaemonPrivate(SORTIE_POLLING_INTERVAL_MS) = true, want an operator override to be passable")
+	}
+}
+
 func TestHookEnv_SessionVariables(t *testing.T) {
 	m := newManager(t, Config{BaseEnv: []string{"HOME=/h", "SECRET=x"}})
 	env := m.HookEnv(Workspace{Path: "/w/PROJ-1", Attempt: 3}, testIssue, map[string]string{"SORTIE_SSH_HOST": "build-1"})
