@@ -636,6 +636,17 @@ const maxCommentReads = 20
 // first "/sortie choose" of each that came after its checkpoint. It runs on the tick
 // goroutine; answers wake the loop.
 func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	self, err := o.trackerSelf(ctx)
+	if err != nil {
+		// Fail closed: a comment of Sortie's own account must never pass for a human's
+		// answer, so none is read until the account is known. The next tick asks again.
+		o.log.Warn("checkpoint answers in tracker comments wait until Sortie knows the tracker account it writes as",
+			"error", err)
+		return
+	}
 	for _, id := range ids {
 		pending := o.pendingFor(id)
 		if len(pending) == 0 {
@@ -655,7 +666,7 @@ func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
 			if !ok || o.commentSeen(id, cm.ID) {
 				continue
 			}
-			if why := answerRefusal(o.opts.Config(), cm); why != "" {
+			if why := answerRefusal(o.opts.Config(), self, cm); why != "" {
 				o.log.Warn("a tracker comment's checkpoint answer was refused", "issue_identifier", pending[0].Identifier,
 					"author", cm.Author, "option", option, "reason", why)
 				at, err := time.Parse(time.RFC3339, cm.CreatedAt)
@@ -721,19 +732,37 @@ func (o *Orchestrator) workflowHint(cfg *config.Config, host, rendered string) s
 // checkpoints when workflows.answerers is not set: people with a say in the repository.
 var answererAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}
 
+// trackerSelf is the account the tracker in force writes as, or the zero Identity
+// when the tracker cannot say (the file tracker, whose comments never answer).
+func (o *Orchestrator) trackerSelf(ctx context.Context) (tracker.Identity, error) {
+	acc, ok := o.Adapters().Tracker.(tracker.Account)
+	if !ok {
+		return tracker.Identity{}, nil
+	}
+	return acc.Self(ctx)
+}
+
 // answerRefusal says why a "/sortie choose" comment may not answer a checkpoint, or ""
 // when it may. A checkpoint is a human's decision, and on a public repository anyone
 // can comment, the agent's own prompt injector included: with the file tracker,
-// comments never answer (the dashboard and the API do); with workflows.answerers, only
-// those logins or emails do; on GitHub without it, only the repository's owners,
+// comments never answer (the dashboard and the API do); a comment by self, the account
+// Sortie writes as, or by any app's bot account never does; with workflows.answerers,
+// only those logins or emails do; on GitHub without it, only the repository's owners,
 // members and collaborators. The agent itself cannot comment: tracker_api has no such
 // operation, and the agent holds no tracker credential.
-func answerRefusal(cfg *config.Config, cm tracker.Comment) string {
+func answerRefusal(cfg *config.Config, self tracker.Identity, cm tracker.Comment) string {
 	switch {
 	case cfg.Tracker.Kind == "file":
 		return "with the file tracker, checkpoints are answered on the dashboard or through the API only"
+	case self.Wrote(cm):
+		return fmt.Sprintf("the comment is by %s, the tracker account Sortie itself writes as (tracker.api_key's)", self)
+	case cm.AuthorBot:
+		return fmt.Sprintf("%q is an app's bot account, not a person", cm.Author)
 	case len(cfg.Workflows.Answerers) > 0:
-		if !slices.ContainsFunc(cfg.Workflows.Answerers, func(a string) bool { return strings.EqualFold(a, cm.Author) }) {
+		if !slices.ContainsFunc(cfg.Workflows.Answerers, func(a string) bool {
+			return strings.EqualFold(a, cm.Author) || (cm.AuthorLogin != "" && strings.EqualFold(a, cm.AuthorLogin)) ||
+				(cm.AuthorEmail != "" && strings.EqualFold(a, cm.AuthorEmail))
+		}) {
 			return fmt.Sprintf("%q is not in workflows.answerers", cm.Author)
 		}
 	case cfg.Tracker.Kind == "github":

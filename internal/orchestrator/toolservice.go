@@ -230,6 +230,9 @@ func (t *ToolService) Workflow(ctx context.Context, sess agentsock.Session, tool
 // trackerError maps a tracker failure to the tool's error kinds; a call that ran out
 // of time is a transport error (spec).
 func trackerError(err error) *agentsock.Error {
+	if errors.Is(err, tracker.ErrOutOfProject) {
+		return agentsock.Errorf("project_scope_violation", "%v", err)
+	}
 	switch k := tracker.KindOf(err); k {
 	case tracker.ErrAuth, tracker.ErrNotFound, tracker.ErrPayload, tracker.ErrTransport, tracker.ErrAPI:
 		return agentsock.Errorf(string(k), "%v", err)

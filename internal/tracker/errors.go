@@ -21,6 +21,13 @@ const (
 	ErrMissingEndCursor ErrorKind = "tracker_missing_end_cursor"
 )
 
+// ErrOutOfProject is wrapped by the tracker_not_found error of an issue that exists but
+// is not in tracker.project: a GitHub issue of another repository (by its
+// repository_url, or behind a redirect, which adapters do not follow), a Jira issue of
+// another project. To the orchestrator the issue is gone from its project; tracker_api
+// answers project_scope_violation (spec/agent-extensions.md, "Project scoping").
+var ErrOutOfProject = errors.New("the issue is not in tracker.project")
+
 // Retryable reports whether an operation that failed with this kind may succeed when
 // tried again later. Configuration, auth, not-found and payload errors never do.
 func (k ErrorKind) Retryable() bool {

@@ -55,6 +55,71 @@ type Comment struct {
 	// AuthorAssociation is the author's relation to the repository on GitHub (OWNER,
 	// MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...); "" elsewhere.
 	AuthorAssociation string `json:"author_association,omitempty"`
+
+	// The author's account, for deciding whether the comment may answer a checkpoint
+	// (never shown to agents: tracker_api returns the fields above). Author is what the
+	// tracker displays, which on Jira is a display name anyone can choose; these are
+	// what identify the account.
+	//
+	// AuthorID is the account's stable id: GitHub's numeric user id, Jira Cloud's
+	// accountId, Jira Data Center's user key; "" when unknown.
+	AuthorID string `json:"-"`
+	// AuthorLogin is the account's unique user name: the GitHub login, the Jira Data
+	// Center user name; "" on Jira Cloud, which has none.
+	AuthorLogin string `json:"-"`
+	// AuthorEmail is the account's e-mail address where the tracker shows it (Jira,
+	// subject to the user's privacy settings); "" otherwise.
+	AuthorEmail string `json:"-"`
+	// AuthorBot is set when the account is an application's rather than a person's:
+	// a GitHub user of type Bot (a GitHub App), a Jira account of type app.
+	AuthorBot bool `json:"-"`
+}
+
+// Identity is the account a tracker adapter acts as: the owner of tracker.api_key,
+// the author of every comment Sortie posts. Fields the tracker does not give are "".
+type Identity struct {
+	ID    string // stable account id: GitHub user id, Jira Cloud accountId, Jira Data Center user key
+	Login string // GitHub login, Jira Data Center user name
+	Email string // where the tracker shows it
+	Name  string // display name, for messages only: not unique
+	// App is set when the credential is an application's whose account the tracker does
+	// not name (a GitHub App installation token): its comments are by a bot account.
+	App bool
+}
+
+// Wrote reports whether c was written by the account id names: by its id, login or
+// e-mail. A comment that carries none of those (a payload without them) is matched by
+// its displayed author against the login and display name instead.
+func (id Identity) Wrote(c Comment) bool {
+	same := func(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
+	if same(id.ID, c.AuthorID) || same(id.Login, c.AuthorLogin) || same(id.Email, c.AuthorEmail) {
+		return true
+	}
+	if c.AuthorID == "" && c.AuthorLogin == "" && c.AuthorEmail == "" {
+		return same(id.Login, c.Author) || same(id.Name, c.Author)
+	}
+	return false
+}
+
+// String names the account for logs and messages: its login, e-mail, id or name.
+func (id Identity) String() string {
+	for _, s := range []string{id.Login, id.Email, id.ID, id.Name} {
+		if s != "" {
+			return s
+		}
+	}
+	if id.App {
+		return "an app's bot account"
+	}
+	return "an unknown account"
+}
+
+// Account is implemented by trackers that can say which account they act as. The
+// orchestrator uses it so that a comment Sortie posted (or one posted with its
+// credentials) never passes for a human's checkpoint answer. Self asks the tracker
+// once and keeps the answer; a failed ask is not kept, so the next call asks again.
+type Account interface {
+	Self(ctx context.Context) (Identity, error)
 }
 
 // Tracker is what the orchestrator needs from an issue tracker. Implementations are safe

@@ -32,6 +32,7 @@ const (
 	OpFetchComments            Op = "fetch_comments"
 	OpTransition               Op = "transition"
 	OpComment                  Op = "comment"
+	OpSelf                     Op = "self"
 )
 
 // Epoch is the first updated_at the tracker stamps; each later change is one second
@@ -41,7 +42,12 @@ var Epoch = time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 var (
 	_ tracker.Tracker = (*Tracker)(nil)
 	_ tracker.Watcher = (*Tracker)(nil)
+	_ tracker.Account = (*Tracker)(nil)
 )
+
+// Self is the account the fake tracker writes as: CommentIssue's comments are by
+// the login "sortie".
+var Self = tracker.Identity{Login: "sortie", Name: "Sortie"}
 
 // Transition is one TransitionIssue call that succeeded.
 type Transition struct {
@@ -393,11 +399,21 @@ func (t *Tracker) CommentIssue(ctx context.Context, id, text string) error {
 		t.mu.Unlock()
 		return notFound(OpComment, id)
 	}
-	is.Comments = append(is.Comments, t.newCommentLocked("sortie", text))
+	is.Comments = append(is.Comments, t.newCommentLocked(Self.Login, text))
 	is.UpdatedAt = t.stampLocked()
 	t.mu.Unlock()
 	t.notify()
 	return nil
+}
+
+// Self implements tracker.Account: the daemon's comments are by Self.
+func (t *Tracker) Self(ctx context.Context) (tracker.Identity, error) {
+	t.lockFor(ctx, OpSelf)
+	defer t.mu.Unlock()
+	if err := t.beginLocked(ctx, OpSelf); err != nil {
+		return tracker.Identity{}, err
+	}
+	return Self, nil
 }
 
 // Watch returns a channel that receives a value, coalesced, after each change, and is
@@ -418,9 +434,12 @@ func (t *Tracker) Watch(ctx context.Context) <-chan struct{} {
 }
 
 // PollOnly returns the tracker without its Watch method, for code paths that must be
-// driven by polls alone.
+// driven by polls alone. It still says which account it writes as.
 func (t *Tracker) PollOnly() tracker.Tracker {
-	return struct{ tracker.Tracker }{t}
+	return struct {
+		tracker.Tracker
+		tracker.Account
+	}{t, t}
 }
 
 func (t *Tracker) notify() {
@@ -441,7 +460,7 @@ func (t *Tracker) stampLocked() string {
 
 func (t *Tracker) newCommentLocked(author, body string) tracker.Comment {
 	t.commentSeq++
-	return tracker.Comment{ID: "c" + strconv.Itoa(t.commentSeq), Author: author, Body: body,
+	return tracker.Comment{ID: "c" + strconv.Itoa(t.commentSeq), Author: author, AuthorLogin: author, Body: body,
 		CreatedAt: Epoch.Add(time.Duration(t.stamps+1) * time.Second).Format(time.RFC3339)}
 }
 

@@ -143,7 +143,8 @@ func (t *Tracker) statusError(op, method, rawURL string, status int, body []byte
 	case status == 403:
 		return tracker.Errorf(tracker.ErrAuth, op, "%s; the token may not do this: it needs Issues read and write and Metadata read on %s (fine-grained) or the repo scope (classic)", where, t.repo)
 	case status >= 300 && status < 400:
-		return tracker.Errorf(tracker.ErrNotFound, op, "%s; GitHub redirects this request (an issue transferred to another repository, or a renamed repository), and Sortie does not follow redirects out of %s: check tracker.project", where, t.repo)
+		return &tracker.Error{Kind: tracker.ErrNotFound, Op: op, Err: tracker.ErrOutOfProject,
+			Message: fmt.Sprintf("%s; GitHub redirects this request (an issue transferred to another repository, or a renamed repository), and Sortie does not follow redirects out of %s: check tracker.project", where, t.repo)}
 	case status == 404 || status == 410:
 		return tracker.Errorf(tracker.ErrNotFound, op, "%s; check tracker.project (%s) and that the token can see the repository", where, t.repo)
 	case status == 400 || status == 422:

@@ -229,6 +229,9 @@ func (f *fakeGitHub) route(r *http.Request) (int, []byte, string) {
 	if p == "/search/issues" && r.Method == http.MethodGet {
 		return f.search(r)
 	}
+	if p == "/user" && r.Method == http.MethodGet {
+		return 200, jsonBody(fakeBot), ""
+	}
 	if !strings.HasPrefix(p, prefix+"/") {
 		return 404, errBody("Not Found"), ""
 	}
@@ -288,7 +291,7 @@ func (f *fakeGitHub) route(r *http.Request) (int, []byte, string) {
 			return 422, errBody("Validation Failed"), ""
 		}
 		f.nextID++
-		nc := apiComment{ID: f.nextID, User: &apiUser{Login: "sortie-bot"}, Body: c.Body, CreatedAt: f.clock().UTC().Format(time.RFC3339)}
+		nc := apiComment{ID: f.nextID, User: &fakeBot, Body: c.Body, CreatedAt: f.clock().UTC().Format(time.RFC3339)}
 		f.comments[num] = append(f.comments[num], nc)
 		return 201, jsonBody(nc), ""
 	case len(parts) == 3 && parts[2] == "parent" && r.Method == http.MethodGet:
@@ -306,6 +309,10 @@ func (f *fakeGitHub) route(r *http.Request) (int, []byte, string) {
 	}
 	return 404, errBody("Not Found"), ""
 }
+
+// fakeBot is the account the fake's token belongs to (GET /user), the author of the
+// comments the adapter posts.
+var fakeBot = apiUser{Login: "sortie-bot", ID: 4242, Type: "User"}
 
 func (f *fakeGitHub) search(r *http.Request) (int, []byte, string) {
 	q := r.URL.Query().Get("q")

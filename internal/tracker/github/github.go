@@ -32,6 +32,7 @@ const DefaultEndpoint = "https://api.github.com"
 var (
 	_ tracker.Tracker     = (*Tracker)(nil)
 	_ tracker.RateLimiter = (*Tracker)(nil)
+	_ tracker.Account     = (*Tracker)(nil)
 )
 
 func init() {
@@ -53,6 +54,9 @@ type Tracker struct {
 
 	reqMu  sync.Mutex // serialises requests
 	limits *limiter
+
+	selfMu sync.Mutex
+	self   *tracker.Identity // the token's account, once known (Self)
 	etags  *etagCache
 	sent   atomic.Int64 // requests sent, for tests
 }
@@ -238,6 +242,12 @@ func (t *Tracker) fetchIssue(ctx context.Context, op, id string) (apiIssue, erro
 	a, err := parseIssue(r.body)
 	if err != nil {
 		return apiIssue{}, t.payloadErr(op, "issue", err)
+	}
+	// The request named tracker.project and redirects are not followed, so the answer
+	// is of that repository; its repository_url must say so all the same.
+	if other := repoOf(&a); other != "" && !strings.EqualFold(other, t.repo) {
+		return apiIssue{}, &tracker.Error{Kind: tracker.ErrNotFound, Op: op,
+			Message: fmt.Sprintf("#%d is an issue of %s, not of %s", n, other, t.repo), Err: tracker.ErrOutOfProject}
 	}
 	if a.isPullRequest() {
 		return apiIssue{}, tracker.Errorf(tracker.ErrNotFound, op, "#%d in %s is a pull request, not an issue", n, t.repo)
@@ -433,4 +443,37 @@ func (t *Tracker) TransitionIssue(ctx context.Context, id, targetState string) e
 	}
 	_, err = t.send(ctx, op, http.MethodPatch, t.repoURL("/issues/"+strconv.FormatInt(a.Number, 10), nil), patch)
 	return err
+}
+
+// Self returns the account the token acts as (GET /user), asked once and kept. A GitHub
+// App installation token has no user (GitHub answers 403): its comments are by the
+// app's bot account, and Self says so with Identity.App.
+func (t *Tracker) Self(ctx context.Context) (tracker.Identity, error) {
+	const op = "self"
+	t.selfMu.Lock()
+	defer t.selfMu.Unlock()
+	if t.self != nil {
+		return *t.self, nil
+	}
+	u := *t.base
+	u.Path = strings.TrimRight(t.base.Path, "/") + "/user"
+	status, _, body, err := t.roundTrip(ctx, op, http.MethodGet, u.String(), nil, http.Header{})
+	var id tracker.Identity
+	switch {
+	case status == http.StatusForbidden && tracker.KindOf(err) == tracker.ErrAuth:
+		id = tracker.Identity{App: true}
+	case err != nil:
+		return tracker.Identity{}, err
+	default:
+		var me apiUser
+		if err := json.Unmarshal(body, &me); err != nil || me.Login == "" {
+			return tracker.Identity{}, tracker.Errorf(tracker.ErrPayload, op, "GitHub's GET /user answer names no login")
+		}
+		id = tracker.Identity{Login: me.Login, App: strings.EqualFold(me.Type, "Bot")}
+		if me.ID > 0 {
+			id.ID = strconv.FormatInt(me.ID, 10)
+		}
+	}
+	t.self = &id
+	return id, nil
 }

@@ -51,6 +51,8 @@ func (l *apiLabel) UnmarshalJSON(data []byte) error {
 
 type apiUser struct {
 	Login string `json:"login"`
+	ID    int64  `json:"id"`
+	Type  string `json:"type"` // User, Bot (a GitHub App) or Organization
 }
 
 type apiIssueType struct {
@@ -202,20 +204,30 @@ func (s states) normalize(a *apiIssue, repo string) tracker.Issue {
 // repository, judged by its repository_url (…/repos/owner/repo).
 func refIdentifier(a *apiIssue, repo string) string {
 	num := strconv.FormatInt(a.Number, 10)
-	if a.RepositoryURL == "" {
-		return num
+	if other := repoOf(a); other != "" && !strings.EqualFold(other, repo) {
+		return other + "#" + num
 	}
+	return num
+}
+
+// repoOf is the owner/repo of an issue's repository_url (…/repos/owner/repo), "" when
+// the payload has none or it is not in that form.
+func repoOf(a *apiIssue) string {
 	_, other, ok := strings.Cut(a.RepositoryURL, "/repos/")
-	if !ok || strings.EqualFold(strings.TrimSuffix(other, "/"), repo) {
-		return num
+	if !ok {
+		return ""
 	}
-	return strings.TrimSuffix(other, "/") + "#" + num
+	return strings.TrimSuffix(other, "/")
 }
 
 func normalizeComment(c *apiComment) tracker.Comment {
 	out := tracker.Comment{ID: strconv.FormatInt(c.ID, 10), CreatedAt: c.CreatedAt, AuthorAssociation: c.AuthorAssociation}
 	if c.User != nil {
-		out.Author = c.User.Login
+		out.Author, out.AuthorLogin = c.User.Login, c.User.Login
+		if c.User.ID > 0 {
+			out.AuthorID = strconv.FormatInt(c.User.ID, 10)
+		}
+		out.AuthorBot = strings.EqualFold(c.User.Type, "Bot")
 	}
 	if c.Body != nil {
 		out.Body = *c.Body

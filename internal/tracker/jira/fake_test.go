@@ -189,11 +189,24 @@ func (f *fakeJira) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"issues": out, "issueErrors": []any{}})
+	case path == "/myself" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, f.bot())
 	case strings.HasPrefix(path, "/issue/"):
 		f.issue(w, r, strings.Split(strings.TrimPrefix(path, "/issue/"), "/"), body)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"errorMessages": []string{"no route " + path}})
 	}
+}
+
+// bot is the account the token belongs to, as GET /myself and comment authors show it:
+// Cloud names it by accountId, Data Center by key and name.
+func (f *fakeJira) bot() map[string]any {
+	if f.cloud {
+		return map[string]any{"accountId": "5b10ac8d82e05b22cc7d4ef5", "accountType": "atlassian",
+			"displayName": "Sortie Bot", "emailAddress": "sortie@example.com"}
+	}
+	return map[string]any{"key": "JIRAUSER10100", "name": "sortie", "displayName": "Sortie Bot",
+		"emailAddress": "sortie@example.com"}
 }
 
 func (f *fakeJira) find(ref string) map[string]any {
@@ -256,7 +269,7 @@ func (f *fakeJira) issue(w http.ResponseWriter, r *http.Request, parts []string,
 			writeJSON(w, http.StatusBadRequest, map[string]any{"errors": map[string]string{"comment": "Comment body is not valid"}})
 			return
 		}
-		c := map[string]any{"id": strconv.Itoa(50000 + len(f.comments[id])), "author": map[string]any{"displayName": "Sortie Bot"},
+		c := map[string]any{"id": strconv.Itoa(50000 + len(f.comments[id])), "author": f.bot(),
 			"body": req.Body, "created": "2026-04-01T12:00:00.000+0000"}
 		f.comments[id] = append(f.comments[id], c)
 		writeJSON(w, http.StatusCreated, c)

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"sortie/internal/tracker"
@@ -46,6 +47,7 @@ var DefaultActiveStates = []string{"Backlog", "Selected for Development", "In Pr
 var (
 	_ tracker.Tracker     = (*Tracker)(nil)
 	_ tracker.RateLimiter = (*Tracker)(nil)
+	_ tracker.Account     = (*Tracker)(nil)
 )
 
 func init() {
@@ -62,6 +64,9 @@ type Tracker struct {
 	activeStates []string
 	filter       string
 	pageSize     int
+
+	selfMu sync.Mutex
+	self   *tracker.Identity // the token's account, once known (Self)
 }
 
 // options are the typed contents of the `jira:` block.
@@ -220,9 +225,16 @@ func (t *Tracker) RateLimits() []tracker.RateLimit { return t.c.rateLimits() }
 // from an agent cannot walk to another API path.
 var issueRef = regexp.MustCompile(`^(?:[0-9]{1,20}|[A-Za-z][A-Za-z0-9_]*-[0-9]{1,20})$`)
 
+// issuePath is the API path of one issue. A key of another project than
+// tracker.project is refused before Jira is asked: the token may see other projects,
+// Sortie and its agents must not.
 func (t *Tracker) issuePath(op, id string) (string, error) {
 	if !issueRef.MatchString(id) {
 		return "", tracker.Errorf(tracker.ErrNotFound, op, "%q is not a Jira issue id or key (such as 10001 or PROJ-1)", id)
+	}
+	if prefix, _, isKey := strings.Cut(id, "-"); isKey && !strings.EqualFold(prefix, t.project) {
+		return "", &tracker.Error{Kind: tracker.ErrNotFound, Op: op, Err: tracker.ErrOutOfProject,
+			Message: fmt.Sprintf("issue %s is not in project %s", id, t.project)}
 	}
 	return t.api + "/issue/" + url.PathEscape(id), nil
 }
@@ -319,7 +331,8 @@ func (t *Tracker) FetchIssueByID(ctx context.Context, id string) (tracker.Issue,
 	}
 	// Defence in depth: the token may see other projects; the agent must not.
 	if prefix, _, _ := strings.Cut(is.Identifier, "-"); !strings.EqualFold(prefix, t.project) {
-		return tracker.Issue{}, tracker.Errorf(tracker.ErrNotFound, op, "issue %s is not in project %s", is.Identifier, t.project)
+		return tracker.Issue{}, &tracker.Error{Kind: tracker.ErrNotFound, Op: op, Err: tracker.ErrOutOfProject,
+			Message: fmt.Sprintf("issue %s is not in project %s", is.Identifier, t.project)}
 	}
 	if is.Comments, err = t.FetchIssueComments(ctx, id); err != nil {
 		return tracker.Issue{}, err
@@ -390,4 +403,25 @@ func (t *Tracker) states(ctx context.Context, op string, refs []string, byID boo
 		}
 	}
 	return out, nil
+}
+
+// Self returns the account the token acts as (GET /myself), asked once and kept: on
+// Cloud its accountId and e-mail, on Data Center its user key and name.
+func (t *Tracker) Self(ctx context.Context) (tracker.Identity, error) {
+	const op = "self"
+	t.selfMu.Lock()
+	defer t.selfMu.Unlock()
+	if t.self != nil {
+		return *t.self, nil
+	}
+	var me wireUser
+	if err := t.c.do(ctx, op, http.MethodGet, t.api+"/myself", nil, nil, &me); err != nil {
+		return tracker.Identity{}, err
+	}
+	id := me.identity()
+	if id.ID == "" && id.Login == "" {
+		return tracker.Identity{}, tracker.Errorf(tracker.ErrPayload, op, "Jira's GET %s/myself answer names no accountId, key or name", t.api)
+	}
+	t.self = &id
+	return id, nil
 }

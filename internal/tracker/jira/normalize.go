@@ -42,8 +42,26 @@ type named struct {
 }
 
 type wireUser struct {
-	DisplayName string `json:"displayName"`
-	Name        string `json:"name"` // Data Center user name
+	DisplayName  string `json:"displayName"`
+	Name         string `json:"name"`        // Data Center user name
+	Key          string `json:"key"`         // Data Center user key
+	AccountID    string `json:"accountId"`   // Cloud
+	AccountType  string `json:"accountType"` // Cloud: atlassian, app or customer
+	EmailAddress string `json:"emailAddress"`
+}
+
+// identity is the account u names: by accountId on Cloud, by key and name on Data
+// Center.
+func (u *wireUser) identity() tracker.Identity {
+	if u == nil {
+		return tracker.Identity{}
+	}
+	id := tracker.Identity{ID: u.AccountID, Login: u.Name, Email: u.EmailAddress, Name: u.DisplayName,
+		App: strings.EqualFold(u.AccountType, "app")}
+	if id.ID == "" {
+		id.ID = u.Key
+	}
+	return id
 }
 
 type wireRef struct {
@@ -157,7 +175,9 @@ func normalizeComment(c *wireComment) (tracker.Comment, error) {
 	if err != nil {
 		return tracker.Comment{}, fmt.Errorf("comment %s: body: %w", c.ID, err)
 	}
-	return tracker.Comment{ID: c.ID, Author: c.Author.display(), Body: body, CreatedAt: jiraTime(c.Created)}, nil
+	who := c.Author.identity()
+	return tracker.Comment{ID: c.ID, Author: c.Author.display(), Body: body, CreatedAt: jiraTime(c.Created),
+		AuthorID: who.ID, AuthorLogin: who.Login, AuthorEmail: who.Email, AuthorBot: who.App}, nil
 }
 
 // jiraTime turns Jira's timestamp (2025-01-15T10:30:00.000+0000, no colon in the offset)
