@@ -190,6 +190,7 @@ func (b *adapterSet) warnRestartOnly(cfg *config.Config) {
 		{"tracker.query_filter", was.QueryFilter != now.QueryFilter},
 		{"tracker.path and the tracker's block (" + was.Kind + ":)", !reflect.DeepEqual(was.Options, now.Options)},
 		{"agent.kind", b.start.Agent.Kind != cfg.Agent.Kind},
+		{"agent.run_as", b.start.Agent.RunAs != cfg.Agent.RunAs},
 	} {
 		if f.changed {
 			changed = append(changed, f.name)

@@ -23,6 +23,7 @@ import (
 	"sortie/internal/notify"
 	"sortie/internal/orchestrator"
 	"sortie/internal/prompt"
+	"sortie/internal/runas"
 	"sortie/internal/server"
 	"sortie/internal/server/agentsock"
 	"sortie/internal/server/dashboard"
@@ -170,8 +171,13 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
+	runAs, err := agentRunAs(cfg, path, tools.ext.Executable, sock, privateFiles(cfg, f.envFile), logger)
+	if err != nil {
+		return fail("%v", err)
+	}
 	orch, err = orchestrator.New(orchestrator.Options{
 		Sandbox:       confine,
+		RunAs:         runAs,
 		Config:        watcher.Current,
 		Reload:        watcher.Reload,
 		ConfigChanges: watcher.Changes(),
@@ -345,6 +351,61 @@ func logStartupWarning(stderr io.Writer, format string, args ...any) {
 type agentTools struct {
 	svc *orchestrator.ToolService
 	ext orchestrator.Extensions
+}
+
+// agentRunAs resolves agent.run_as: the user local agents and hooks run as, nil for
+// the daemon's own. Only root can start processes as another user. The user must be
+// able to reach what its processes use: this executable (the agents' MCP sidecar and
+// `sortie confine`), WORKFLOW.md (which the sidecar loads) and the agent socket, which
+// is opened to the user's group here. It must not be able to read the daemon's private
+// files (private: the database, the key, the token, the env file), whatever the
+// sandbox: they lose their group and other permissions here, and the daemon refuses
+// to start if the user can still read one.
+func agentRunAs(cfg *config.Config, workflowPath, exe string, sock *agentsock.Server, private []string, logger *slog.Logger) (*runas.User, error) {
+	if cfg.Agent.RunAs == "" {
+		return nil, nil
+	}
+	if uid := os.Geteuid(); uid != 0 {
+		return nil, fmt.Errorf("agent.run_as is %q, but the daemon runs as uid %d and only root can start processes as another user: "+
+			"run the daemon as root, or remove agent.run_as and run the daemon itself as an unprivileged user", cfg.Agent.RunAs, uid)
+	}
+	u, err := runas.Lookup(cfg.Agent.RunAs)
+	if err != nil {
+		return nil, err
+	}
+	if err := sock.ShareWithGroup(int(u.GID)); err != nil {
+		return nil, fmt.Errorf("agent.run_as: %w", err)
+	}
+	for _, need := range []struct {
+		path   string
+		access runas.Access
+		what   string
+	}{
+		{exe, runas.Read | runas.Exec, "the sortie executable, which runs the agents' MCP server"},
+		{workflowPath, runas.Read, "WORKFLOW.md, which the agents' MCP server loads"},
+		{sock.Path(), runas.Write, "the agent socket"},
+	} {
+		if err := u.CanReach(need.path, need.access); err != nil {
+			return nil, fmt.Errorf("agent.run_as: %s: %w", need.what, err)
+		}
+	}
+	for _, p := range private {
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&^0o077); err != nil {
+				return nil, fmt.Errorf("agent.run_as: making %s private to the daemon: %w", p, err)
+			}
+			logger.Info("made a private file of the daemon unreadable by group and others, for agent.run_as", "path", p)
+		}
+		if u.CanReach(p, runas.Read) == nil {
+			return nil, fmt.Errorf("agent.run_as: %s can read %s, a private file of the daemon: give it to the daemon's user (chown root %s)", u, p, p)
+		}
+	}
+	logger.Info("local agents and hooks run as another user", "user", u.String(), "home", u.Home)
+	return u, nil
 }
 
 // startAgentTools opens the agent socket next to the database and prepares what every

@@ -7,6 +7,8 @@ package agent
 import (
 	"context"
 	"time"
+
+	"sortie/internal/runas"
 )
 
 // Adapter drives one kind of agent CLI. One Adapter serves every session concurrently;
@@ -36,6 +38,9 @@ type StartParams struct {
 	// Confine, when not nil, confines the local CLI's process tree (confine.go).
 	// Ignored over SSH, where the remote host decides.
 	Confine *Confinement
+	// RunAs, when not nil, runs the local CLI as that OS user (agent.run_as), with Env
+	// already naming it (HOME, USER, LOGNAME). Ignored over SSH.
+	RunAs *runas.User
 }
 
 // Session is the handle of one agent session. ID may change after a turn when the CLI

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"sortie/internal/agent/sandbox"
+	"sortie/internal/runas"
 )
 
 // Confinement runs a local agent CLI confined by Landlock (internal/agent/sandbox):
@@ -17,6 +18,9 @@ type Confinement struct {
 	// the operator's extra paths, the daemon's hidden state). The adapter adds its
 	// CLI's own state and installation when it wraps a command.
 	Policy sandbox.Policy
+	// Owner is the user the CLI runs as (agent.run_as), who must own the state
+	// directories Wrap creates; nil for the daemon's user.
+	Owner *runas.User
 }
 
 // Wrap returns the proc.Command.Wrap that runs exe confined: the run's policy plus
@@ -29,7 +33,7 @@ func (c *Confinement) Wrap(exe string, write, dirs []string) []string {
 		return nil
 	}
 	for _, d := range dirs {
-		_ = os.MkdirAll(d, 0o700) // a failure shows as the CLI's own error
+		_ = c.Owner.MkdirAll(d, 0o700) // a failure shows as the CLI's own error
 	}
 	p := c.Policy
 	p.Write = append(append([]string(nil), p.Write...), write...)

@@ -101,6 +101,9 @@ type AgentConfig struct {
 
 	// Sandbox confines each local agent's process tree (agent.sandbox).
 	Sandbox SandboxConfig
+	// RunAs is the OS user (name or uid) local agents and hooks run as when the daemon
+	// runs as root (agent.run_as); "" runs them as the daemon's user. Read at start-up.
+	RunAs string
 }
 
 // SandboxConfig is `agent.sandbox`: how a local agent's process tree is confined.

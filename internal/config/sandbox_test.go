@@ -30,3 +30,13 @@ func TestLoad_AgentSandboxModeMustBeKnown(t *testing.T) {
 		t.Fatalf("want error %q\ngot:\n%s", want, problemLines(problems))
 	}
 }
+
+func TestLoad_AgentRunAs(t *testing.T) {
+	cfg, _ := mustLoad(t, minimalWith("agent:\n  kind: mock\n  run_as: ' sortie-agent '\n"), nil)
+	if cfg.Agent.RunAs != "sortie-agent" {
+		t.Errorf("agent.run_as = %q, want sortie-agent", cfg.Agent.RunAs)
+	}
+	if cfg, _ := mustLoad(t, minimalWith("agent: {kind: mock}\n"), nil); cfg.Agent.RunAs != "" {
+		t.Errorf("absent agent.run_as = %q, want empty", cfg.Agent.RunAs)
+	}
+}

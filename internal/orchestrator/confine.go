@@ -9,6 +9,7 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/agent/sandbox"
 	"sortie/internal/config"
+	"sortie/internal/runas"
 )
 
 // Sandbox is how the daemon confines its local agents (Options.Sandbox,
@@ -75,7 +76,20 @@ func (w *worker) confinement(cfg *config.Config, env []string) (*agent.Confineme
 		return nil, nil, fmt.Errorf("the run's temporary directory: %w", err)
 	}
 	cleanup := func() { _ = os.RemoveAll(tmp) }
-	return &agent.Confinement{Self: s.Self, Policy: s.runPolicy(cfg, w.ws.Path, tmp, env)}, cleanup, nil
+	if err := w.runAs().Chown(tmp); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("giving the run's temporary directory to agent.run_as: %w", err)
+	}
+	return &agent.Confinement{Self: s.Self, Policy: s.runPolicy(cfg, w.ws.Path, tmp, env), Owner: w.runAs()}, cleanup, nil
+}
+
+// runAs is the OS user the run's agent runs as: agent.run_as's for a local agent, nil
+// (the daemon's) otherwise, and always nil over SSH, where the remote login decides.
+func (w *worker) runAs() *runas.User {
+	if w.e.host != "" {
+		return nil
+	}
+	return w.o.opts.RunAs
 }
 
 // confinedEnv points a confined agent's temporary files and the build caches it would

@@ -13,6 +13,7 @@ import (
 	"sortie/internal/clock"
 	"sortie/internal/config"
 	"sortie/internal/prompt"
+	"sortie/internal/runas"
 	"sortie/internal/store"
 	"sortie/internal/tracker"
 )
@@ -50,6 +51,9 @@ type Options struct {
 	Environ []string
 	// Sandbox confines local agents (confine.go). Its zero value runs them unconfined.
 	Sandbox Sandbox
+	// RunAs, when not nil, is the OS user local agents and hooks run as (agent.run_as;
+	// the daemon runs as root), in workspaces that user owns.
+	RunAs *runas.User
 	// Extensions are the agent's MCP tools and their files (extensions.go). Optional.
 	Extensions Extensions
 	// Alert sends the daemon's own alerts (an issue blocked, its budget or its retries

@@ -221,6 +221,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		SSHHost:                  w.e.host,
 		SSHStrictHostKeyChecking: cfg.Worker.SSHStrictHostKeyChecking,
 		Confine:                  confine,
+		RunAs:                    w.runAs(),
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -619,7 +620,11 @@ func (w *worker) agentEnv() []string {
 	if w.e.host != "" {
 		extra["SORTIE_SSH_HOST"] = w.e.host
 	}
-	return AgentEnv(w.o.opts.Environ, secretNames(w.cfg, w.o.opts.Environ), extra)
+	env := AgentEnv(w.o.opts.Environ, secretNames(w.cfg, w.o.opts.Environ), extra)
+	if w.e.host != "" {
+		return env // the remote user's own
+	}
+	return w.o.opts.RunAs.Env(env)
 }
 
 func (w *worker) hookExtraEnv() map[string]string {
@@ -671,5 +676,6 @@ func (o *Orchestrator) workspaces(cfg *config.Config) (*workspace.Manager, error
 		PassEnv:     pass,
 		DropEnv:     drop,
 		Logger:      o.log,
+		RunAs:       o.opts.RunAs,
 	})
 }

@@ -89,7 +89,7 @@ func (m *Manager) hookEnv(wsPath string, issue Issue, attempt int, extra map[str
 	if attempt >= 0 {
 		set("SORTIE_ATTEMPT", strconv.Itoa(attempt))
 	}
-	return env
+	return m.runAs.Env(env)
 }
 
 // validEnvName accepts the portable shell variable names: [A-Za-z_][A-Za-z0-9_]*.

@@ -54,7 +54,8 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 	// reads in the order the script produced it.
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Under agent.run_as hooks run as the agent's user, in the workspace that user owns.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: m.runAs.Credential()}
 	cmd.Cancel = func() error {
 		// The shell is the group leader (Setpgid), so its pid is the group id; a
 		// negative pid signals the whole group, background children included.

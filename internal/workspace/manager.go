@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"sortie/internal/runas"
 )
 
 // Hook names, as in WORKFLOW.md's hooks block. They are the Hook of a HookError.
@@ -56,6 +59,9 @@ type Config struct {
 	DropEnv []string
 	// Logger receives hook and cleanup diagnostics; nil discards them.
 	Logger *slog.Logger
+	// RunAs, when not nil, is the user agents run as (agent.run_as; the daemon is
+	// root): workspaces are that user's, and hooks run as that user, with its HOME.
+	RunAs *runas.User
 }
 
 // Manager creates, prepares and removes workspaces under one root and runs their
@@ -70,6 +76,7 @@ type Manager struct {
 	passEnv   []string
 	dropEnv   []string
 	log       *slog.Logger
+	runAs     *runas.User
 }
 
 // Issue names the issue a workspace belongs to. It is what hooks see as
@@ -116,6 +123,7 @@ func New(cfg Config) (*Manager, error) {
 		passEnv:   slices.Clone(cfg.PassEnv),
 		dropEnv:   slices.Clone(cfg.DropEnv),
 		log:       log,
+		runAs:     cfg.RunAs,
 	}, nil
 }
 
@@ -158,6 +166,12 @@ func (m *Manager) Prepare(ctx context.Context, issue Issue, attempt int) (Worksp
 		return Workspace{}, fmt.Errorf("workspace: %s resolves to %q: %w", path, real, ErrOutsideRoot)
 	}
 	ws := Workspace{Path: path, CreatedNow: created, Attempt: attempt}
+	if err := m.own(path, created); err != nil {
+		if created {
+			_ = os.RemoveAll(path)
+		}
+		return Workspace{}, err
+	}
 
 	if created {
 		if err := m.RunHook(ctx, HookAfterCreate, m.hooks.AfterCreate, ws, issue, nil); err != nil {
@@ -274,7 +288,31 @@ func (m *Manager) resolveRoot(create bool) (string, error) {
 	if !fi.IsDir() {
 		return "", fmt.Errorf("workspace: root %s: %w (check workspace.root)", m.root, ErrConflict)
 	}
+	if create {
+		if err := m.openRootTo(real, fi); err != nil {
+			return "", err
+		}
+	}
 	return real, nil
+}
+
+// openRootTo lets agent.run_as's user search the workspace root: a root of the
+// daemon's own (owner and group root, as the daemon creates it) is given to the user's
+// group, whose members may then search it but not write it. An operator's own root the
+// user cannot reach is an error that says what to change.
+func (m *Manager) openRootTo(root string, fi fs.FileInfo) error {
+	if m.runAs == nil || m.runAs.CanReach(root, runas.Exec) == nil {
+		return nil
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == 0 && st.Gid == 0 && fi.Mode().Perm()&0o010 != 0 {
+		if err := os.Lchown(root, -1, int(m.runAs.GID)); err != nil {
+			return fmt.Errorf("workspace: root %s: %w", root, err)
+		}
+	}
+	if err := m.runAs.CanReach(root, runas.Exec); err != nil {
+		return fmt.Errorf("workspace: root %s: agent.run_as: %w", root, err)
+	}
+	return nil
 }
 
 // checkRecordedPath accepts only a path that could have come from Prepare: absolute,
@@ -313,6 +351,34 @@ func checkDirectChild(root, path string) error {
 	rel, err := filepath.Rel(root, path)
 	if err != nil || rel == "." || rel == ".." || strings.ContainsRune(rel, filepath.Separator) {
 		return fmt.Errorf("workspace: %s: %w %s", path, ErrOutsideRoot, root)
+	}
+	return nil
+}
+
+// own gives the workspace at path to agent.run_as's user: a new one, or one made before
+// agent.run_as was set (all of it, once), and checks that the user can reach it.
+// Nothing without agent.run_as.
+func (m *Manager) own(path string, created bool) error {
+	if m.runAs == nil {
+		return nil
+	}
+	owned, err := m.runAs.Owns(path)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	switch {
+	case owned:
+	case created:
+		err = m.runAs.Chown(path)
+	default:
+		m.log.Info("giving a workspace made before agent.run_as to its user", "workspace", path, "user", m.runAs.String())
+		err = m.runAs.ChownTree(path)
+	}
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if err := m.runAs.CanReach(path, runas.Read|runas.Write|runas.Exec); err != nil {
+		return fmt.Errorf("workspace: agent.run_as: %w", err)
 	}
 	return nil
 }

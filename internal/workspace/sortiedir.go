@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -105,7 +107,14 @@ func ClearStatus(wsPath string) error {
 		}
 		return err
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// Through an os.Root of the workspace: a .sortie/ swapped for a link since the
+	// check cannot point the removal outside it.
+	r, err := os.OpenRoot(wsPath)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	defer r.Close()
+	if err := r.Remove(filepath.Join(SortieDir, StatusFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("workspace: delete %s: %w", path, err)
 	}
 	return nil
@@ -128,24 +137,64 @@ func WriteFileAtomic(wsPath, name string, data []byte) error {
 	if _, err := lstatRegular(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	// CreateTemp uses O_EXCL, so it never follows a link planted at the temp name.
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	// Every step goes through an os.Root of the workspace, so that a .sortie/ swapped
+	// for a link since the checks (by an agent that owns the workspace under
+	// agent.run_as) cannot send the daemon's writes outside it.
+	r, err := os.OpenRoot(wsPath)
 	if err != nil {
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
-	tmpName := tmp.Name()
+	defer r.Close()
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmpName := filepath.Join(SortieDir, "."+name+".tmp-"+hex.EncodeToString(rnd[:]))
+	// O_EXCL never follows a link planted at the temp name.
+	tmp, err := r.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("workspace: write %s: %w", target, err)
+	}
 	_, werr := tmp.Write(data)
+	oerr := giveToOwner(wsPath, tmp)
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmpName)
+	if err := errors.Join(werr, oerr, cerr); err != nil {
+		r.Remove(tmpName)
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
 	// rename replaces a directory entry and never follows a link at target.
-	if err := os.Rename(tmpName, target); err != nil {
-		os.Remove(tmpName)
+	if err := r.Rename(tmpName, filepath.Join(SortieDir, name)); err != nil {
+		r.Remove(tmpName)
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
 	return nil
+}
+
+// giveToOwner gives f, a file the daemon made in a workspace, to the workspace
+// directory's owner when that is another user than the daemon's (a daemon running as
+// root with agent.run_as): the agent must be able to read mcp.json and replace its
+// status. Nothing otherwise.
+func giveToOwner(wsPath string, f *os.File) error {
+	uid, gid, ok := otherOwner(wsPath)
+	if !ok {
+		return nil
+	}
+	return f.Chown(uid, gid)
+}
+
+// otherOwner is the owner of the workspace directory wsPath when the daemon runs as
+// root and the workspace is another user's.
+func otherOwner(wsPath string) (uid, gid int, ok bool) {
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	fi, err := os.Lstat(wsPath)
+	if err != nil {
+		return 0, 0, false
+	}
+	st, isStat := fi.Sys().(*syscall.Stat_t)
+	if !isStat || st.Uid == 0 {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
 }
 
 // ReadSortieFile reads `.sortie/<name>` in the workspace wsPath, refusing a symlinked
@@ -223,6 +272,11 @@ func ensureSortieDir(wsPath string) (string, error) {
 		if err := os.Mkdir(dir, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", fmt.Errorf("workspace: create %s: %w", dir, err)
 		}
+		if uid, gid, ok := otherOwner(wsPath); ok {
+			if err := os.Lchown(dir, uid, gid); err != nil {
+				return "", fmt.Errorf("workspace: give %s to the workspace's owner: %w", dir, err)
+			}
+		}
 		if fi, err = os.Lstat(dir); err != nil {
 			return "", fmt.Errorf("workspace: %w", err)
 		}
@@ -232,10 +286,10 @@ func ensureSortieDir(wsPath string) (string, error) {
 	if err := checkSortieDirInfo(dir, fi); err != nil {
 		return "", err
 	}
-	return dir, ensureGitignore(dir)
+	return dir, ensureGitignore(wsPath, dir)
 }
 
-func ensureGitignore(dir string) error {
+func ensureGitignore(wsPath, dir string) error {
 	path := filepath.Join(dir, GitignoreFile)
 	fi, err := lstatRegular(path)
 	switch {
@@ -253,7 +307,8 @@ func ensureGitignore(dir string) error {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}
 	_, werr := f.WriteString(gitignoreContent)
-	if err := errors.Join(werr, f.Close()); err != nil {
+	oerr := giveToOwner(wsPath, f)
+	if err := errors.Join(werr, oerr, f.Close()); err != nil {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"sortie/internal/agent"
@@ -88,8 +89,9 @@ type session struct {
 	target *remote.Target // nil when local
 	strict string         // StrictHostKeyChecking in SSH mode
 	env    []string
-	mcp    []string // --mcp-config files
-	wrap   []string // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
+	mcp    []string            // --mcp-config files
+	wrap   []string            // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
+	cred   *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -126,6 +128,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	} else {
 		state := stateDirs(st.env)
 		st.wrap = p.Confine.Wrap(st.exe, state, state[:min(1, len(state))])
+		st.cred = p.RunAs.Credential()
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers
 	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
@@ -163,7 +166,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 
 	args := a.opts.args(s.ID, st.created, st.mcp)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap}
+		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap, Credential: st.cred}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"sortie/internal/agent"
@@ -84,17 +85,19 @@ func (a *adapter) Version(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", &agent.Error{Kind: agent.ErrNotFound, Message: Kind + ": agent.command " + a.program[0], Err: err}
 	}
-	return a.version(ctx, exe, a.env)
+	return a.version(ctx, exe, a.env, nil)
 }
 
-// version runs the canary: `<exe> --version` with env (nil: this process's). A CLI
-// that prints nothing fails it; one whose first line is not a version still runs, and
-// its version is "".
-func (a *adapter) version(ctx context.Context, exe string, env []string) (string, error) {
+// version runs the canary: `<exe> --version` with env (nil: this process's), as the
+// user of cred (nil: the daemon's), so that whatever the CLI writes in the home of
+// agent.run_as's user stays that user's. A CLI that prints nothing fails it; one whose
+// first line is not a version still runs, and its version is "".
+func (a *adapter) version(ctx context.Context, exe string, env []string, cred *syscall.Credential) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, max(canaryTimeout, a.readTimeout))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, append(a.program[1:], "--version")...)
 	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	// The npm package's loader runs the native binary as its child; if the timeout
 	// kills the loader, do not wait for the child to let go of the pipes.
 	cmd.WaitDelay = time.Second
@@ -118,12 +121,13 @@ func (a *adapter) version(ctx context.Context, exe string, env []string) (string
 // supportsUsageFile reports, once per adapter, whether the CLI knows
 // --usage-output-file, where the pinned version reports its token counts (older
 // versions put them on assistant.message and lack the flag).
-func (a *adapter) supportsUsageFile(ctx context.Context, exe string, env []string) bool {
+func (a *adapter) supportsUsageFile(ctx context.Context, exe string, env []string, cred *syscall.Credential) bool {
 	a.usageOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, max(canaryTimeout, a.readTimeout))
 		defer cancel()
 		cmd := exec.CommandContext(ctx, exe, append(a.program[1:], "--help")...)
 		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		cmd.WaitDelay = time.Second
 		out, _ := cmd.Output()
 		a.usageFlag = bytes.Contains(out, []byte("--usage-output-file"))
@@ -137,10 +141,11 @@ type session struct {
 	target   *remote.Target // nil when local
 	strict   string         // StrictHostKeyChecking in SSH mode
 	env      []string
-	mcp      []string // --additional-mcp-config files
-	usageDir string   // private directory for the CLI's usage file, "" when not used
-	wrap     []string // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
-	notes    []string // said as notifications at the start of the first turn
+	mcp      []string            // --additional-mcp-config files
+	usageDir string              // private directory for the CLI's usage file, "" when not used
+	wrap     []string            // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
+	cred     *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
+	notes    []string            // said as notifications at the start of the first turn
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -189,7 +194,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		if st.exe, err = exec.LookPath(a.program[0]); err != nil {
 			return nil, &agent.Error{Kind: agent.ErrNotFound, Message: Kind + ": agent.command " + a.program[0], Err: err}
 		}
-		if _, err := a.version(ctx, st.exe, st.env); err != nil {
+		if _, err := a.version(ctx, st.exe, st.env, p.RunAs.Credential()); err != nil {
 			return nil, err
 		}
 		note, err := a.checkAuth(ctx, st.env)
@@ -199,10 +204,13 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		if note != "" {
 			st.notes = append(st.notes, note)
 		}
-		if a.supportsUsageFile(ctx, st.exe, st.env) {
+		if a.supportsUsageFile(ctx, st.exe, st.env, p.RunAs.Credential()) {
 			// Outside the workspace, so that nothing of ours lands in the agent's tree.
 			if st.usageDir, err = os.MkdirTemp("", "sortie-copilot-"); err != nil {
 				return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": directory for the CLI's usage file", Err: err}
+			}
+			if err := p.RunAs.Chown(st.usageDir); err != nil {
+				return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": giving the usage file's directory to agent.run_as", Err: err}
 			}
 		}
 		write := stateDirs(st.env)
@@ -211,6 +219,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		}
 		// ~/.copilot (or COPILOT_HOME) and the runtime cache, which every run uses.
 		st.wrap = p.Confine.Wrap(st.exe, write, write[:min(2, len(write))])
+		st.cred = p.RunAs.Credential()
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers
 	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
@@ -309,7 +318,7 @@ func (a *adapter) stopRemote(st *session, stderr string) {
 func (a *adapter) command(st *session, workspace string, ta turnArgs) proc.Command {
 	args := a.opts.args(ta)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: workspace, Env: st.env, Grace: a.grace, Wrap: st.wrap}
+		Dir: workspace, Env: st.env, Grace: a.grace, Wrap: st.wrap, Credential: st.cred}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

@@ -21,6 +21,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/proc"
+	"sortie/internal/runas"
 )
 
 // Kind is the agent.kind that selects this adapter.
@@ -61,7 +62,8 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 type session struct {
 	exe  string
 	env  []string
-	wrap []string // proc.Command.Wrap: the confinement, nil when unconfined
+	wrap []string    // proc.Command.Wrap: the confinement, nil when unconfined
+	user *runas.User // agent.run_as's user, nil for the daemon's
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -92,7 +94,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	env := append(withoutKey(base, ChildEnv), ChildEnv+"="+childModeTurn)
 	return &agent.Session{
 		ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost,
-		Internal: &session{exe: exe, env: env, wrap: p.Confine.Wrap(exe, nil, nil)},
+		Internal: &session{exe: exe, env: env, wrap: p.Confine.Wrap(exe, nil, nil), user: p.RunAs},
 	}, nil
 }
 
@@ -121,6 +123,8 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		Env:   st.env,
 		Grace: a.grace,
 		Wrap:  st.wrap,
+
+		Credential: st.user.Credential(),
 	}, Kind)
 	if err != nil {
 		reason := agent.EventStartupFailed
@@ -176,11 +180,17 @@ func (a *adapter) writeTurnFile(s *agent.Session, p agent.TurnParams) (string, e
 	// In the agent's own TMPDIR when it has one: a confined child can read only its
 	// run's temporary directory, not the daemon's.
 	dir := ""
+	var owner *runas.User
 	if st, ok := s.Internal.(*session); ok {
-		dir = agent.EnvValue(st.env, "TMPDIR")
+		dir, owner = agent.EnvValue(st.env, "TMPDIR"), st.user
 	}
 	f, err := os.CreateTemp(dir, "sortie-mock-turn-*.json")
 	if err != nil {
+		return "", err
+	}
+	if err := owner.Chown(f.Name()); err != nil { // the child runs as agent.run_as
+		f.Close()
+		os.Remove(f.Name())
 		return "", err
 	}
 	if _, err := f.Write(data); err != nil {

@@ -59,6 +59,9 @@ type Command struct {
 	// with Wrap[1:], then Path and Args, as its arguments (`sortie confine <policy> --`,
 	// which confines itself and then executes the program in the same process).
 	Wrap []string
+	// Credential, when not nil, starts the child as another user (agent.run_as; the
+	// daemon must be root). The wrapper, if any, runs as that user too.
+	Credential *syscall.Credential
 }
 
 // Process is a started child and its process group (the group id is the child's pid).
@@ -140,7 +143,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	cmd.Stdout = w
 	stderr := NewHeadTailBuffer(head, tail)
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.Credential}
 	// Backstop for an escaped descendant holding stderr: Wait gives up on the copy
 	// after the grace period instead of blocking forever.
 	cmd.WaitDelay = grace

@@ -223,6 +223,26 @@ func Listen(path string, h Handler) (*Server, error) {
 // Path is the socket's path.
 func (s *Server) Path() string { return s.path }
 
+// ShareWithGroup lets the members of group gid connect to the socket (agent.run_as:
+// the agents' user is not the daemon's): its directory becomes root's and gid's, mode
+// 0710 (search, no listing), and the socket mode 0660. Connecting still needs a
+// session's capability token.
+func (s *Server) ShareWithGroup(gid int) error {
+	dir := filepath.Dir(s.path)
+	for _, step := range []struct {
+		path string
+		mode os.FileMode
+	}{{dir, 0o710}, {s.path, 0o660}} {
+		if err := os.Lchown(step.path, -1, gid); err != nil {
+			return fmt.Errorf("agent socket: %w", err)
+		}
+		if err := os.Chmod(step.path, step.mode); err != nil {
+			return fmt.Errorf("agent socket: %w", err)
+		}
+	}
+	return nil
+}
+
 // Close stops serving and removes the socket, and its directory when that is empty.
 func (s *Server) Close() error {
 	err := s.srv.Close()
