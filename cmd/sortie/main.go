@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"sortie/internal/agent/mock"
+	"sortie/internal/agent/supervise"
 
 	// Adapters register themselves by kind.
 	_ "sortie/internal/agent/claude"
@@ -38,6 +39,11 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "confine" {
 		os.Exit(cmdConfine(os.Args[2:], os.Stderr))
 	}
+	// Likewise `sortie supervise -- sortie <turn file>`, which owns the agent's process
+	// tree (internal/agent/supervise).
+	if len(os.Args) > 1 && os.Args[1] == "supervise" {
+		os.Exit(supervise.Main(os.Args[2:], os.Stderr))
+	}
 	// The mock agent runs the sortie binary itself as its child process.
 	if mock.IsChild() {
 		os.Exit(mock.ChildMain())
@@ -66,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdMCPServer(args[1:], os.Stdin, stdout, stderr)
 		case "confine":
 			return cmdConfine(args[1:], stderr)
+		case "supervise":
+			return supervise.Main(args[1:], stderr)
 		case "version", "--version", "-V":
 			fmt.Fprintln(stdout, versionLine())
 			return exitOK
@@ -84,7 +92,7 @@ func runsDaemon(args []string) bool {
 		return true
 	}
 	switch args[0] {
-	case "validate", "init", "demo", "status", "mcp-server", "confine", "version", "--version", "-V", "help", "-h", "-help", "--help":
+	case "validate", "init", "demo", "status", "mcp-server", "confine", "supervise", "version", "--version", "-V", "help", "-h", "-help", "--help":
 		return false
 	}
 	return true

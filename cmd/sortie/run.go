@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/supervise"
 	"sortie/internal/config"
 	"sortie/internal/mcp"
 	"sortie/internal/metrics"
@@ -108,6 +109,11 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	logger, err := newLogger(view, pick(f.logLevel, first.Logging.Level), pick(f.logFormat, first.Logging.Format))
 	if err != nil {
 		return fail("%v", err)
+	}
+	// Orphans of agents whose supervisor was killed come back to the daemon, which
+	// stops them at the run's end (by SORTIE_RUN_ID) and reaps them.
+	if err := supervise.Adopt(ctx.Done(), 30*time.Second); err != nil {
+		logger.Warn("processes an agent leaves behind may outlive the daemon's watch: it cannot be their subreaper", "error", err)
 	}
 	// Every WORKFLOW.md the watcher applies has its adapters built first (adapters.go):
 	// one whose tracker or agent cannot be built is rejected like a bad template.

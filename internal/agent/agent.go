@@ -41,6 +41,9 @@ type StartParams struct {
 	// RunAs, when not nil, runs the local CLI as that OS user (agent.run_as), with Env
 	// already naming it (HOME, USER, LOGNAME). Ignored over SSH.
 	RunAs *runas.User
+	// Supervise, when not nil, runs the local CLI under `sortie supervise`, which owns
+	// its whole process tree (confine.go). Ignored over SSH.
+	Supervise *Supervision
 }
 
 // Session is the handle of one agent session. ID may change after a turn when the CLI

@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"sortie/internal/agent/sandbox"
+	"sortie/internal/agent/supervise"
 	"sortie/internal/runas"
 )
 
@@ -39,6 +41,30 @@ func (c *Confinement) Wrap(exe string, write, dirs []string) []string {
 	p.Write = append(append([]string(nil), p.Write...), write...)
 	p.Read = append(append([]string(nil), p.Read...), InstallRoots(exe)...)
 	return append([]string{c.Self, "confine"}, p.Args()...)
+}
+
+// Supervision runs a local agent CLI under `Self supervise` (internal/agent/supervise):
+// a child subreaper that stops whatever the CLI leaves behind when it exits, setsid'd
+// descendants included, unless KeepProcesses (agent.keep_processes).
+type Supervision struct {
+	Self          string
+	Grace         time.Duration // SIGTERM to SIGKILL for leftovers; 0: supervise.DefaultGrace
+	KeepProcesses bool
+}
+
+// LocalWrap is the proc.Command.Wrap of a local CLI at exe started with p: `sortie
+// confine` when p.Confine is set (see Confinement.Wrap for write and dirs), then `sortie
+// supervise` when p.Supervise is set, confined with it. nil when neither is.
+func LocalWrap(p StartParams, exe string, write, dirs []string) []string {
+	w := p.Confine.Wrap(exe, write, dirs)
+	if s := p.Supervise; s != nil {
+		grace := s.Grace
+		if grace <= 0 {
+			grace = supervise.DefaultGrace
+		}
+		w = append(w, supervise.Args(s.Self, grace, s.KeepProcesses)...)
+	}
+	return w
 }
 
 // InstallRoots are the directories a CLI at exe needs to read to run: the directory

@@ -26,7 +26,7 @@ var (
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms"}
-	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as"}
+	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as", "keep_processes"}
 	sandboxKeys   = []string{"mode", "read_paths", "write_paths"}
 	serverKeys    = []string{"host", "port", "auth_token"}
 	loggingKeys   = []string{"level", "format"}
@@ -483,6 +483,7 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	a.RunAs, _ = b.str(sec, "agent.run_as")
 	a.RunAs = strings.TrimSpace(a.RunAs)
 	a.TurnTimeout = b.millis(sec, "agent.turn_timeout_ms", DefaultTurnTimeout, zeroIsDefault)
+	a.KeepProcesses = b.boolean(sec, "agent.keep_processes")
 	a.ReadTimeout = b.millis(sec, "agent.read_timeout_ms", DefaultReadTimeout, zeroIsDefault)
 	// Only an absent key takes the default: an explicit 0 turns stall detection off.
 	a.StallTimeout = b.millis(sec, "agent.stall_timeout_ms", DefaultStallTimeout, zeroDisables)

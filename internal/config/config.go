@@ -107,6 +107,9 @@ type AgentConfig struct {
 }
 
 // SandboxConfig is `agent.sandbox`: how a local agent's process tree is confined.
+	// KeepProcesses leaves running what a local agent starts and leaves behind
+	// (agent.keep_processes); by default every process of a run is stopped when it ends.
+	KeepProcesses bool
 type SandboxConfig struct {
 	// Mode is SandboxLandlock or SandboxOff; "" (absent) means landlock where the
 	// kernel supports it, else off with a warning.

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/sandbox"
+	"sortie/internal/agent/supervise"
 	"sortie/internal/config"
 	"sortie/internal/runas"
 )
@@ -81,6 +83,33 @@ func (w *worker) confinement(cfg *config.Config, env []string) (*agent.Confineme
 		return nil, nil, fmt.Errorf("giving the run's temporary directory to agent.run_as: %w", err)
 	}
 	return &agent.Confinement{Self: s.Self, Policy: s.runPolicy(cfg, w.ws.Path, tmp, env), Owner: w.runAs()}, cleanup, nil
+}
+
+// supervision runs a local agent under `sortie supervise`, which stops whatever the
+// agent leaves behind when its CLI exits (agent.keep_processes opts out); nil over SSH
+// and for a daemon that has no sortie executable to run it with (tests).
+func (w *worker) supervision() *agent.Supervision {
+	if w.e.host != "" || w.o.opts.Sandbox.Self == "" {
+		return nil
+	}
+	return &agent.Supervision{Self: w.o.opts.Sandbox.Self, KeepProcesses: w.cfg.Agent.KeepProcesses}
+}
+
+// stopLeftovers stops what the run's local agent left running that its supervisor
+// could not (a supervisor killed before it swept): every process whose environment
+// still carries SORTIE_RUN_ID=<this run> and SORTIE_WORKSPACE=<its workspace> (run ids
+// alone repeat across daemons). Not with agent.keep_processes, nor for a run
+// without a supervisor.
+func (w *worker) stopLeftovers() {
+	s := w.supervision()
+	if s == nil || s.KeepProcesses {
+		return
+	}
+	if n := supervise.StopMarked(supervise.DefaultGrace, "SORTIE_RUN_ID="+strconv.FormatInt(w.runID, 10),
+		"SORTIE_WORKSPACE="+w.ws.Path); n > 0 {
+		w.o.log.Warn("stopped processes the agent left running after its run", "issue_identifier", w.issue.Identifier,
+			"run_id", w.runID, "count", n)
+	}
 }
 
 // runAs is the OS user the run's agent runs as: agent.run_as's for a local agent, nil

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"sortie/internal/agent/supervise"
 	"sortie/internal/store"
 )
 
@@ -54,6 +55,19 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	for _, g := range stopOrphanGroups(orphans, 5*time.Second) {
 		o.log.Warn("stopped an agent left running by a previous daemon", "issue_identifier", g.identifier,
 			"pgid", g.pgid, "run_id", g.runID)
+	}
+	// What those agents started outside their group and their supervisors did not get
+	// to stop (agent.keep_processes aside): found by the run's marks in their
+	// environment.
+	for _, r := range runs {
+		if r.SSHHost != "" || r.Workspace == "" || o.opts.Config().Agent.KeepProcesses {
+			continue
+		}
+		if n := supervise.StopMarked(supervise.DefaultGrace, "SORTIE_RUN_ID="+strconv.FormatInt(r.ID, 10),
+			"SORTIE_WORKSPACE="+r.Workspace); n > 0 {
+			o.log.Warn("stopped processes an agent of a previous daemon left running", "issue_identifier", r.Identifier,
+				"run_id", r.ID, "count", n)
+		}
 	}
 	var ids []int64
 	for _, r := range runs {

@@ -222,6 +222,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		SSHStrictHostKeyChecking: cfg.Worker.SSHStrictHostKeyChecking,
 		Confine:                  confine,
 		RunAs:                    w.runAs(),
+		Supervise:                w.supervision(),
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -238,6 +239,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if err := w.ad.Agent.StopSession(stopCtx, sess); err != nil {
 			o.log.Warn("stopping the agent session failed", "issue_identifier", w.issue.Identifier, "error", err)
 		}
+		w.stopLeftovers()
 	}()
 
 	maxTurns := max(cfg.Agent.MaxTurns, 1)

@@ -127,7 +127,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
 	} else {
 		state := stateDirs(st.env)
-		st.wrap = p.Confine.Wrap(st.exe, state, state[:min(1, len(state))])
+		st.wrap = agent.LocalWrap(p, st.exe, state, state[:min(1, len(state))])
 		st.cred = p.RunAs.Credential()
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers

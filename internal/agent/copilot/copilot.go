@@ -218,7 +218,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 			write = append(write, st.usageDir)
 		}
 		// ~/.copilot (or COPILOT_HOME) and the runtime cache, which every run uses.
-		st.wrap = p.Confine.Wrap(st.exe, write, write[:min(2, len(write))])
+		st.wrap = agent.LocalWrap(p, st.exe, write, write[:min(2, len(write))])
 		st.cred = p.RunAs.Credential()
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers

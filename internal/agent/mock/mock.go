@@ -94,7 +94,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	env := append(withoutKey(base, ChildEnv), ChildEnv+"="+childModeTurn)
 	return &agent.Session{
 		ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost,
-		Internal: &session{exe: exe, env: env, wrap: p.Confine.Wrap(exe, nil, nil), user: p.RunAs},
+		Internal: &session{exe: exe, env: env, wrap: agent.LocalWrap(p, exe, nil, nil), user: p.RunAs},
 	}, nil
 }
 

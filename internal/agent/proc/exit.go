@@ -63,7 +63,9 @@ func newExit(st *os.ProcessState, waitErr error) Exit {
 
 // Classify maps how a turn's process ended to an agent error kind, in the order of the
 // spec's post-exit decision tree: cancelled context → turn_cancelled; stdout read
-// error (an over-long line, a pipe held open) → port_exit; exit 127 (the shell's "not
+// error (an over-long line) → port_exit, but not a pipe a descendant still holds open
+// after the CLI exited (ErrStdoutHeldOpen: the exit status decides, so a result
+// followed by exit 0 is a success); exit 127 (the shell's "not
 // found", locally or over SSH) → agent_not_found; killed by a signal → turn_cancelled;
 // any other non-zero status → port_exit. It returns "" for a clean exit 0, where the
 // adapter decides from the events it saw (turn_completed or turn_failed).
@@ -71,7 +73,7 @@ func Classify(e Exit, readErr error) agent.ErrorKind {
 	switch {
 	case e.Cancelled:
 		return agent.ErrTurnCancelled
-	case readErr != nil:
+	case readErr != nil && !errors.Is(readErr, ErrStdoutHeldOpen):
 		return agent.ErrPortExit
 	case e.Code == 127:
 		return agent.ErrNotFound

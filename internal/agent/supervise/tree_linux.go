@@ -1,0 +1,199 @@
+package supervise
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func becomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// Descendants lists the living (not zombie) descendants of pid, from /proc.
+func Descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, state, ok := stat(p)
+		if !ok || state == "Z" {
+			continue
+		}
+		children[ppid] = append(children[ppid], p)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// stat reads a process's parent and state from /proc/<pid>/stat (fields 4 and 3, after
+// the parenthesised command name, which may itself hold spaces and parentheses).
+func stat(pid int) (ppid int, state string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, "", false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0], err == nil
+}
+
+// Adopt makes this process (the daemon) a child subreaper, so that a process an agent
+// left behind whose supervisor was killed comes back to it rather than to init, and
+// reaps such orphans when they exit, every interval until ctx ends. A zombie child
+// counts as an orphan once it has been seen at two scans in a row: a child this
+// process started itself is reaped at once by whoever started it (os/exec's Wait), so
+// it is never taken from them.
+func Adopt(done <-chan struct{}, interval time.Duration) error {
+	if err := becomeSubreaper(); err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		seen := map[int]bool{}
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			now := map[int]bool{}
+			for _, pid := range zombieChildren(os.Getpid()) {
+				if seen[pid] {
+					var ws unix.WaitStatus
+					_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+					continue
+				}
+				now[pid] = true
+			}
+			seen = now
+		}
+	}()
+	return nil
+}
+
+// zombieChildren lists the children of pid that have exited and wait to be reaped.
+func zombieChildren(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, state, ok := stat(p); ok && ppid == pid && state == "Z" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Marked lists the living processes other than this one whose environment holds every
+// one of markers (such as "SORTIE_RUN_ID=42" and "SORTIE_WORKSPACE=/srv/ws/PROJ-1":
+// run ids alone repeat across daemons): what a run started, wherever it went, unless
+// it cleared its environment (the supervisor catches those).
+func Marked(markers ...string) []int {
+	if len(markers) == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p == self {
+			continue
+		}
+		if _, state, ok := stat(p); !ok || state == "Z" {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if hasAll(env, markers) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// hasAll reports whether environ (NUL-separated KEY=VALUE) holds each of vars whole.
+func hasAll(environ []byte, vars []string) bool {
+	for _, v := range vars {
+		want := []byte(v + "\x00")
+		if !bytes.HasPrefix(environ, want) && !bytes.Contains(environ, append([]byte{0}, want...)) &&
+			!bytes.Equal(environ, []byte(v)) && !bytes.HasSuffix(environ, append([]byte{0}, v...)) {
+			return false
+		}
+	}
+	return true
+}
+
+// StopMarked stops the processes Marked(markers...) finds: SIGTERM, up to grace,
+// SIGKILL. Those that were this process's children (adopted orphans) are reaped. It
+// returns how many it signalled.
+func StopMarked(grace time.Duration, markers ...string) int {
+	pids := Marked(markers...)
+	if len(pids) == 0 {
+		return 0
+	}
+	for _, p := range pids {
+		_ = unix.Kill(p, unix.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) && len(Marked(markers...)) > 0 {
+		reapChildren(pids)
+		time.Sleep(20 * time.Millisecond) // foreign processes: there is nothing to wait on
+	}
+	for _, p := range Marked(markers...) {
+		_ = unix.Kill(p, unix.SIGKILL)
+	}
+	reapChildren(pids)
+	return len(pids)
+}
+
+// reapChildren reaps those of pids that are this process's exited children.
+func reapChildren(pids []int) {
+	self := os.Getpid()
+	for _, p := range pids {
+		if ppid, state, ok := stat(p); ok && ppid == self && state == "Z" {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(p, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
