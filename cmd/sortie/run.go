@@ -164,7 +164,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if wf != nil {
 		wfCaller, checkpoints = wf.eng, st
 	}
-	tools, sock, err := startAgentTools(cfg, watcher.Current, initial.Tracker, st, notifier, wfCaller)
+	tools, sock, err := startAgentTools(cfg, watcher.Current, initial.Tracker, st, notifier, wfCaller, mets.NotifyRateLimited)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -418,14 +418,15 @@ func agentRunAs(cfg *config.Config, workflowPath, exe string, sock *agentsock.Se
 // session gets: the sortie-tools MCP entry (this binary), the socket's capability
 // tokens and the first-turn tool list (docs/agent-tools.md). wf, when not nil, answers
 // the workflow tools (workflows.dir), which are then offered to every session that
-// reaches the socket.
+// reaches the socket. rateLimited counts the notify_operator calls its rate limit
+// refuses, by scope (the metrics).
 func startAgentTools(cfg *config.Config, current func() *config.Config, trk tracker.Tracker, history orchestrator.RunReader,
-	n *notify.Notifier, wf orchestrator.WorkflowCaller) (agentTools, *agentsock.Server, error) {
+	n *notify.Notifier, wf orchestrator.WorkflowCaller, rateLimited func(scope string)) (agentTools, *agentsock.Server, error) {
 	dbPath, err := filepath.Abs(cfg.DBPath)
 	if err != nil {
 		return agentTools{}, nil, err
 	}
-	svc := &orchestrator.ToolService{Config: current, Issues: trk, History: history}
+	svc := &orchestrator.ToolService{Config: current, Issues: trk, History: history, NotifyRateLimited: rateLimited}
 	if wf != nil {
 		svc.Workflows = wf
 	}

@@ -117,6 +117,8 @@ worker:
   ssh_strict_host_key_checking: "no"
 token_rates:
   claude-code: {input_per_mtok: 3, output_per_mtok: 15.5, cache_read_per_mtok: 0.3}
+notify_operator:
+  rate_limit: {per_issue: {burst: 3, every_ms: "120000"}, global: {burst: 9, every_ms: 30000.0}}
 `, nil)
 	want := &Config{
 		Path: filepath.Join(dir, "WORKFLOW.md"), Dir: dir,
@@ -144,6 +146,7 @@ token_rates:
 	want.Tracker.Comments.OnDispatch, want.Tracker.Comments.OnCompletion = true, true
 	want.Polling.Interval = 5 * time.Second
 	want.Workspace.Root = filepath.Join(dir, "ws")
+	want.NotifyOperator.RateLimit = NotifyRateLimit{PerIssue: TokenBucket{3, 2 * time.Minute}, Global: TokenBucket{9, 30 * time.Second}}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config mismatch\n got %+v\nwant %+v", cfg, want)
 	}

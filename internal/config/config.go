@@ -30,6 +30,9 @@ type Config struct {
 	// Workflows is the `workflows:` section: the workflow library the agents'
 	// workflow tools serve. Zero when absent.
 	Workflows WorkflowsConfig
+	// NotifyOperator is the `notify_operator:` section: the rate limit of the agents'
+	// notify_operator tool (notifylimit.go). Defaults when absent.
+	NotifyOperator NotifyOperatorConfig
 	// Extensions holds every top-level key without a typed field, unchanged: adapter
 	// blocks (`file:`, `claude-code:`, `copilot-cli:`, `mock:`), `notifications`,
 	// `reactions`, `self_review`, `ci_feedback` and unknown keys.
@@ -104,12 +107,12 @@ type AgentConfig struct {
 	// RunAs is the OS user (name or uid) local agents and hooks run as when the daemon
 	// runs as root (agent.run_as); "" runs them as the daemon's user. Read at start-up.
 	RunAs string
-}
-
-// SandboxConfig is `agent.sandbox`: how a local agent's process tree is confined.
 	// KeepProcesses leaves running what a local agent starts and leaves behind
 	// (agent.keep_processes); by default every process of a run is stopped when it ends.
 	KeepProcesses bool
+}
+
+// SandboxConfig is `agent.sandbox`: how a local agent's process tree is confined.
 type SandboxConfig struct {
 	// Mode is SandboxLandlock or SandboxOff; "" (absent) means landlock where the
 	// kernel supports it, else off with a warning.

@@ -60,6 +60,9 @@ type Metrics struct {
 	models       *boundedLabel[modelSeries]
 	tools        *boundedLabel[resultPair]
 	trackerByOp  [opCount]resultPair
+	// notifyLimited counts notify_operator calls refused by the rate limit, by scope;
+	// fixed at New, so reads need no lock.
+	notifyLimited map[string]prometheus.Counter
 }
 
 // New builds the metrics of one daemon. version is the build's version (the
@@ -121,6 +124,13 @@ func New(version string, snapshot func(context.Context) (orchestrator.Snapshot, 
 		name := op.String()
 		m.trackerByOp[op] = resultPair{success: trackerRequests.WithLabelValues(name, "success"),
 			failure: trackerRequests.WithLabelValues(name, "error")}
+	}
+
+	notifyLimited := f.counterVec("notify_rate_limited_total",
+		"notify_operator calls refused by notify_operator.rate_limit, by the limit that refused them (issue, global).", "scope")
+	m.notifyLimited = map[string]prometheus.Counter{}
+	for _, scope := range []string{orchestrator.NotifyScopeIssue, orchestrator.NotifyScopeGlobal} {
+		m.notifyLimited[scope] = notifyLimited.WithLabelValues(scope)
 	}
 
 	// Values the orchestrator is known to report start at zero, so rate() and alerts

@@ -52,6 +52,7 @@ var families = map[string]dto.MetricType{
 	"sortie_agent_runtime_seconds_total":     dto.MetricType_COUNTER,
 	"sortie_run_duration_seconds":            dto.MetricType_HISTOGRAM,
 	"sortie_poll_duration_seconds":           dto.MetricType_HISTOGRAM,
+	"sortie_notify_rate_limited_total":       dto.MetricType_COUNTER,
 }
 
 // fakeSnapshot is a snapshot function that returns s.
@@ -267,6 +268,10 @@ sortie_workflow_reload_errors_total 1
 # HELP sortie_agent_runtime_seconds_total Seconds agents ran, summed over finished runs.
 # TYPE sortie_agent_runtime_seconds_total counter
 sortie_agent_runtime_seconds_total 900
+# HELP sortie_notify_rate_limited_total notify_operator calls refused by notify_operator.rate_limit, by the limit that refused them (issue, global).
+# TYPE sortie_notify_rate_limited_total counter
+sortie_notify_rate_limited_total{scope="global"} 0
+sortie_notify_rate_limited_total{scope="issue"} 0
 `
 	names := []string{}
 	for name, typ := range families {

@@ -95,3 +95,13 @@ func addTokens(c prometheus.Counter, n int64) {
 		c.Add(float64(n))
 	}
 }
+
+// NotifyRateLimited counts one notify_operator call refused by its rate limit, by the
+// limit that refused it: orchestrator.NotifyScopeIssue or NotifyScopeGlobal (other values
+// are ignored, so the label stays bounded). ToolService.NotifyRateLimited calls it on the
+// agent socket's goroutines; it never blocks.
+func (m *Metrics) NotifyRateLimited(scope string) {
+	if c, ok := m.notifyLimited[scope]; ok {
+		c.Inc()
+	}
+}

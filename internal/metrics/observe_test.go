@@ -145,3 +145,28 @@ func TestObserve_RevisionCountsTokensNotRequests(t *testing.T) {
 		t.Errorf("tokens_total{type=output} = %g, want 41", got)
 	}
 }
+
+func TestNotifyRateLimited_CountsByScopeFromZero(t *testing.T) {
+	m := New("1.2.3", nil)
+	count := func(scope string) float64 {
+		return series(t, gather(t, m), "sortie_notify_rate_limited_total", map[string]string{"scope": scope}).GetCounter().GetValue()
+	}
+	for _, scope := range []string{orchestrator.NotifyScopeIssue, orchestrator.NotifyScopeGlobal} {
+		if got := count(scope); got != 0 {
+			t.Errorf("scope %s starts at %v, want 0 (exported before the first refusal)", scope, got)
+		}
+	}
+	m.NotifyRateLimited(orchestrator.NotifyScopeIssue)
+	m.NotifyRateLimited(orchestrator.NotifyScopeIssue)
+	m.NotifyRateLimited(orchestrator.NotifyScopeGlobal)
+	m.NotifyRateLimited("someone_else") // ignored: the label has two values
+	if got := count("issue"); got != 2 {
+		t.Errorf(`scope="issue" = %v, want 2`, got)
+	}
+	if got := count("global"); got != 1 {
+		t.Errorf(`scope="global" = %v, want 1`, got)
+	}
+	if n := len(gather(t, m)["sortie_notify_rate_limited_total"].GetMetric()); n != 2 {
+		t.Errorf("%d series, want 2 (issue, global)", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"sortie/internal/clock"
 	"sortie/internal/config"
 	"sortie/internal/server/agentsock"
 	"sortie/internal/tracker"
@@ -45,6 +46,14 @@ type ToolService struct {
 	// Workflows answers the workflow tools (*engine.Engine); nil means they are not
 	// offered.
 	Workflows WorkflowCaller
+	// Clock tells the time for notify_operator's rate limit; nil means clock.Real.
+	Clock clock.Clock
+	// NotifyRateLimited is told when a notify_operator call is refused by the rate
+	// limit, with the scope that refused it (NotifyScopeIssue or NotifyScopeGlobal), for
+	// the metrics. Optional; it must not block.
+	NotifyRateLimited func(scope string)
+
+	notifyLimit notifyLimiter
 }
 
 // WorkflowCaller runs one workflow tool call for an agent session: *engine.Engine.
@@ -181,8 +190,10 @@ func inProject(cfg *config.Config, is tracker.Issue) bool {
 	return true
 }
 
-// Notify delivers a notify_operator call. A message every backend filters out is not
-// an error, but the answer says it was not delivered and why.
+// Notify delivers a notify_operator call within notify_operator.rate_limit: a call the
+// limit refuses is the error rate_limited and reaches no backend (notifylimit.go). A
+// message every backend filters out is not an error, but the answer says it was not
+// delivered and why.
 func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, *agentsock.Error) {
 	var none agentsock.NotifyResult
 	if t.Deliver == nil {
@@ -202,6 +213,9 @@ func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req ag
 	default:
 		return none, agentsock.Errorf("invalid_input", "severity %q is not one of info, warning, critical", req.Severity)
 	}
+	if e := t.limitNotify(sess); e != nil {
+		return none, e
+	}
 	ctx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
 	res, err := t.Deliver(ctx, sess, req)
@@ -209,6 +223,31 @@ func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req ag
 		return none, agentsock.Errorf("notify_error", "%v", err)
 	}
 	return res, nil
+}
+
+// limitNotify spends one message of the session's issue and of the daemon under the
+// notify_operator.rate_limit in force, or says which limit refuses the call and until
+// when. A message spent is not given back when delivery fails: the limit is on what
+// reaches the operator's backends, tries included.
+func (t *ToolService) limitNotify(sess agentsock.Session) *agentsock.Error {
+	var limit config.NotifyRateLimit
+	if t.Config != nil {
+		if cfg := t.Config(); cfg != nil {
+			limit = cfg.NotifyOperator.RateLimit
+		}
+	}
+	clk := t.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	r := t.notifyLimit.take(sess.IssueID, clk.Now(), limit)
+	if r == nil {
+		return nil
+	}
+	if t.NotifyRateLimited != nil {
+		t.NotifyRateLimited(r.scope)
+	}
+	return r.toolError()
 }
 
 // Workflow runs a workflow tool for the session the token names: the engine binds the
