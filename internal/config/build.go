@@ -26,7 +26,7 @@ var (
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms"}
-	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as", "keep_processes"}
+	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as", "keep_processes", "budget_warn_ratio"}
 	sandboxKeys   = []string{"mode", "read_paths", "write_paths"}
 	serverKeys    = []string{"host", "port", "auth_token"}
 	loggingKeys   = []string{"level", "format"}
@@ -483,8 +483,17 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	b.buildSandbox(&a.Sandbox, sec)
 	a.RunAs, _ = b.str(sec, "agent.run_as")
 	a.RunAs = strings.TrimSpace(a.RunAs)
-	a.TurnTimeout = b.millis(sec, "agent.turn_timeout_ms", DefaultTurnTimeout, zeroIsDefault)
 	a.KeepProcesses = b.boolean(sec, "agent.keep_processes")
+	a.BudgetWarnRatio = DefaultBudgetWarnRatio
+	if v, ok := b.value(sec, "agent.budget_warn_ratio"); ok {
+		switch f, isNum := toFloat(v); {
+		case !isNum || f < 0 || f >= 1:
+			b.invalid("agent.budget_warn_ratio", "must be a number from 0 (no warning) to below 1", v)
+		default:
+			a.BudgetWarnRatio = f
+		}
+	}
+	a.TurnTimeout = b.millis(sec, "agent.turn_timeout_ms", DefaultTurnTimeout, zeroIsDefault)
 	a.ReadTimeout = b.millis(sec, "agent.read_timeout_ms", DefaultReadTimeout, zeroIsDefault)
 	// Only an absent key takes the default: an explicit 0 turns stall detection off.
 	a.StallTimeout = b.millis(sec, "agent.stall_timeout_ms", DefaultStallTimeout, zeroDisables)

@@ -107,6 +107,10 @@ type AgentConfig struct {
 	// RunAs is the OS user (name or uid) local agents and hooks run as when the daemon
 	// runs as root (agent.run_as); "" runs them as the daemon's user. Read at start-up.
 	RunAs string
+	// BudgetWarnRatio is the share of agent.max_tokens or agent.max_cost_usd whose
+	// crossing alerts the operator, once per issue (agent.budget_warn_ratio, default
+	// 0.8); 0 turns the warning off.
+	BudgetWarnRatio float64
 	// KeepProcesses leaves running what a local agent starts and leaves behind
 	// (agent.keep_processes); by default every process of a run is stopped when it ends.
 	KeepProcesses bool
@@ -225,6 +229,7 @@ const (
 	DefaultMaxConcurrentAgents = 10
 	DefaultMaxTurns            = 20
 	DefaultMaxRetries          = 10
+	DefaultBudgetWarnRatio     = 0.8
 	DefaultServerHost          = "127.0.0.1"
 	DefaultServerPort          = 7678
 	DefaultLogLevel            = "info"

@@ -49,7 +49,7 @@ func TestLoad_EnvOverridesEveryField(t *testing.T) {
 	wantAgent := AgentConfig{
 		Kind: "copilot-cli", Command: "copilot", TurnTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second,
 		StallTimeout: 4 * time.Second, MaxConcurrentAgents: 5, MaxTurns: 6, MaxRetryBackoff: 7 * time.Second,
-		MaxSessions: 8, MaxRetries: 3, MaxTokens: 9000, MaxConcurrentAgentsByState: map[string]int{},
+		MaxSessions: 8, MaxRetries: 3, MaxTokens: 9000, BudgetWarnRatio: DefaultBudgetWarnRatio, MaxConcurrentAgentsByState: map[string]int{},
 	}
 	if !reflect.DeepEqual(cfg.Agent, wantAgent) {
 		t.Errorf("Agent\n got %+v\nwant %+v", cfg.Agent, wantAgent)

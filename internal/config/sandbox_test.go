@@ -40,3 +40,21 @@ func TestLoad_AgentRunAs(t *testing.T) {
 		t.Errorf("absent agent.run_as = %q, want empty", cfg.Agent.RunAs)
 	}
 }
+
+func TestLoad_BudgetWarnRatio(t *testing.T) {
+	if cfg, _ := mustLoad(t, minimalWith("agent: {kind: mock}\n"), nil); cfg.Agent.BudgetWarnRatio != DefaultBudgetWarnRatio {
+		t.Errorf("default budget_warn_ratio = %v, want %v", cfg.Agent.BudgetWarnRatio, DefaultBudgetWarnRatio)
+	}
+	for in, want := range map[string]float64{"0.5": 0.5, "0": 0} {
+		cfg, _ := mustLoad(t, minimalWith("agent: {kind: mock, budget_warn_ratio: "+in+"}\n"), nil)
+		if cfg.Agent.BudgetWarnRatio != want {
+			t.Errorf("budget_warn_ratio %s = %v", in, cfg.Agent.BudgetWarnRatio)
+		}
+	}
+	for _, bad := range []string{"1", "1.5", "-0.1", "lots"} {
+		_, problems, _ := checkFrontMatter(t, minimalWith("agent: {kind: mock, budget_warn_ratio: "+bad+"}\n"), nil)
+		if !strings.Contains(problemLines(problems), "agent.budget_warn_ratio: must be a number from 0") {
+			t.Errorf("budget_warn_ratio %s: problems\n%s", bad, problemLines(problems))
+		}
+	}
+}

@@ -18,13 +18,14 @@ const (
 	EventBlocked          = "blocked"
 	EventNeedsReview      = "needs_human_review"
 	EventBudgetExhausted  = "budget_exhausted"
+	EventBudgetWarning    = "budget_warning" // agent.budget_warn_ratio of a budget used
 	EventRetriesExhausted = "retries_exhausted"
 	EventFailed           = "failed"
 	EventAwaitingInput    = "awaiting_input" // a workflow checkpoint waits for a human's answer
 )
 
 // Events lists every event, in the order the documentation gives them.
-var Events = []string{EventAgent, EventBlocked, EventNeedsReview, EventAwaitingInput, EventBudgetExhausted, EventRetriesExhausted, EventFailed}
+var Events = []string{EventAgent, EventBlocked, EventNeedsReview, EventAwaitingInput, EventBudgetWarning, EventBudgetExhausted, EventRetriesExhausted, EventFailed}
 
 // Severities, from least to most urgent.
 const (
@@ -37,12 +38,12 @@ const (
 var Severities = []string{SeverityInfo, SeverityWarning, SeverityCritical}
 
 // DefaultSeverity is the severity of a Notification that gives none: info for an agent's
-// notification and needs_human_review, warning for blocked, awaiting_input and budget_exhausted,
+// notification and needs_human_review, warning for blocked, awaiting_input, budget_warning and budget_exhausted,
 // critical for retries_exhausted and failed. docs/notifications.md promises operators this mapping so that
 // min_severity filters daemon alerts predictably.
 func DefaultSeverity(event string) string {
 	switch event {
-	case EventBlocked, EventBudgetExhausted, EventAwaitingInput:
+	case EventBlocked, EventBudgetWarning, EventBudgetExhausted, EventAwaitingInput:
 		return SeverityWarning
 	case EventRetriesExhausted, EventFailed:
 		return SeverityCritical

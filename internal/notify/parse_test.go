@@ -138,7 +138,7 @@ func TestParse_Errors(t *testing.T) {
 		{"severity not a string", "  - {kind: webhook, url: https://a.test/, min_severity: 2}", "notifications[0].min_severity: must be a string (got a number)"},
 		{"events not a list", "  - {kind: webhook, url: https://a.test/, events: blocked}", "notifications[0].events: must be a list of events (got a string)"},
 		{"events empty", "  - {kind: webhook, url: https://a.test/, events: []}", "notifications[0].events: is empty"},
-		{"unknown event", "  - {kind: webhook, url: https://a.test/, events: [agent, stalled]}", `notifications[0].events[1]: unknown event "stalled" (known: agent, blocked, needs_human_review, awaiting_input, budget_exhausted, retries_exhausted, failed)`},
+		{"unknown event", "  - {kind: webhook, url: https://a.test/, events: [agent, stalled]}", `notifications[0].events[1]: unknown event "stalled" (known: agent, blocked, needs_human_review, awaiting_input, budget_warning, budget_exhausted, retries_exhausted, failed)`},
 		{"bad name", "  - {kind: webhook, name: \"my pager\", url: https://a.test/}", `notifications[0].name: must be 1 to 64 letters`},
 		{"duplicate name", "  - {kind: webhook, name: ops, url: https://a.test/}\n  - {kind: slack, name: ops, webhook_url: https://b.test/}", `notifications[1].name: "ops" is already the name of notifications[0]`},
 		{"too many", strings.Repeat("  - {kind: webhook, url: https://a.test/}\n", 33), "notifications: lists 33 backends; at most 32 are supported"},

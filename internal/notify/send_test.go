@@ -113,6 +113,7 @@ func TestSend_DefaultsSeverityByEventAndTimeToNow(t *testing.T) {
 		EventAgent:            "info",
 		EventBlocked:          "warning",
 		EventBudgetExhausted:  "warning",
+		EventBudgetWarning:    "warning",
 		EventRetriesExhausted: "critical",
 		EventNeedsReview:      "info",
 		EventFailed:           "critical",

@@ -47,6 +47,31 @@ func (s spend) exceeded(cfg *config.Config) string {
 	return ""
 }
 
+// nearing says which budget s has used agent.budget_warn_ratio of, or "" (also when the
+// ratio is 0, which turns the warning off).
+func (s spend) nearing(cfg *config.Config) string {
+	r := cfg.Agent.BudgetWarnRatio
+	if r <= 0 {
+		return ""
+	}
+	if limit := cfg.Agent.MaxTokens; limit > 0 && float64(s.tokens.Total) >= r*float64(limit) {
+		return fmt.Sprintf("%d of agent.max_tokens %d tokens used (warning at %.0f%%)", s.tokens.Total, limit, r*100)
+	}
+	if limit := cfg.Agent.MaxCostUSD; limit > 0 {
+		if c := s.costUSD(cfg); c >= r*limit {
+			return fmt.Sprintf("$%.4f of agent.max_cost_usd $%.2f spent (warning at %.0f%%)", c, limit, r*100)
+		}
+	}
+	return ""
+}
+
+// budgetWarned reports whether the budget warning of issueID is still to be sent, and
+// marks it sent: one warning per issue for the daemon's lifetime.
+func (o *Orchestrator) budgetWarned(issueID string) bool {
+	_, sent := o.warnedBudget.LoadOrStore(issueID, true)
+	return !sent
+}
+
 // hasSpendBudget says whether any budget needs the issues' spend.
 func hasSpendBudget(cfg *config.Config) bool {
 	return cfg.Agent.MaxTokens > 0 || cfg.Agent.MaxCostUSD > 0

@@ -329,3 +329,40 @@ func TestAgentMoved_OwnTransitionLetsTheTurnFinish(t *testing.T) {
 		t.Fatalf("runs = %+v, want one succeeded after its first turn", runs)
 	}
 }
+
+// TestAlerts_BudgetWarningGoesOutOnceAtTheRatio: agent.budget_warn_ratio (0.8) of
+// max_cost_usd alerts once, before the budget_exhausted alert.
+func TestAlerts_BudgetWarningGoesOutOnceAtTheRatio(t *testing.T) {
+	var mu sync.Mutex
+	var alerts []Alert
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Agent.MaxCostUSD = 0.5
+		c.Agent.BudgetWarnRatio = 0.8
+		c.Agent.MaxTurns = 5
+		// Each turn's 100 in and 50 out cost $0.20: $0.40 is 80%, $0.60 is over.
+		c.TokenRates = map[string]config.TokenRate{"mock": {InputPerMTok: 1000, OutputPerMTok: 2000}}
+		c.Extensions = map[string]any{"mock": map[string]any{"input_tokens_per_turn": 100, "output_tokens_per_turn": 50}}
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, alert: func(_ context.Context, a Alert) error {
+		mu.Lock()
+		alerts = append(alerts, a)
+		mu.Unlock()
+		return nil
+	}})
+	h.trk.Put(issue("USD-2", "Todo"))
+	h.start()
+	h.awaitStep(StepExit, "USD-2")
+	if runs := h.runs("USD-2"); len(runs) != 1 || runs[0].Status != store.StatusBudgetExhausted || runs[0].Turns != 3 {
+		t.Fatalf("runs = %+v, want budget_exhausted in the 3rd turn", runs)
+	}
+	h.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	var events []string
+	for _, a := range alerts {
+		events = append(events, a.Event)
+	}
+	if !slices.Equal(events, []string{"budget_warning", "budget_exhausted"}) || !strings.Contains(alerts[0].Message, "warning at 80%") {
+		t.Errorf("alerts = %+v, want one budget_warning (at 80%%) then budget_exhausted", alerts)
+	}
+}

@@ -94,6 +94,8 @@ type Orchestrator struct {
 	log  *slog.Logger
 	clk  clock.Clock
 
+	warnedBudget sync.Map // issue id → true once its budget warning went out (budget.go)
+
 	// Channels into the loop.
 	exits      chan workerExit
 	ticks      chan tickResult

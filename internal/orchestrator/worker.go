@@ -69,6 +69,12 @@ type worker struct {
 	flushAt time.Time
 	state   *stateFile       // .sortie/state.json; nil before the session starts
 	tools   []prompt.ToolDoc // the session's sortie-tools, listed in its first prompt
+
+	// stopTurn ends the running turn (its context) when a budget is crossed mid-turn;
+	// nil between turns. budgetHit says which budget, once crossed. Both belong to the
+	// worker goroutine, on which the adapter delivers events.
+	stopTurn  context.CancelFunc
+	budgetHit string
 }
 
 // stateChanged records new token usage in .sortie/state.json (coalesced).
@@ -271,11 +277,14 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if cfg.Agent.TurnTimeout > 0 {
 			turnCtx, cancel = context.WithTimeout(ctx, cfg.Agent.TurnTimeout)
 		}
+		turnCtx, w.stopTurn = context.WithCancel(turnCtx)
 		turnStart := o.clk.Now()
 		res, err := w.ad.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
 			Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
 		})
 		timedOut := errors.Is(turnCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		w.stopTurn()
+		w.stopTurn = nil
 		cancel()
 		turnResult := string(res.ExitReason)
 		switch {
@@ -290,6 +299,12 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		w.state.flushPending()
 		if ctx.Err() != nil {
 			return w.cancelled(ex)
+		}
+		if w.budgetHit != "" {
+			// Stopped mid-turn by a budget (onEvent): a normal end, held by the budget.
+			ex.budgetStop = w.budgetHit
+			w.flush(ctx, true)
+			break
 		}
 		if timedOut {
 			return w.fail(ex, agent.Errorf(agent.ErrTurnTimeout, "turn %d exceeded agent.turn_timeout_ms (%s)", turn, cfg.Agent.TurnTimeout))
@@ -391,6 +406,31 @@ func (w *worker) transitionInProgress(ctx context.Context) {
 	w.setState(target)
 }
 
+// checkBudget enforces agent.max_tokens and agent.max_cost_usd within a turn, on every
+// event that reports usage: the turn that crosses one is stopped at once (gracefully,
+// then its process tree), not at its end, which may be a turn_timeout later. Crossing
+// agent.budget_warn_ratio of one alerts the operator, once per issue.
+func (w *worker) checkBudget(usage agent.Usage, costUSD float64) {
+	cfg := w.cfg
+	if !hasSpendBudget(cfg) || w.budgetHit != "" {
+		return
+	}
+	s := w.e.spentBefore.add(usage, costUSD)
+	if why := s.exceeded(cfg); why != "" {
+		w.budgetHit = why
+		w.o.log.Warn("budget crossed during a turn; stopping the agent", "issue_identifier", w.issue.Identifier, "why", why)
+		if w.stopTurn != nil {
+			w.stopTurn()
+		}
+		return
+	}
+	if why := s.nearing(cfg); why != "" && w.o.budgetWarned(w.issue.ID) {
+		w.o.log.Warn("issue budget nearly used up", "issue_identifier", w.issue.Identifier, "why", why)
+		w.o.alert(Alert{Event: "budget_warning", Severity: "warning", Issue: w.issue,
+			Title: w.issue.Identifier + " has nearly used up its budget", Message: why})
+	}
+}
+
 // budgetExceeded reports why the issue's token or cost budget is used up, or "".
 func (w *worker) budgetExceeded(ex workerExit) string {
 	return w.e.spentBefore.add(ex.usage, ex.costUSD).exceeded(w.cfg)
@@ -432,7 +472,11 @@ func (w *worker) onEvent(ev agent.Event) {
 		p.costUSD = ev.CostUSD
 	}
 	model := p.model
+	usage, cost := p.usage, p.costUSD
 	p.mu.Unlock()
+	if ev.Type == agent.EventTokenUsage || ev.CostUSD > 0 {
+		w.checkBudget(usage, cost)
+	}
 	evCopy := ev
 	w.o.report(Activity{Kind: ActivityAgentEvent, Time: now, IssueID: w.issue.ID, Identifier: w.issue.Identifier,
 		RunID: w.runID, Event: &evCopy, Delta: delta, Model: model})
