@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/proc"
+	"sortie/internal/agent/remote"
 	"sortie/internal/agent/supervise"
 	"sortie/internal/config"
 	"sortie/internal/mcp"
@@ -184,6 +187,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	orch, err = orchestrator.New(orchestrator.Options{
 		Sandbox:       confine,
 		RunAs:         runAs,
+		StopRemote:    remoteStopper(watcher.Current),
 		Config:        watcher.Current,
 		Reload:        watcher.Reload,
 		ConfigChanges: watcher.Changes(),
@@ -357,6 +361,24 @@ func logStartupWarning(stderr io.Writer, format string, args ...any) {
 type agentTools struct {
 	svc *orchestrator.ToolService
 	ext orchestrator.Extensions
+}
+
+// remoteStopper stops a process group on an SSH host of worker.ssh_hosts with the local
+// ssh client, as the agent adapters do when they stop a remote turn, for the agents a
+// crashed daemon left running there.
+func remoteStopper(current func() *config.Config) func(ctx context.Context, host string, pgid int) error {
+	return func(ctx context.Context, host string, pgid int) error {
+		target, err := remote.ParseTarget(host)
+		if err != nil {
+			return err
+		}
+		ssh, err := exec.LookPath("ssh")
+		if err != nil {
+			return fmt.Errorf("the ssh client: %w", err)
+		}
+		cfg := current()
+		return remote.Stop(ctx, ssh, orchestrator.CLIEnv(cfg, os.Environ()), target, cfg.Worker.SSHStrictHostKeyChecking, pgid, proc.DefaultGrace)
+	}
 }
 
 // agentRunAs resolves agent.run_as: the user local agents and hooks run as, nil for

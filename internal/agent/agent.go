@@ -108,9 +108,13 @@ const (
 
 // Event is one normalised agent event.
 type Event struct {
-	Type           EventType
-	Time           time.Time
-	PID            int
+	Type EventType
+	Time time.Time
+	PID  int
+	// RemotePGID is, over SSH, the remote process group of the turn's CLI once the
+	// remote shell has announced it (remote.PGIDMarker), so that a daemon restarted
+	// after a crash can stop it there; 0 locally and before it is known.
+	RemotePGID     int
 	SessionID      string
 	Usage          Usage // cumulative; meaningful on token_usage
 	Model          string

@@ -132,6 +132,7 @@ type harnessOptions struct {
 	alert        func(context.Context, Alert) error
 	activity     func(Activity)
 	checkpoints  bool // Options.Checkpoints is the harness's store
+	stopRemote   func(ctx context.Context, host string, pgid int) error
 }
 
 func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
@@ -180,6 +181,7 @@ func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
 		Extensions:            ho.ext,
 		Alert:                 ho.alert,
 		Activity:              ho.activity,
+		StopRemote:            ho.stopRemote,
 	})
 	if err == nil && ho.checkpoints {
 		h.orch.opts.Checkpoints = st

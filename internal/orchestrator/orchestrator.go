@@ -51,6 +51,11 @@ type Options struct {
 	Environ []string
 	// Sandbox confines local agents (confine.go). Its zero value runs them unconfined.
 	Sandbox Sandbox
+	// StopRemote stops process group pgid on SSH host host (worker.ssh_hosts), for an
+	// agent a previous daemon left running there; an error means it could not be
+	// confirmed stopped (the host could not be reached). Optional: without it, remote
+	// agents are not stopped at recovery.
+	StopRemote func(ctx context.Context, host string, pgid int) error
 	// RunAs, when not nil, is the OS user local agents and hooks run as (agent.run_as;
 	// the daemon runs as root), in workspaces that user owns.
 	RunAs *runas.User
@@ -105,32 +110,37 @@ type Orchestrator struct {
 	snapshots  chan chan Snapshot
 	stallCheck chan struct{}
 	sweeps     chan sweepResult
-	answers    chan string // issue ids whose checkpoint was answered
+	remotes    chan remoteResult // retryRemoteStops → loop
+	remoteBusy bool              // a retryRemoteStops attempt is under way
+	answers    chan string       // issue ids whose checkpoint was answered
 
 	// adapters is the set in force (adapters.go): replaced by the loop, read anywhere.
 	adapters atomic.Pointer[Adapters]
 
 	// Loop-owned state. Only the goroutine running loop() touches these.
-	stopWatch  context.CancelFunc // ends the watch of the tracker in force
-	running    map[string]*runningEntry
-	retrying   map[string]*retryEntry
-	holds      map[string]*hold
-	candidates []tracker.Issue // from the last successful poll, sorted for dispatch
-	sessions   map[string]int  // finished sessions per issue, for agent.max_sessions
-	spent      map[string]spend
-	totals     Totals
-	hostLoad   map[string]int
-	tickBusy   bool
-	ticksDone  int
-	sweeping   bool
-	tickAgain  bool
-	pollTimer  clock.Timer
-	retryGen   uint64
-	lastPollOK bool
-	lastPollAt time.Time
-	lastError  string
-	draining   bool
-	tmplCache  struct {
+	stopWatch context.CancelFunc // ends the watch of the tracker in force
+	running   map[string]*runningEntry
+	retrying  map[string]*retryEntry
+	holds     map[string]*hold
+	// remoteWaits are the runs of a previous daemon whose agents may still run on an
+	// unreachable SSH host, by issue id (remote.go).
+	remoteWaits map[string]store.Run
+	candidates  []tracker.Issue // from the last successful poll, sorted for dispatch
+	sessions    map[string]int  // finished sessions per issue, for agent.max_sessions
+	spent       map[string]spend
+	totals      Totals
+	hostLoad    map[string]int
+	tickBusy    bool
+	ticksDone   int
+	sweeping    bool
+	tickAgain   bool
+	pollTimer   clock.Timer
+	retryGen    uint64
+	lastPollOK  bool
+	lastPollAt  time.Time
+	lastError   string
+	draining    bool
+	tmplCache   struct {
 		cfg  *config.Config
 		tmpl *prompt.Template
 		err  error
@@ -172,25 +182,27 @@ func New(opts Options) (*Orchestrator, error) {
 		opts.ProgressFlushInterval = time.Second
 	}
 	o := &Orchestrator{
-		opts:       opts,
-		log:        opts.Logger,
-		clk:        opts.Clock,
-		exits:      make(chan workerExit, 64),
-		ticks:      make(chan tickResult, 1),
-		retryFire:  make(chan retryFire, 64),
-		retryFetch: make(chan retryFetched, 64),
-		refresh:    make(chan struct{}, 1),
-		snapshots:  make(chan chan Snapshot),
-		stallCheck: make(chan struct{}, 1),
-		sweeps:     make(chan sweepResult, 1),
-		running:    map[string]*runningEntry{},
-		retrying:   map[string]*retryEntry{},
-		holds:      map[string]*hold{},
-		sessions:   map[string]int{},
-		spent:      map[string]spend{},
-		moved:      map[string]string{},
-		hostLoad:   map[string]int{},
-		answers:    make(chan string, 64),
+		opts:        opts,
+		log:         opts.Logger,
+		clk:         opts.Clock,
+		exits:       make(chan workerExit, 64),
+		ticks:       make(chan tickResult, 1),
+		retryFire:   make(chan retryFire, 64),
+		retryFetch:  make(chan retryFetched, 64),
+		refresh:     make(chan struct{}, 1),
+		snapshots:   make(chan chan Snapshot),
+		stallCheck:  make(chan struct{}, 1),
+		sweeps:      make(chan sweepResult, 1),
+		remotes:     make(chan remoteResult, 1),
+		running:     map[string]*runningEntry{},
+		retrying:    map[string]*retryEntry{},
+		holds:       map[string]*hold{},
+		remoteWaits: map[string]store.Run{},
+		sessions:    map[string]int{},
+		spent:       map[string]spend{},
+		moved:       map[string]string{},
+		hostLoad:    map[string]int{},
+		answers:     make(chan string, 64),
 	}
 	o.adapters.Store(&Adapters{Tracker: opts.Tracker, Agent: opts.Agent, AgentVersion: opts.AgentVersion})
 	// From here on every use of o.opts.Tracker reaches the tracker in force, so a hot
@@ -275,6 +287,10 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 		case res := <-o.sweeps:
 			o.applySweep(res)
 			step = Observation{Step: StepSweep}
+		case res := <-o.remotes:
+			o.applyRemoteStops(workCtx, res)
+			o.dispatch(workCtx)
+			step = Observation{Step: StepRemote}
 		case cfg, ok := <-o.opts.ConfigChanges:
 			if !ok {
 				o.opts.ConfigChanges = nil
@@ -292,7 +308,7 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 
 // idle reports whether nothing is running, retrying, being fetched or eligible.
 func (o *Orchestrator) idle() bool {
-	if len(o.running) > 0 || len(o.retrying) > 0 || o.tickBusy || o.sweeping || !o.lastPollOK {
+	if len(o.running) > 0 || len(o.retrying) > 0 || len(o.remoteWaits) > 0 || o.tickBusy || o.sweeping || !o.lastPollOK {
 		return false
 	}
 	cfg := o.opts.Config()

@@ -113,6 +113,8 @@ func (o *Orchestrator) liftAnsweredHolds(ctx context.Context, candidates []track
 	for id, h := range o.holds {
 		is, ok := seen[id]
 		switch {
+		case h.reason == holdRemote:
+			// Only reaching the SSH host and stopping the agent there lifts it (remote.go).
 		case !ok:
 			o.liftHold(id, "issue left the active states")
 			o.endWorkflows(ctx, id, h.identifier, "left the active states")

@@ -71,18 +71,19 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	}
 	var ids []int64
 	for _, r := range runs {
+		// An agent on an SSH host outlives its local ssh: it is stopped there first, and
+		// when the host cannot be reached, the issue waits for it (remote.go) instead of
+		// getting a second agent. Its run stays running until then.
+		if r.SSHHost != "" && r.RemotePGID > 0 && o.opts.StopRemote != nil {
+			if err := o.opts.StopRemote(ctx, r.SSHHost, r.RemotePGID); err != nil {
+				o.waitForRemote(r, err)
+				continue
+			}
+			o.log.Warn("stopped an agent a previous daemon left running on an SSH host", "issue_identifier", r.Identifier,
+				"host", r.SSHHost, "remote_pgid", r.RemotePGID, "run_id", r.ID)
+		}
 		ids = append(ids, r.ID)
-		if _, ok := o.retrying[r.IssueID]; ok {
-			continue
-		}
-		if _, ok := o.holds[r.IssueID]; ok {
-			continue
-		}
-		// A resume runs the same attempt again: the run row's 1-based Attempt is the
-		// loop's 0-based counter plus one.
-		o.scheduleRetry(ctx, retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt - 1,
-			kind: retryResume, reason: "interrupted: the previous daemon stopped while this ran",
-			sessionID: r.SessionID, host: r.SSHHost}, 0)
+		o.resumeInterrupted(ctx, r)
 	}
 	if len(ids) > 0 {
 		if err := o.opts.Store.MarkInterrupted(ctx, ids); err != nil {
@@ -217,6 +218,22 @@ func procStat(pid int) (pgid int, state string, err error) {
 	}
 	pgid, err = strconv.Atoi(fields[2])
 	return pgid, fields[0], err
+}
+
+// resumeInterrupted queues the issue of r, a run a previous daemon left running, to
+// resume at once with its agent session, unless it is already retrying or held.
+func (o *Orchestrator) resumeInterrupted(ctx context.Context, r store.Run) {
+	if _, ok := o.retrying[r.IssueID]; ok {
+		return
+	}
+	if _, ok := o.holds[r.IssueID]; ok {
+		return
+	}
+	// A resume runs the same attempt again: the run row's 1-based Attempt is the
+	// loop's 0-based counter plus one.
+	o.scheduleRetry(ctx, retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt - 1,
+		kind: retryResume, reason: "interrupted: the previous daemon stopped while this ran",
+		sessionID: r.SessionID, host: r.SSHHost}, 0)
 }
 
 func (o *Orchestrator) persistHold(h *hold) {

@@ -2,9 +2,14 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -173,6 +178,79 @@ func TestRecovery_StopsAnOrphanedAgentOnlyIfItCarriesTheRunID(t *testing.T) {
 	for _, id := range []string{"MINE", "REUSED"} {
 		if got := h.statuses(id); len(got) != 1 || got[0] != store.StatusInterrupted {
 			t.Fatalf("%s runs = %v, want [interrupted]", id, got)
+		}
+	}
+}
+
+// TestRecovery_AnAgentLeftOnAnUnreachableSSHHostHoldsItsIssue: a previous daemon's
+// agent on an SSH host is stopped there before its issue resumes; while the host
+// cannot be reached, the issue is held (remote_unreachable) and gets no second agent,
+// and once it can, the agent is stopped and the issue resumes its session.
+func TestRecovery_AnAgentLeftOnAnUnreachableSSHHostHoldsItsIssue(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Agent.StallTimeout = 0 })
+	trk := faketracker.New(cfg.Tracker.ActiveStates...)
+	trk.Put(issue("FAR", "In Progress"), issue("NEAR", "In Progress"))
+	var farRun int64
+	seedStore(t, cfg.DBPath, func(ctx context.Context, st *sqlite.Store) {
+		for _, id := range []string{"FAR", "NEAR"} {
+			runID, err := st.StartRun(ctx, store.Run{IssueID: id, Identifier: id, Attempt: 1, AgentKind: "mock",
+				SSHHost: strings.ToLower(id) + ".example:22", StartedAt: t0.Add(-5 * time.Minute),
+				Progress: store.Progress{SessionID: "sess-" + id}})
+			must(t, err)
+			must(t, st.UpdateRunProcess(ctx, runID, store.Process{RemotePGID: 4242}))
+			if id == "FAR" {
+				farRun = runID
+			}
+		}
+	})
+	var mu sync.Mutex
+	reachable := map[string]bool{"near.example:22": true}
+	var stopped []string
+	stop := func(_ context.Context, host string, pgid int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !reachable[host] {
+			return errors.New("ssh: connect to host " + host + ": No route to host")
+		}
+		stopped = append(stopped, fmt.Sprintf("%s/%d", host, pgid))
+		return nil
+	}
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, trk: trk, stopRemote: stop})
+	h.start()
+	o := h.awaitStep(StepTick, "")
+	held, ok := heldOf(o.Snapshot, "FAR")
+	if !ok || held.Reason != holdRemote || !strings.Contains(held.Message, "far.example:22") || isRunning(o.Snapshot, "FAR") {
+		t.Fatalf("FAR after restart: %s, want held as remote_unreachable naming its host", describe(o.Snapshot))
+	}
+	if _, ok := retryOf(o.Snapshot, "NEAR"); !ok && !isRunning(o.Snapshot, "NEAR") {
+		t.Fatalf("NEAR after restart: %s, want it resumed (its agent was stopped on its host)", describe(o.Snapshot))
+	}
+	if runs := h.runs("FAR"); len(runs) != 1 || runs[0].Status != store.StatusRunning {
+		t.Fatalf("FAR's run = %+v, want it still running in the store until its agent is stopped", runs)
+	}
+
+	// Polls go on trying; the host comes back.
+	h.advance(cfg.Polling.Interval)
+	if o := h.awaitStep(StepRemote, ""); isRunning(o.Snapshot, "FAR") {
+		t.Fatalf("FAR dispatched while its old agent may still run: %s", describe(o.Snapshot))
+	}
+	mu.Lock()
+	reachable["far.example:22"] = true
+	mu.Unlock()
+	h.advance(cfg.Polling.Interval)
+	h.await("FAR resumes once its agent is stopped", func(o Observation) bool {
+		_, held := heldOf(o.Snapshot, "FAR")
+		_, retrying := retryOf(o.Snapshot, "FAR")
+		return !held && (retrying || isRunning(o.Snapshot, "FAR"))
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(stopped, "far.example:22/4242") || !slices.Contains(stopped, "near.example:22/4242") {
+		t.Errorf("stopped = %v, want both remote groups", stopped)
+	}
+	for _, r := range h.runs("FAR") {
+		if r.ID == farRun && r.Status != store.StatusInterrupted {
+			t.Errorf("FAR's old run is %s, want interrupted", r.Status)
 		}
 	}
 }

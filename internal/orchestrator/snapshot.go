@@ -166,6 +166,7 @@ const (
 	StepStallCheck   Step = "stall_check"   // running sessions were checked for stalls
 	StepConfig       Step = "config"        // a new workflow configuration was applied
 	StepSweep        Step = "sweep"         // terminal issues' workspaces were looked for and removed
+	StepRemote       Step = "remote"        // an attempt to stop agents left on SSH hosts came back
 	StepAnswer       Step = "answer"        // a checkpoint answer was acted on
 )
 

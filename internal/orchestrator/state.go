@@ -87,6 +87,7 @@ type progressData struct {
 	workspace   string
 	sessionID   string
 	pid         int
+	remotePGID  int // the agent's process group on its SSH host, once announced
 	turn        int
 	maxTurns    int
 	lastEventAt time.Time
@@ -175,4 +176,7 @@ const (
 	holdHumanReview = "needs_human_review"
 	holdError       = "error"
 	holdRetries     = "retries_exhausted"
+	// holdRemote: a previous daemon's agent may still run on an SSH host Sortie could
+	// not reach to stop it; only reaching the host lifts it (remote.go).
+	holdRemote = "remote_unreachable"
 )

@@ -97,6 +97,7 @@ func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 		o.forgetBudgets()
 		o.refreshBudgets(ctx, cfg)
 	}
+	o.retryRemoteStops(ctx)
 	o.dispatch(ctx)
 	if o.tickAgain {
 		o.tickAgain = false

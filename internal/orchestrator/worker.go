@@ -445,9 +445,14 @@ func (w *worker) onEvent(ev agent.Event) {
 	if ev.Message != "" {
 		p.lastMessage = truncate(ev.Message, 200)
 	}
-	if ev.PID != 0 && ev.PID != p.pid {
-		p.pid = ev.PID
-		defer w.recordProcess(ev.PID)
+	if (ev.PID != 0 && ev.PID != p.pid) || (ev.RemotePGID != 0 && ev.RemotePGID != p.remotePGID) {
+		if ev.PID != 0 {
+			p.pid = ev.PID
+		}
+		if ev.RemotePGID != 0 {
+			p.remotePGID = ev.RemotePGID
+		}
+		defer w.recordProcess(p.pid, p.remotePGID)
 	}
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
@@ -545,13 +550,13 @@ func (w *worker) flush(ctx context.Context, force bool) {
 	}
 }
 
-func (w *worker) recordProcess(pid int) {
+func (w *worker) recordProcess(pid, remotePGID int) {
 	if w.runID == 0 {
 		return
 	}
 	// Agents run in their own process group, so the group id is the leader's pid.
 	if err := w.o.opts.Store.UpdateRunProcess(context.Background(), w.runID, store.Process{
-		PID: pid, PGID: pid, CLIVersion: w.ad.AgentVersion}); err != nil {
+		PID: pid, PGID: pid, RemotePGID: remotePGID, CLIVersion: w.ad.AgentVersion}); err != nil {
 		w.o.log.Warn("recording the agent process failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
 }

@@ -84,6 +84,9 @@ func (t Tokens) Add(u Tokens) Tokens {
 type Process struct {
 	PID        int    // 0 when no agent process runs (before the first turn, between turns)
 	PGID       int    // process group of the agent; 0 when none
+	// RemotePGID is the agent's process group on its SSH host (Run.SSHHost), 0 when
+	// unknown or local: recovery stops it there before the issue resumes.
+	RemotePGID int
 	CLIVersion string // the agent CLI's version, e.g. "2.1.3"; "" leaves the stored one
 }
 

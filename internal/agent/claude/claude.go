@@ -193,6 +193,10 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 
 	lr := proc.NewLineReader(pr.Stdout(), proc.DefaultMaxLine)
 	for lr.Next() {
+		if st.target != nil && t.remotePGID == 0 {
+			// The remote shell names its group on stderr before the CLI starts.
+			t.remotePGID, _ = remote.ParsePGID(pr.Stderr().Head(4096))
+		}
 		t.tr.line(lr.Line())
 	}
 	readErr := lr.Err()
@@ -201,7 +205,9 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	exit := pr.Wait()
 	waited = true
-	if st.target != nil && (exit.Stopped || readErr != nil || exit.Code == 255) {
+	if st.target != nil {
+		// Whatever the turn's end, nothing of it may go on running on the host: without
+		// a terminal, the remote group gets no hangup when ssh ends.
 		a.stopRemote(st, pr.Stderr().String())
 	}
 	return t.end(exit, readErr, pr.Stderr())
@@ -233,12 +239,15 @@ type turn struct {
 	onEvent func(agent.Event)
 	now     func() time.Time
 	pid     int
-	name    string // what ran: "claude", or "ssh to <host>" (whose pid is the local ssh's)
+	// remotePGID is the remote process group over SSH, once announced; 0 otherwise.
+	remotePGID int
+	name       string // what ran: "claude", or "ssh to <host>" (whose pid is the local ssh's)
 }
 
 func (t *turn) emit(e agent.Event) {
 	e.Time = t.now()
 	e.PID = t.pid
+	e.RemotePGID = t.remotePGID
 	e.SessionID = t.s.ID
 	if t.tr != nil && t.tr.sessionID != "" {
 		e.SessionID = t.tr.sessionID

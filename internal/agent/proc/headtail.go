@@ -79,6 +79,14 @@ func (b *HeadTailBuffer) String() string {
 	return fmt.Sprintf("%s\n... [%d bytes omitted] ...\n%s", b.head, dropped, tail)
 }
 
+// Head is up to the first n bytes written (fewer while fewer have been written), for
+// reading what a process said first while it still runs.
+func (b *HeadTailBuffer) Head(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.head[:min(n, len(b.head))])
+}
+
 func (b *HeadTailBuffer) tailBytes() []byte {
 	if !b.tailFull {
 		return b.tail[:b.tailNext]

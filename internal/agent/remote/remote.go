@@ -6,6 +6,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -197,4 +198,28 @@ func StopAnnounced(ssh string, env []string, target Target, strict, stderr strin
 	cmd := exec.CommandContext(ctx, ssh, KillCommand(target, strict, pgid, grace)...)
 	cmd.Env = env
 	cmd.Run()
+}
+
+// ErrUnreachable is wrapped by Stop's error when ssh could not reach or log in to the
+// host (its exit status 255), so whether the group still runs is unknown.
+var ErrUnreachable = errors.New("the host could not be reached")
+
+// Stop ends remote process group pgid on target the way KillCommand does, and says
+// whether it could: nil once the group is gone (or was already), an error wrapping
+// ErrUnreachable when ssh could not get there. ssh is the local client, env its
+// environment.
+func Stop(ctx context.Context, ssh string, env []string, target Target, strict string, pgid int, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, grace+45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ssh, KillCommand(target, strict, pgid, grace)...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &exit) && exit.ExitCode() == 255, ctx.Err() != nil:
+		return fmt.Errorf("stopping process group %d on %s: %w (%v: %s)", pgid, target.Host, ErrUnreachable, err, strings.TrimSpace(string(out)))
+	}
+	return fmt.Errorf("stopping process group %d on %s: %v: %s", pgid, target.Host, err, strings.TrimSpace(string(out)))
 }

@@ -12,7 +12,7 @@ import (
 const runColumns = `id, issue_id, identifier, attempt, agent_kind, workspace, ssh_host,
 	workflow_path, status, started_at_ms, ended_at_ms, error, pid, pgid, cli_version,
 	session_id, model, turns, input_tokens, output_tokens, total_tokens, cache_read_tokens,
-	cost_usd, daemon_host, daemon_pid`
+	cost_usd, daemon_host, daemon_pid, remote_pgid`
 
 // Counters only move forward (max), so a late or reordered update cannot lose spend.
 // max(a, b) is SQLite's scalar max; PostgreSQL spells it GREATEST.
@@ -57,10 +57,10 @@ func (s *Store) UpdateRunProcess(ctx context.Context, id int64, p store.Process)
 	if err := s.writable(fmt.Sprintf(op, id)); err != nil {
 		return err
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET pid = ?, pgid = ?,
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET pid = ?, pgid = ?, remote_pgid = ?,
 		cli_version = COALESCE(NULLIF(?, ''), cli_version), updated_at_ms = ?
 		WHERE id = ? AND status = 'running'`,
-		p.PID, p.PGID, p.CLIVersion, toMS(s.now()), id)
+		p.PID, p.PGID, p.RemotePGID, p.CLIVersion, toMS(s.now()), id)
 	return s.checkRunUpdated(ctx, op, id, res, err)
 }
 
@@ -246,7 +246,7 @@ func (s *Store) queryRuns(ctx context.Context, op, query string, args ...any) ([
 		err := rows.Scan(&r.ID, &r.IssueID, &r.Identifier, &r.Attempt, &r.AgentKind, &r.Workspace,
 			&r.SSHHost, &r.WorkflowPath, &status, &started, &ended, &r.Error, &r.PID, &r.PGID,
 			&r.CLIVersion, &r.SessionID, &r.Model, &r.Turns, &r.Tokens.Input, &r.Tokens.Output,
-			&r.Tokens.Total, &r.Tokens.CacheRead, &r.CostUSD, &r.DaemonHost, &r.DaemonPID)
+			&r.Tokens.Total, &r.Tokens.CacheRead, &r.CostUSD, &r.DaemonHost, &r.DaemonPID, &r.RemotePGID)
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
