@@ -82,8 +82,8 @@ func (t Tokens) Add(u Tokens) Tokens {
 // PGID of a run left running by a dead daemon (after checking the group still belongs
 // to the run: pids are reused).
 type Process struct {
-	PID        int    // 0 when no agent process runs (before the first turn, between turns)
-	PGID       int    // process group of the agent; 0 when none
+	PID  int // 0 when no agent process runs (before the first turn, between turns)
+	PGID int // process group of the agent; 0 when none
 	// RemotePGID is the agent's process group on its SSH host (Run.SSHHost), 0 when
 	// unknown or local: recovery stops it there before the issue resumes.
 	RemotePGID int

@@ -70,12 +70,17 @@ var embeddedMigrations = sync.OnceValues(func() ([]migration, error) {
 // read-only readers (the MCP sidecar's RunsForIssue and IssueTotals, `sortie status`'s
 // RecentRuns, RunsInProgress, LoadRetries and LoadHolds) work against. Migration 002
 // only added the indexes ListRuns and RunsForIdentifier name, which only the daemon's
-// own server uses, and migration 003 only added tables, whose readers see an older
-// database as holding no workflow records (workflowTablesExist), so a freshly installed
+// own server uses, migration 003 only added tables, whose readers see an older
+// database as holding no workflow records (workflowTablesExist), and migration 004 only
+// added runs.remote_pgid, which they read as 0 there (remotePGIDExists), so a freshly installed
 // binary's sidecars and `sortie status` still read a daemon's database before that
 // daemon restarts and migrates it. A migration that changes what those readers query
 // must raise this to its own version.
 const minReadableSchema = 1
+
+// remoteSchema is the migration that added runs.remote_pgid (004_remote_pgid); the run
+// readers of an older database read 0 in its place (remotePGIDExists).
+const remoteSchema = 4
 
 // workflowSchema is the migration that added the workflow tables (003_workflows).
 const workflowSchema = 3

@@ -179,3 +179,39 @@ func TestOpenReadOnly_ReadsAnOlderReadableSchema(t *testing.T) {
 		t.Fatal("OpenReadOnly accepted a schema newer than this binary")
 	}
 }
+
+// A database from before runs.remote_pgid (migration 004), which its daemon has not
+// migrated yet, is still read by the read-only readers, with 0 for the column.
+func TestOpenReadOnly_ReadsRunsWithoutRemotePGID(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "sortie.db")
+	s, err := Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.StartRun(ctx, store.Run{IssueID: "1", Identifier: "P-1", Attempt: 1, AgentKind: "mock", SSHHost: "h:22", StartedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateRunProcess(ctx, id, store.Process{PID: 5, PGID: 5, RemotePGID: 77}); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := s.RunsInProgress(ctx); err != nil || len(runs) != 1 || runs[0].RemotePGID != 77 {
+		t.Fatalf("RunsInProgress = %+v, %v; want remote pgid 77", runs, err)
+	}
+	for _, q := range []string{`ALTER TABLE runs DROP COLUMN remote_pgid`, `DELETE FROM schema_migrations WHERE version = 4`} {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	ro, err := OpenReadOnly(ctx, db)
+	if err != nil {
+		t.Fatalf("OpenReadOnly of a version-3 database: %v", err)
+	}
+	defer ro.Close()
+	runs, err := ro.RunsInProgress(ctx)
+	if err != nil || len(runs) != 1 || runs[0].RemotePGID != 0 || runs[0].PGID != 5 {
+		t.Fatalf("RunsInProgress on the older schema = %+v, %v", runs, err)
+	}
+}

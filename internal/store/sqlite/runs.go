@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"sortie/internal/store"
 )
@@ -230,6 +231,12 @@ func listRunsQuery(f store.RunFilter) (string, []any) {
 }
 
 func (s *Store) queryRuns(ctx context.Context, op, query string, args ...any) ([]store.Run, error) {
+	if ok, err := s.remotePGIDExists(ctx); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	} else if !ok {
+		// A read-only reader of a database its daemon has not migrated yet.
+		query = strings.Replace(query, "daemon_pid, remote_pgid", "daemon_pid, 0 AS remote_pgid", 1)
+	}
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)

@@ -47,6 +47,8 @@ type Store struct {
 	// workflowTables is set once the database is known to be at workflowSchema or
 	// newer; see workflowTablesExist.
 	workflowTables atomic.Bool
+	// remotePGID is set once the database is known to be at remoteSchema or newer.
+	remotePGID atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error

@@ -543,6 +543,23 @@ func fromJSONList[T any](s string) ([]T, error) {
 // may be reading an older database whose daemon has not restarted since this binary was
 // installed: it holds no workflow records yet, so the workflow lists are empty until that
 // daemon migrates it, which this notices on the next call.
+// remotePGIDExists reports whether the runs table has remote_pgid (remoteSchema or
+// newer): a read-only reader of an older database reads 0 in its place.
+func (s *Store) remotePGIDExists(ctx context.Context) (bool, error) {
+	if s.remotePGID.Load() {
+		return true, nil
+	}
+	var v int
+	if err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return false, fmt.Errorf("read schema version: %w", err)
+	}
+	if v < remoteSchema {
+		return false, nil
+	}
+	s.remotePGID.Store(true)
+	return true, nil
+}
+
 func (s *Store) workflowTablesExist(ctx context.Context) (bool, error) {
 	if s.workflowTables.Load() {
 		return true, nil
