@@ -8,7 +8,7 @@ FUZZTIME ?= 5s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN      := bin/sortie
 
-.PHONY: help build run demo test unit fuzz fuzz-long bench lint clis clean
+.PHONY: help build run demo test unit fuzz fuzz-long bench soak lint clis clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -34,6 +34,9 @@ fuzz: ## run every fuzz target for FUZZTIME (default 5s) each
 
 fuzz-long: ## run every fuzz target for 2 minutes each
 	@scripts/fuzz-all.sh 2m
+
+soak: ## the soak test: 540+ runs that daemonise, fail, stall and overspend, the daemon killed -9 three times; figures go to docs/operations.md
+	$(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 60m ./cmd/sortie/
 
 bench: ## benchmarks; figures go to docs/performance.md
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...

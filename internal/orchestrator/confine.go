@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,7 +75,11 @@ func (w *worker) confinement(cfg *config.Config, env []string) (*agent.Confineme
 	if ok, _ := s.confined(cfg); !ok || w.e.host != "" {
 		return nil, func() {}, nil
 	}
-	tmp, err := os.MkdirTemp("", "sortie-run-*")
+	parent := runTmpRoot(cfg)
+	if err := os.MkdirAll(parent, 0o711); err != nil { // run_as users search it, never list it
+		return nil, nil, fmt.Errorf("the runs' temporary directory: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "run-"+strconv.FormatInt(w.runID, 10)+"-*")
 	if err != nil {
 		return nil, nil, fmt.Errorf("the run's temporary directory: %w", err)
 	}
@@ -119,6 +125,25 @@ func (w *worker) runAs() *runas.User {
 		return nil
 	}
 	return w.o.opts.RunAs
+}
+
+// runTmpRoot holds the temporary directories of this daemon's confined runs: one per
+// database, so that a daemon restarted after a crash removes what its predecessor's
+// runs left there (removeRunTmp) without touching another daemon's.
+func runTmpRoot(cfg *config.Config) string {
+	db, err := filepath.Abs(cfg.DBPath)
+	if err != nil {
+		db = cfg.DBPath
+	}
+	sum := sha256.Sum256([]byte(db))
+	return filepath.Join(os.TempDir(), "sortie-runs-"+hex.EncodeToString(sum[:6]))
+}
+
+// removeRunTmp removes the temporary directories of runs a previous daemon on this
+// database left behind when it died (its runs' own cleanup never ran). The database's
+// lock says no other daemon uses them. Recovery only.
+func removeRunTmp(cfg *config.Config) error {
+	return os.RemoveAll(runTmpRoot(cfg))
 }
 
 // confinedEnv points a confined agent's temporary files and the build caches it would

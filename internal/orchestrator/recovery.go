@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +45,13 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 			failures: o.trailingFailures(ctx, r.IssueID), kind: string(r.Kind), reason: r.Error,
 			sessionID: r.SessionID, host: r.SSHHost}, r.DueAt.Sub(now))
 	}
+	// Their runs' temporary directories went with them (their agents are stopped
+	// first, below, so nothing writes there any more: removed after).
+	defer func() {
+		if err := removeRunTmp(o.opts.Config()); err != nil {
+			o.log.Warn("removing the temporary directories of a previous daemon's runs failed", "error", err)
+		}
+	}()
 	var orphans []orphanGroup
 	for _, r := range runs {
 		if r.PGID > 0 {
@@ -191,33 +197,13 @@ func groupMembers(pgid int, liveOnly bool) []int {
 		if err != nil {
 			continue
 		}
-		g, state, err := procStat(pid)
+		_, g, state, err := supervise.ProcStat(pid)
 		if err != nil || g != pgid || (liveOnly && state == "Z") {
 			continue
 		}
 		pids = append(pids, pid)
 	}
 	return pids
-}
-
-// procStat reads a process's group id and state from /proc/<pid>/stat (fields 5 and 3,
-// after the parenthesised command name, which may itself contain spaces or parentheses).
-func procStat(pid int) (pgid int, state string, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, "", err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, "", fmt.Errorf("malformed stat for pid %d", pid)
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 3 {
-		return 0, "", fmt.Errorf("malformed stat for pid %d", pid)
-	}
-	pgid, err = strconv.Atoi(fields[2])
-	return pgid, fields[0], err
 }
 
 // resumeInterrupted queues the issue of r, a run a previous daemon left running, to

@@ -2,6 +2,8 @@ package supervise
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -45,24 +47,44 @@ func Descendants(pid int) []int {
 	return out
 }
 
-// stat reads a process's parent and state from /proc/<pid>/stat (fields 4 and 3, after
-// the parenthesised command name, which may itself hold spaces and parentheses).
 func stat(pid int) (ppid int, state string, ok bool) {
+	ppid, _, state, err := ProcStat(pid)
+	return ppid, state, err == nil
+}
+
+// ProcStat reads a process's parent, process group and state (R, S, Z, ...) from
+// /proc/<pid>/stat: fields 4, 5 and 3, after the parenthesised command name, which may
+// itself hold spaces and parentheses.
+func ProcStat(pid int) (ppid, pgid int, state string, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, "", false
+		return 0, 0, "", err
 	}
-	s := string(b)
+	ppid, pgid, state, err = parseStat(string(b))
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return ppid, pgid, state, nil
+}
+
+// parseStat reads the state, parent and group of a /proc/<pid>/stat line. The command
+// name in parentheses is the process's own choice (an agent can name itself
+// "x) Z 1 1"), so the fields are read after its last closing parenthesis.
+func parseStat(s string) (ppid, pgid int, state string, err error) {
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, "", false
+		return 0, 0, "", errors.New("malformed: no command name")
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0, "", false
+	if len(f) < 3 {
+		return 0, 0, "", errors.New("malformed: too few fields")
 	}
-	ppid, err = strconv.Atoi(f[1])
-	return ppid, f[0], err == nil
+	ppid, err1 := strconv.Atoi(f[1])
+	pgid, err2 := strconv.Atoi(f[2])
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, "", fmt.Errorf("malformed: %w", err)
+	}
+	return ppid, pgid, f[0], nil
 }
 
 // Adopt makes this process (the daemon) a child subreaper, so that a process an agent

@@ -22,3 +22,8 @@ func Marked(markers ...string) []int { return nil }
 
 // StopMarked stops nothing where Marked finds nothing.
 func StopMarked(grace time.Duration, markers ...string) int { return 0 }
+
+// ProcStat is unavailable where there is no /proc.
+func ProcStat(pid int) (ppid, pgid int, state string, err error) {
+	return 0, 0, "", errors.New("no /proc on this system")
+}

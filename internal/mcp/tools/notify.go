@@ -28,7 +28,8 @@ var NotifySpec = Spec{
 		"webhooks). Use it sparingly: when you need a decision, are blocked, or something is badly wrong. " +
 		`Answers {"success":true,"data":{"delivered":true,"backends":[...]}}; {"success":true,"data":{"delivered":false,"reason":...}} ` +
 		`when every channel's filters turn the message away (nothing was sent; a higher severity may pass); ` +
-		`or {"success":false,"error":{"kind","message"}}.`,
+		`or {"success":false,"error":{"kind","message"}}. Messages are rate limited per issue and overall; ` +
+		`an error of kind rate_limited says when the next one may be sent.`,
 	InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"sortie/internal/store"
@@ -538,40 +539,35 @@ func fromJSONList[T any](s string) ([]T, error) {
 	return v, nil
 }
 
+// remotePGIDExists reports whether the runs table has remote_pgid (remoteSchema or
+// newer): a read-only reader of an older database reads 0 in its place.
+func (s *Store) remotePGIDExists(ctx context.Context) (bool, error) {
+	return s.schemaAtLeast(ctx, remoteSchema, &s.remotePGID)
+}
+
 // workflowTablesExist reports whether the database has the tables of migration
 // workflowSchema. A daemon's store always has them (Open migrates). A read-only store
 // may be reading an older database whose daemon has not restarted since this binary was
 // installed: it holds no workflow records yet, so the workflow lists are empty until that
 // daemon migrates it, which this notices on the next call.
-// remotePGIDExists reports whether the runs table has remote_pgid (remoteSchema or
-// newer): a read-only reader of an older database reads 0 in its place.
-func (s *Store) remotePGIDExists(ctx context.Context) (bool, error) {
-	if s.remotePGID.Load() {
-		return true, nil
-	}
-	var v int
-	if err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
-		return false, fmt.Errorf("read schema version: %w", err)
-	}
-	if v < remoteSchema {
-		return false, nil
-	}
-	s.remotePGID.Store(true)
-	return true, nil
+func (s *Store) workflowTablesExist(ctx context.Context) (bool, error) {
+	return s.schemaAtLeast(ctx, workflowSchema, &s.workflowTables)
 }
 
-func (s *Store) workflowTablesExist(ctx context.Context) (bool, error) {
-	if s.workflowTables.Load() {
+// schemaAtLeast reports whether the database is at schema version or newer, asking it
+// until it is and remembering that in known (a database is only ever migrated up).
+func (s *Store) schemaAtLeast(ctx context.Context, version int, known *atomic.Bool) (bool, error) {
+	if known.Load() {
 		return true, nil
 	}
 	var v int
 	if err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
 		return false, fmt.Errorf("read schema version: %w", err)
 	}
-	if v < workflowSchema {
+	if v < version {
 		return false, nil
 	}
-	s.workflowTables.Store(true)
+	known.Store(true)
 	return true, nil
 }
 
