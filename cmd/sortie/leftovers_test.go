@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"sortie/internal/agent/cgroup"
 	"sortie/internal/agent/supervise"
 )
 
@@ -143,4 +144,55 @@ func TestSupervise_SweepsWhatTheProgramLeaves(t *testing.T) {
 		t.Errorf("descendants outlived supervise: %v", left)
 	}
 	_ = supervise.DefaultGrace
+}
+
+// TestLeftovers_EachRunHasItsOwnCgroup: where cgroup v2 is writable, a run's agent
+// runs in the run's own group, which is gone once the daemon has exited.
+func TestLeftovers_EachRunHasItsOwnCgroup(t *testing.T) {
+	t.Parallel()
+	probe, err := cgroup.Setup("sortie-probe-" + strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Skipf("skipped: cgroup v2 is not writable here, so runs get no cgroups: %v", err)
+	}
+	probe.Close()
+	dir := t.TempDir()
+	writeFile(t, dir, "issues.json", `[{"id": "1", "identifier": "CG-1", "title": "t", "state": "Todo"}]`)
+	wf := writeFile(t, dir, "WORKFLOW.md", `---
+tracker:
+  kind: file
+  path: issues.json
+  active_states: [Todo]
+  terminal_states: [Done]
+  handoff_state: Review
+agent:
+  kind: mock
+  max_turns: 1
+workspace:
+  root: ./ws
+db_path: ./sortie.db
+server: {port: 0}
+mock:
+  shell:
+    - {name: cgroup, run: "cat /proc/self/cgroup"}
+---
+Work on {{ .issue.identifier }}.
+`)
+	r := runSortie(t, dir, testEnv(t.TempDir()), "--exit-when-idle", wf)
+	if r.code != exitOK {
+		t.Fatalf("sortie: %s", r)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "ws", "CG-1", ".mock-agent", "shell", "cgroup.out"))
+	if err != nil || !strings.Contains(string(b), "/run-1\n") {
+		t.Fatalf("the agent's cgroup: %q (%v), want the run's own group .../run-1\n%s", b, err, r)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", rest)); err == nil {
+				t.Errorf("the run's cgroup %s outlived the daemon", rest)
+			}
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/unified", rest)); err == nil {
+				t.Errorf("the run's cgroup %s outlived the daemon", rest)
+			}
+		}
+	}
 }

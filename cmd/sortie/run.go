@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cgroup"
 	"sortie/internal/agent/proc"
 	"sortie/internal/agent/remote"
 	"sortie/internal/agent/supervise"
@@ -180,6 +183,10 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
+	cgroups := runCgroups(cfg, logger)
+	if cgroups != nil {
+		defer cgroups.Close()
+	}
 	runAs, err := agentRunAs(cfg, path, tools.ext.Executable, sock, privateFiles(cfg, f.envFile), logger)
 	if err != nil {
 		return fail("%v", err)
@@ -188,6 +195,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		Sandbox:       confine,
 		RunAs:         runAs,
 		StopRemote:    remoteStopper(watcher.Current),
+		Cgroups:       cgroups,
 		Config:        watcher.Current,
 		Reload:        watcher.Reload,
 		ConfigChanges: watcher.Changes(),
@@ -361,6 +369,24 @@ func logStartupWarning(stderr io.Writer, format string, args ...any) {
 type agentTools struct {
 	svc *orchestrator.ToolService
 	ext orchestrator.Extensions
+}
+
+// runCgroups is the tree of this daemon's per-run cgroups, one per database so that a
+// restarted daemon finds its predecessor's; nil, with a note in the log, where cgroup
+// v2 is not writable (the supervisor then owns each run's processes alone).
+func runCgroups(cfg *config.Config, log *slog.Logger) *cgroup.Tree {
+	db, err := filepath.Abs(cfg.DBPath)
+	if err != nil {
+		db = cfg.DBPath
+	}
+	sum := sha256.Sum256([]byte(db))
+	t, err := cgroup.Setup("sortie-" + hex.EncodeToString(sum[:6]))
+	if err != nil {
+		log.Info("runs get no cgroups of their own; the supervisor alone stops what agents leave behind", "reason", err.Error())
+		return nil
+	}
+	log.Info("each run gets its own cgroup", "cgroups", t.Dir())
+	return t
 }
 
 // remoteStopper stops a process group on an SSH host of worker.ssh_hosts with the local

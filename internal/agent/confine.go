@@ -50,6 +50,17 @@ type Supervision struct {
 	Self          string
 	Grace         time.Duration // SIGTERM to SIGKILL for leftovers; 0: supervise.DefaultGrace
 	KeepProcesses bool
+	// CgroupFD, when positive, is the run's cgroup v2 directory, which the supervisor
+	// (and so every process of the run) starts in: proc.Command.CgroupFD.
+	CgroupFD int
+}
+
+// Cgroup is s's CgroupFD, 0 for a nil s.
+func (s *Supervision) Cgroup() int {
+	if s == nil {
+		return 0
+	}
+	return s.CgroupFD
 }
 
 // LocalWrap is the proc.Command.Wrap of a local CLI at exe started with p: `sortie

@@ -98,7 +98,44 @@ func (w *worker) supervision() *agent.Supervision {
 	if w.e.host != "" || w.o.opts.Sandbox.Self == "" {
 		return nil
 	}
-	return &agent.Supervision{Self: w.o.opts.Sandbox.Self, KeepProcesses: w.cfg.Agent.KeepProcesses}
+	s := &agent.Supervision{Self: w.o.opts.Sandbox.Self, KeepProcesses: w.cfg.Agent.KeepProcesses}
+	if w.cgroup != nil {
+		s.CgroupFD = w.cgroup.FD()
+	}
+	return s
+}
+
+// closeCgroup kills what is left in the run's cgroup (unless agent.keep_processes)
+// and removes it, once the run's agent has stopped.
+func (w *worker) closeCgroup() {
+	g := w.cgroup
+	if g == nil {
+		return
+	}
+	w.cgroup = nil
+	if w.cfg.Agent.KeepProcesses {
+		g.Release()
+		return
+	}
+	if n, err := g.Kill(supervise.DefaultGrace); err != nil || n > 0 {
+		w.o.log.Warn("killed what the agent left running in its run's cgroup", "issue_identifier", w.issue.Identifier,
+			"run_id", w.runID, "count", n, "error", err)
+	}
+}
+
+// openCgroup gives a local supervised run its own cgroup when the daemon has a tree of
+// them (Options.Cgroups). Without one the run goes on: the supervisor still owns its
+// process tree.
+func (w *worker) openCgroup() {
+	if w.o.opts.Cgroups == nil || w.supervision() == nil {
+		return
+	}
+	g, err := w.o.opts.Cgroups.Run(w.runID)
+	if err != nil {
+		w.o.log.Warn("the run gets no cgroup of its own", "issue_identifier", w.issue.Identifier, "error", err)
+		return
+	}
+	w.cgroup = g
 }
 
 // stopLeftovers stops what the run's local agent left running that its supervisor

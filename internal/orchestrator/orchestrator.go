@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cgroup"
 	"sortie/internal/clock"
 	"sortie/internal/config"
 	"sortie/internal/prompt"
@@ -51,6 +52,10 @@ type Options struct {
 	Environ []string
 	// Sandbox confines local agents (confine.go). Its zero value runs them unconfined.
 	Sandbox Sandbox
+	// Cgroups, when not nil, gives each local run its own cgroup v2 group, killed whole
+	// when the run ends (internal/agent/cgroup). Optional: the supervisor alone owns
+	// the process tree without it.
+	Cgroups *cgroup.Tree
 	// StopRemote stops process group pgid on SSH host host (worker.ssh_hosts), for an
 	// agent a previous daemon left running there; an error means it could not be
 	// confirmed stopped (the host could not be reached). Optional: without it, remote

@@ -63,8 +63,15 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 			"pgid", g.pgid, "run_id", g.runID)
 	}
 	// What those agents started outside their group and their supervisors did not get
-	// to stop (agent.keep_processes aside): found by the run's marks in their
-	// environment.
+	// to stop (agent.keep_processes aside): everything in their runs' cgroups, then
+	// what the run's marks in their environment find.
+	if t := o.opts.Cgroups; t != nil && !o.opts.Config().Agent.KeepProcesses {
+		if n, err := t.KillAll(supervise.DefaultGrace); err != nil || n > 0 {
+			o.log.Warn("killed what agents of a previous daemon left in their runs' cgroups", "count", n, "error", err)
+		}
+	} else if t != nil {
+		t.RemoveEmpty()
+	}
 	for _, r := range runs {
 		if r.SSHHost != "" || r.Workspace == "" || o.opts.Config().Agent.KeepProcesses {
 			continue

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cgroup"
 	"sortie/internal/config"
 	"sortie/internal/prompt"
 	"sortie/internal/store"
@@ -75,6 +76,8 @@ type worker struct {
 	// worker goroutine, on which the adapter delivers events.
 	stopTurn  context.CancelFunc
 	budgetHit string
+
+	cgroup *cgroup.Group // the run's cgroup (Options.Cgroups), nil without one
 }
 
 // stateChanged records new token usage in .sortie/state.json (coalesced).
@@ -211,6 +214,8 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	defer revoke() // the session's token dies with it
 	w.state = &stateFile{w: w, started: o.clk.Now()}
 	env := w.agentEnv()
+	w.openCgroup()
+	defer w.closeCgroup() // after the session's own stop, deferred below
 	confine, cleanup, err := w.confinement(cfg, env)
 	if err != nil {
 		return w.fail(ex, err)

@@ -92,6 +92,7 @@ type session struct {
 	mcp    []string            // --mcp-config files
 	wrap   []string            // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
 	cred   *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
+	cgroup int                 // the run's cgroup v2 directory (fd), 0 for none
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -129,6 +130,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		state := stateDirs(st.env)
 		st.wrap = agent.LocalWrap(p, st.exe, state, state[:min(1, len(state))])
 		st.cred = p.RunAs.Credential()
+		st.cgroup = p.Supervise.Cgroup()
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers
 	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
@@ -166,7 +168,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 
 	args := a.opts.args(s.ID, st.created, st.mcp)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap, Credential: st.cred}
+		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap, Credential: st.cred, CgroupFD: st.cgroup}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

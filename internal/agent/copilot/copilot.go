@@ -145,6 +145,7 @@ type session struct {
 	usageDir string              // private directory for the CLI's usage file, "" when not used
 	wrap     []string            // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
 	cred     *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
+	cgroup   int                 // the run's cgroup v2 directory (fd), 0 for none
 	notes    []string            // said as notifications at the start of the first turn
 
 	guard proc.Guard // one process at a time; StopSession stops it
@@ -220,6 +221,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		// ~/.copilot (or COPILOT_HOME) and the runtime cache, which every run uses.
 		st.wrap = agent.LocalWrap(p, st.exe, write, write[:min(2, len(write))])
 		st.cred = p.RunAs.Credential()
+		st.cgroup = p.Supervise.Cgroup()
 	}
 	// The daemon's generated .sortie/mcp.json already holds the operator's servers
 	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
@@ -324,7 +326,7 @@ func (a *adapter) stopRemote(st *session, stderr string) {
 func (a *adapter) command(st *session, workspace string, ta turnArgs) proc.Command {
 	args := a.opts.args(ta)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: workspace, Env: st.env, Grace: a.grace, Wrap: st.wrap, Credential: st.cred}
+		Dir: workspace, Env: st.env, Grace: a.grace, Wrap: st.wrap, Credential: st.cred, CgroupFD: st.cgroup}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

@@ -64,6 +64,8 @@ type session struct {
 	env  []string
 	wrap []string    // proc.Command.Wrap: the confinement, nil when unconfined
 	user *runas.User // agent.run_as's user, nil for the daemon's
+	// cgroup is the run's cgroup v2 directory (fd), 0 for none.
+	cgroup int
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -94,7 +96,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	env := append(withoutKey(base, ChildEnv), ChildEnv+"="+childModeTurn)
 	return &agent.Session{
 		ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost,
-		Internal: &session{exe: exe, env: env, wrap: agent.LocalWrap(p, exe, nil, nil), user: p.RunAs},
+		Internal: &session{exe: exe, env: env, wrap: agent.LocalWrap(p, exe, nil, nil), user: p.RunAs, cgroup: p.Supervise.Cgroup()},
 	}, nil
 }
 
@@ -125,6 +127,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		Wrap:  st.wrap,
 
 		Credential: st.user.Credential(),
+		CgroupFD:   st.cgroup,
 	}, Kind)
 	if err != nil {
 		reason := agent.EventStartupFailed

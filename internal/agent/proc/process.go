@@ -62,6 +62,9 @@ type Command struct {
 	// Credential, when not nil, starts the child as another user (agent.run_as; the
 	// daemon must be root). The wrapper, if any, runs as that user too.
 	Credential *syscall.Credential
+	// CgroupFD, when positive, is an open cgroup v2 directory the child starts in
+	// (Linux; internal/agent/cgroup), so that all it starts can be found and killed.
+	CgroupFD int
 }
 
 // Process is a started child and its process group (the group id is the child's pid).
@@ -143,7 +146,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	cmd.Stdout = w
 	stderr := NewHeadTailBuffer(head, tail)
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.Credential}
+	cmd.SysProcAttr = sysProcAttr(c)
 	// Backstop for an escaped descendant holding stderr: Wait gives up on the copy
 	// after the grace period instead of blocking forever.
 	cmd.WaitDelay = grace
