@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"sortie/internal/tracker"
@@ -83,14 +84,22 @@ func (t *Tracker) CommentIssue(ctx context.Context, id, text string) error {
 // returns nil when there is nothing to write.
 type editFunc func(data []byte, doc *document, i int) ([]byte, error)
 
-// modify is one read-modify-write of the file. It reads the file fresh (never from the
-// cache), so an edit saved by hand a moment ago is the base of ours, and before
-// replacing the file it checks the file still holds what it read; if not, it starts
-// over. The window left between that check and the rename is a few system calls wide;
-// closing it would need every editor to honour a lock.
+// modify is one read-modify-write of the file. It holds the file's write lock
+// (lockFile) throughout, so that several daemons sharing one issues file write one at a
+// time and none loses another's transition. It reads the file fresh under the lock
+// (never from the cache), so an edit saved by hand or by another daemon a moment ago is
+// the base of ours, and before replacing the file it checks the file still holds what
+// it read; if not (an editor, which takes no lock, saved it), it starts over. The
+// window left between that check and the rename is a few system calls wide; closing it
+// would need every editor to honour the lock.
 func (t *Tracker) modify(ctx context.Context, op, id string, edit editFunc) error {
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
+	unlock, err := t.lockFile(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	for range maxWriteAttempts {
 		if err := ctx.Err(); err != nil {
 			return &tracker.Error{Kind: tracker.ErrTransport, Op: op, Err: err}
@@ -161,6 +170,37 @@ func (t *Tracker) tryModify(op, id string, edit editFunc) (done bool, err error)
 	}
 	syncDir(filepath.Dir(real))
 	return true, nil
+}
+
+// lockFile takes the exclusive advisory lock (flock) that writers of the issues file
+// share: on .<name>.lock beside the file (the file itself is replaced by each write, so
+// it cannot carry the lock). It waits while another process holds it, until ctx ends.
+func (t *Tracker) lockFile(ctx context.Context, op string) (unlock func(), err error) {
+	real, err := filepath.EvalSymlinks(t.path)
+	if err != nil {
+		real = t.path // the write reports the missing file
+	}
+	path := filepath.Join(filepath.Dir(real), "."+filepath.Base(real)+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "opening the issues file's lock " + path, Err: err}
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "locking the issues file " + t.path, Err: err}
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "waiting for another writer of the issues file " + t.path, Err: ctx.Err()}
+		case <-time.After(5 * time.Millisecond): // another daemon writes for a few milliseconds
+		}
+	}
 }
 
 // checkEdit re-parses the edited content and confirms it still holds the same issues in
