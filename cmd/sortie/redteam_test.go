@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent/sandbox"
+	"sortie/internal/runas"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -174,13 +175,42 @@ Work on {{ .issue.identifier }}.
 func TestRedTeam_ConfinedClaude(t *testing.T) {
 	requireConfinement(t)
 	t.Parallel()
+	redTeamClaude(t, "RT-2", "")
+}
+
+// TestRedTeam_ClaudeRunAsAnotherUser: the same, with the daemon as root and the agent
+// running as agent.run_as's user, in its own home.
+func TestRedTeam_ClaudeRunAsAnotherUser(t *testing.T) {
+	requireConfinement(t)
+	requireRunAsUser(t)
+	t.Parallel()
+	redTeamClaude(t, "RT-3", runAsTestUser)
+}
+
+// redTeamClaude runs the red team as Bash calls of the real claude CLI, as runAs ("":
+// the daemon's user).
+func redTeamClaude(t *testing.T, identifier, runAs string) {
+	t.Helper()
 	claude := clis.Claude(t)
-	base, dir, envFile := redTeamDirs(t, "RT-2")
+	base, dir, envFile := redTeamDirs(t, identifier)
+	tmp, home := t.TempDir(), t.TempDir()
+	runAsLine := ""
+	if runAs != "" {
+		openUp(t, filepath.Dir(base), base, filepath.Dir(sortieBin), filepath.Dir(tmp), tmp)
+		u, err := runas.Lookup(runAs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.CanReach(claude, runas.Read|runas.Exec); err != nil {
+			t.Skipf("skipped: %s cannot run the pinned claude here: %v", runAs, err)
+		}
+		runAsLine = "  run_as: " + runAs + "\n"
+	}
 	port := freePort(t)
 	// One Bash call records each attempt as the mock's shell step does.
 	var script strings.Builder
 	script.WriteString("mkdir -p .redteam\nrt() { out=$(sh -c \"$2\" 2>&1); code=$?; printf 'exit %d\\n%s\\n' \"$code\" \"$out\" > .redteam/$1.out; }\n")
-	for _, a := range redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)) {
+	for _, a := range append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), attack{"whoami", "id -un"}) {
 		fmt.Fprintf(&script, "rt %s '%s'\n", a.name, strings.ReplaceAll(a.run, "'", `'\''`))
 	}
 	script.WriteString("mkdir -p .sortie && echo needs-human-review > .sortie/status\n")
@@ -201,7 +231,7 @@ agent:
   kind: claude-code
   command: %s
   max_turns: 1
-hooks:
+%shooks:
 %sworkspace:
   root: ../ws
 db_path: ./sortie.db
@@ -211,8 +241,8 @@ claude-code:
   model: claude-sonnet-4-5
 ---
 Work on {{ .issue.identifier }}.
-`, claude, redTeamProject, port))
-	env := clis.ClaudeEnv(testEnv(t.TempDir(), "TRACKER_TOKEN="+redTeamSecret), m.URL, t.TempDir())
+`, claude, runAsLine, redTeamProject, port))
+	env := clis.ClaudeEnv(testEnv(tmp, "TRACKER_TOKEN="+redTeamSecret), m.URL, home)
 	r := runSortie(t, dir, env, "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
@@ -220,5 +250,11 @@ Work on {{ .issue.identifier }}.
 	if len(m.Messages()) < 2 {
 		t.Fatalf("the model got %d requests, want the Bash call's result back:\n%s", len(m.Messages()), r)
 	}
-	checkRedTeam(t, filepath.Join(base, "ws", "RT-2", ".redteam"), base, dir, r)
+	results := filepath.Join(base, "ws", identifier, ".redteam")
+	checkRedTeam(t, results, base, dir, r)
+	if runAs != "" {
+		if b, err := os.ReadFile(filepath.Join(results, "whoami.out")); err != nil || !strings.Contains(string(b), runAs) {
+			t.Errorf("claude's Bash ran as %q, want %s (%v)", b, runAs, err)
+		}
+	}
 }
