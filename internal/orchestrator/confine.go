@@ -88,6 +88,7 @@ func (w *worker) confinement(cfg *config.Config, env []string) (*agent.Confineme
 		cleanup()
 		return nil, nil, fmt.Errorf("giving the run's temporary directory to agent.run_as: %w", err)
 	}
+	w.confined = true
 	return &agent.Confinement{Self: s.Self, Policy: s.runPolicy(cfg, w.ws.Path, tmp, env), Owner: w.runAs()}, cleanup, nil
 }
 
@@ -146,6 +147,11 @@ func (w *worker) openCgroup() {
 func (w *worker) stopLeftovers() {
 	s := w.supervision()
 	if s == nil || s.KeepProcesses {
+		return
+	}
+	if w.cgroup != nil && w.confined {
+		// Every process of a confined run is in its cgroup, which it cannot leave, and
+		// closeCgroup kills that whole: no need to read every process's environment.
 		return
 	}
 	if n := supervise.StopMarked(supervise.DefaultGrace, "SORTIE_RUN_ID="+strconv.FormatInt(w.runID, 10),

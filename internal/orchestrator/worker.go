@@ -77,7 +77,8 @@ type worker struct {
 	stopTurn  context.CancelFunc
 	budgetHit string
 
-	cgroup *cgroup.Group // the run's cgroup (Options.Cgroups), nil without one
+	cgroup   *cgroup.Group // the run's cgroup (Options.Cgroups), nil without one
+	confined bool          // the run's agent runs under Landlock
 }
 
 // stateChanged records new token usage in .sortie/state.json (coalesced).
