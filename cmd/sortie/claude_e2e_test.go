@@ -104,7 +104,7 @@ func TestClaude_StalledAgentIsKilledAndRetried(t *testing.T) {
 	m := fakemodel.Start(t, fakemodel.Reply{Stall: true}) // then the default reply, "done"
 	dir := t.TempDir()
 	writeFile(t, dir, "issues.json", oneClaudeIssue)
-	wf := writeFile(t, dir, "WORKFLOW.md", claudeWorkflow(claude, 1, "  stall_timeout_ms: 6000\n"))
+	wf := writeFile(t, dir, "WORKFLOW.md", claudeWorkflow(claude, 1, "  stall_timeout_ms: 10000\n"))
 
 	r := runSortie(t, dir, clis.ClaudeEnv(testEnv(t.TempDir()), m.URL, t.TempDir()), "--exit-when-idle", wf)
 	if r.code != exitOK {

@@ -91,14 +91,17 @@ type progressData struct {
 	turn        int
 	maxTurns    int
 	lastEventAt time.Time
-	lastEvent   agent.EventType
-	lastMessage string
-	usage       agent.Usage
-	costUSD     float64
-	model       string
-	toolCalls   int
-	apiRequests int
-	runID       int64
+	// turnStartedAt is when the current turn's agent was started: silence is counted
+	// from it or the last event, whichever is later.
+	turnStartedAt time.Time
+	lastEvent     agent.EventType
+	lastMessage   string
+	usage         agent.Usage
+	costUSD       float64
+	model         string
+	toolCalls     int
+	apiRequests   int
+	runID         int64
 	// state is the tracker state the worker moved the issue to (in-progress, handoff),
 	// newer than the loop's copy until the next poll; "" when it moved nothing.
 	state string
@@ -164,9 +167,14 @@ func (t *Totals) add(u agent.Usage, cost float64) {
 	t.CostUSD += cost
 }
 
+// lastEventTime is when the agent last showed life: its last event, or the start of
+// its current turn if that came later.
 func (p *progress) lastEventTime() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.turnStartedAt.After(p.lastEventAt) {
+		return p.turnStartedAt
+	}
 	return p.lastEventAt
 }
 

@@ -285,6 +285,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		}
 		turnCtx, w.stopTurn = context.WithCancel(turnCtx)
 		turnStart := o.clk.Now()
+		w.agentStarting(turnStart)
 		res, err := w.ad.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
 			Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
 		})
@@ -435,6 +436,17 @@ func (w *worker) checkBudget(usage agent.Usage, costUSD float64) {
 		w.o.alert(Alert{Event: "budget_warning", Severity: "warning", Issue: w.issue,
 			Title: w.issue.Identifier + " has nearly used up its budget", Message: why})
 	}
+}
+
+// agentStarting restarts the stall clock when an agent turn is about to start: the
+// agent is silent for agent.stall_timeout_ms from then, not from the dispatch, so that a
+// slow after_create hook (a large clone) or tracker call between turns never counts as
+// the agent's silence.
+func (w *worker) agentStarting(now time.Time) {
+	p := w.e.progress
+	p.mu.Lock()
+	p.turnStartedAt = now
+	p.mu.Unlock()
 }
 
 // budgetExceeded reports why the issue's token or cost budget is used up, or "".
