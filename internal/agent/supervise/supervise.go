@@ -56,9 +56,18 @@ func Main(args []string, stderr io.Writer) int {
 		// own sweep by SORTIE_RUN_ID still finds them.
 		fmt.Fprintf(stderr, "sortie supervise: warning: %v\n", err)
 	}
-	// Signals are for PROGRAM: the supervisor outlives it to clean up.
+	// The daemon signals the whole process group, PROGRAM included, and escalates to
+	// SIGKILL itself after its grace period: the supervisor only outlives the SIGTERM,
+	// so that it can sweep once PROGRAM has gone. It forwards nothing (PROGRAM would get
+	// each signal twice) and kills nothing early (PROGRAM keeps the daemon's grace).
+	// Caught, not ignored: an ignored signal stays ignored across exec, and PROGRAM must
+	// get SIGTERM's default.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for range sigs {
+		}
+	}()
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -66,24 +75,7 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sortie supervise: %v\n", err)
 		return 127
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var kill <-chan time.Time
-	var err error
-wait:
-	for {
-		select {
-		case sig := <-sigs:
-			_ = cmd.Process.Signal(sig)
-			if kill == nil {
-				kill = time.After(*grace)
-			}
-		case <-kill:
-			_ = cmd.Process.Kill()
-		case err = <-done:
-			break wait
-		}
-	}
+	err := cmd.Wait()
 	if !*keep {
 		Sweep(os.Getpid(), *grace)
 	}
