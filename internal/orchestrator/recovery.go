@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -82,13 +83,15 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 				"run_id", r.ID, "count", n)
 		}
 	}
+	// An agent on an SSH host outlives its local ssh: it is stopped there first, and
+	// when the host cannot be reached, the issue waits for it (remote.go) instead of
+	// getting a second agent. Its run stays running until then. The hosts are asked
+	// at once: an unreachable one takes its connect timeout.
+	remoteErrs := o.stopRemotes(ctx, runs)
 	var ids []int64
-	for _, r := range runs {
-		// An agent on an SSH host outlives its local ssh: it is stopped there first, and
-		// when the host cannot be reached, the issue waits for it (remote.go) instead of
-		// getting a second agent. Its run stays running until then.
+	for i, r := range runs {
 		if r.SSHHost != "" && r.RemotePGID > 0 && o.opts.StopRemote != nil {
-			if err := o.opts.StopRemote(ctx, r.SSHHost, r.RemotePGID); err != nil {
+			if err := remoteErrs[i]; err != nil {
 				o.waitForRemote(r, err)
 				continue
 			}
@@ -211,6 +214,24 @@ func groupMembers(pgid int, liveOnly bool) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// stopRemotes stops, concurrently, the remote process groups of the runs on SSH hosts
+// (Options.StopRemote) and returns each run's error by index.
+func (o *Orchestrator) stopRemotes(ctx context.Context, runs []store.Run) []error {
+	errs := make([]error, len(runs))
+	if o.opts.StopRemote == nil {
+		return errs
+	}
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		if r.SSHHost == "" || r.RemotePGID <= 0 {
+			continue
+		}
+		wg.Go(func() { errs[i] = o.opts.StopRemote(ctx, r.SSHHost, r.RemotePGID) })
+	}
+	wg.Wait()
+	return errs
 }
 
 // resumeInterrupted queues the issue of r, a run a previous daemon left running, to

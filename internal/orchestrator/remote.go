@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"sortie/internal/store"
+	"sortie/internal/tracker"
 )
 
 // remoteResult is the outcome of one attempt to stop the agents a previous daemon left
@@ -26,6 +27,8 @@ func (o *Orchestrator) waitForRemote(r store.Run, err error) {
 	o.log.Error("an agent of a previous daemon may still run on an unreachable SSH host; its issue waits instead of getting a second agent",
 		"issue_identifier", r.Identifier, "host", r.SSHHost, "remote_pgid", r.RemotePGID, "run_id", r.ID, "error", err)
 	o.report(Activity{Kind: ActivityHold, IssueID: r.IssueID, Identifier: r.Identifier, Result: holdRemote, Message: msg})
+	o.alert(Alert{Event: "failed", Severity: "critical", Issue: tracker.Issue{ID: r.IssueID, Identifier: r.Identifier},
+		Title: r.Identifier + " waits: its agent may still run on " + r.SSHHost + ", which Sortie cannot reach", Message: msg})
 }
 
 // retryRemoteStops tries again, in the background, to stop the agents issues wait for
