@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -375,12 +373,7 @@ type agentTools struct {
 // restarted daemon finds its predecessor's; nil, with a note in the log, where cgroup
 // v2 is not writable (the supervisor then owns each run's processes alone).
 func runCgroups(cfg *config.Config, log *slog.Logger) *cgroup.Tree {
-	db, err := filepath.Abs(cfg.DBPath)
-	if err != nil {
-		db = cfg.DBPath
-	}
-	sum := sha256.Sum256([]byte(db))
-	t, err := cgroup.Setup("sortie-" + hex.EncodeToString(sum[:6]))
+	t, err := cgroup.Setup("sortie-" + cfg.DBKey())
 	if err != nil {
 		log.Info("runs get no cgroups of their own; the supervisor alone stops what agents leave behind", "reason", err.Error())
 		return nil

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"slices"
 	"time"
@@ -175,6 +177,14 @@ type WorkflowsConfig struct {
 // TokenRate is the price of one million tokens, in dollars, for cost estimates.
 type TokenRate struct {
 	InputPerMTok, OutputPerMTok, CacheReadPerMTok float64
+}
+
+// DBKey names the database in twelve hex digits (a prefix of the SHA-256 of DBPath), for
+// what a daemon keeps outside it per database: its runs' temporary directories and
+// cgroups, which the next daemon on the same database finds and clears.
+func (c *Config) DBKey() string {
+	sum := sha256.Sum256([]byte(c.DBPath))
+	return hex.EncodeToString(sum[:6])
 }
 
 // Block returns the top-level extension block named name (for example "claude-code" or

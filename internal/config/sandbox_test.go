@@ -58,3 +58,10 @@ func TestLoad_BudgetWarnRatio(t *testing.T) {
 		}
 	}
 }
+
+func TestDBKey_OneDatabaseOneKey(t *testing.T) {
+	a, b := &Config{DBPath: "/srv/a/.sortie.db"}, &Config{DBPath: "/srv/b/.sortie.db"}
+	if a.DBKey() != (&Config{DBPath: a.DBPath}).DBKey() || a.DBKey() == b.DBKey() || len(a.DBKey()) != 12 {
+		t.Errorf("DBKey: %q, %q; want 12 hex digits, stable per path, different across paths", a.DBKey(), b.DBKey())
+	}
+}

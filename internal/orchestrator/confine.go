@@ -1,8 +1,6 @@
 package orchestrator
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,12 +172,7 @@ func (w *worker) runAs() *runas.User {
 // database, so that a daemon restarted after a crash removes what its predecessor's
 // runs left there (removeRunTmp) without touching another daemon's.
 func runTmpRoot(cfg *config.Config) string {
-	db, err := filepath.Abs(cfg.DBPath)
-	if err != nil {
-		db = cfg.DBPath
-	}
-	sum := sha256.Sum256([]byte(db))
-	return filepath.Join(os.TempDir(), "sortie-runs-"+hex.EncodeToString(sum[:6]))
+	return filepath.Join(os.TempDir(), "sortie-runs-"+cfg.DBKey())
 }
 
 // removeRunTmp removes the temporary directories of runs a previous daemon on this

@@ -21,14 +21,20 @@ type remoteResult map[string]error
 // reached and the agent stopped (retryRemoteStops). Loop only.
 func (o *Orchestrator) waitForRemote(r store.Run, err error) {
 	o.remoteWaits[r.IssueID] = r
-	msg := fmt.Sprintf("the agent of run %d may still be running on %s (remote process group %d), which Sortie could not reach to stop it: %v; "+
-		"the issue waits until the host can be reached (stop the process group there, or bring the host back)", r.ID, r.SSHHost, r.RemotePGID, err)
+	msg := remoteWaitMessage(r, err)
 	o.holds[r.IssueID] = &hold{issueID: r.IssueID, identifier: r.Identifier, reason: holdRemote, message: msg, since: o.clk.Now()}
 	o.log.Error("an agent of a previous daemon may still run on an unreachable SSH host; its issue waits instead of getting a second agent",
 		"issue_identifier", r.Identifier, "host", r.SSHHost, "remote_pgid", r.RemotePGID, "run_id", r.ID, "error", err)
 	o.report(Activity{Kind: ActivityHold, IssueID: r.IssueID, Identifier: r.Identifier, Result: holdRemote, Message: msg})
 	o.alert(Alert{Event: "failed", Severity: "critical", Issue: tracker.Issue{ID: r.IssueID, Identifier: r.Identifier},
 		Title: r.Identifier + " waits: its agent may still run on " + r.SSHHost + ", which Sortie cannot reach", Message: msg})
+}
+
+// remoteWaitMessage is the hold's message for r, whose agent could not be stopped on
+// its host because of err.
+func remoteWaitMessage(r store.Run, err error) string {
+	return fmt.Sprintf("the agent of run %d may still be running on %s (remote process group %d), which Sortie could not reach to stop it: %v; "+
+		"the issue waits until the host can be reached (stop the process group there, or bring the host back)", r.ID, r.SSHHost, r.RemotePGID, err)
 }
 
 // retryRemoteStops tries again, in the background, to stop the agents issues wait for
@@ -62,8 +68,7 @@ func (o *Orchestrator) applyRemoteStops(ctx context.Context, res remoteResult) {
 		}
 		if err != nil {
 			if h := o.holds[id]; h != nil && h.reason == holdRemote {
-				h.message = fmt.Sprintf("the agent of run %d may still be running on %s (remote process group %d), which Sortie could not reach to stop it: %v; "+
-					"the issue waits until the host can be reached", r.ID, r.SSHHost, r.RemotePGID, err)
+				h.message = remoteWaitMessage(r, err)
 			}
 			continue
 		}

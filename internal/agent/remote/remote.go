@@ -193,11 +193,7 @@ func StopAnnounced(ssh string, env []string, target Target, strict, stderr strin
 	if !ok {
 		return // the remote shell never started
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), grace+45*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ssh, KillCommand(target, strict, pgid, grace)...)
-	cmd.Env = env
-	cmd.Run()
+	_ = Stop(context.Background(), ssh, env, target, strict, pgid, grace)
 }
 
 // ErrUnreachable is wrapped by Stop's error when ssh could not reach or log in to the
