@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"sortie/internal/agent/cgroup"
-	"sortie/internal/agent/supervise"
 )
 
 // leftoverWorkflow runs an agent whose command starts daemons before it becomes the
@@ -143,7 +142,6 @@ func TestSupervise_SweepsWhatTheProgramLeaves(t *testing.T) {
 	if left := sleepers(marker); len(left) > 0 {
 		t.Errorf("descendants outlived supervise: %v", left)
 	}
-	_ = supervise.DefaultGrace
 }
 
 // TestLeftovers_EachRunHasItsOwnCgroup: where cgroup v2 is writable, a run's agent

@@ -1,11 +1,8 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -175,45 +172,19 @@ func stopOrphanGroups(groups []orphanGroup, grace time.Duration) []orphanGroup {
 // Orphaned agents are reaped by init, which may take a while (or never, when sortie is
 // itself pid 1 in a container): a zombie can do no more work, so it counts as gone.
 func groupAlive(pgid int) bool {
-	return len(groupMembers(pgid, true)) > 0
+	return len(supervise.Group(pgid)) > 0
 }
 
 // groupBelongsToRun checks the environment of the members of process group pgid for
 // the run's marker.
 func groupBelongsToRun(pgid int, runID int64) bool {
-	marker := []byte("SORTIE_RUN_ID=" + strconv.FormatInt(runID, 10) + "\x00")
-	for _, pid := range groupMembers(pgid, true) {
-		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-		if err != nil {
-			continue
-		}
-		if bytes.Contains(append(env, 0), marker) {
+	marker := "SORTIE_RUN_ID=" + strconv.FormatInt(runID, 10)
+	for _, pid := range supervise.Group(pgid) {
+		if supervise.HasEnv(pid, marker) {
 			return true
 		}
 	}
 	return false
-}
-
-// groupMembers lists the pids in process group pgid, scanning /proc; with liveOnly,
-// zombies are left out.
-func groupMembers(pgid int, liveOnly bool) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		_, g, state, err := supervise.ProcStat(pid)
-		if err != nil || g != pgid || (liveOnly && state == "Z") {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
 }
 
 // stopRemotes stops, concurrently, the remote process groups of the runs on SSH hosts

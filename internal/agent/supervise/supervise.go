@@ -77,7 +77,7 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	err := cmd.Wait()
 	if !*keep {
-		Sweep(os.Getpid(), *grace)
+		Sweep(*grace)
 	}
 	return exitCode(cmd.ProcessState, err)
 }
@@ -95,14 +95,15 @@ func exitCode(st *os.ProcessState, err error) int {
 	return st.ExitCode()
 }
 
-// Sweep stops every descendant of pid, which must be this process when it is to reap
-// them: SIGTERM to all, up to grace for them to exit, then SIGKILL to whatever is left,
-// again until none is (a process forking as it dies is caught on the next pass). Every
-// child that exits is reaped.
-func Sweep(pid int, grace time.Duration) {
-	left := Descendants(pid)
+// Sweep stops every descendant of this process: SIGTERM to all, up to grace for them
+// to exit, then SIGKILL to whatever is left, again until none is (a process forking as
+// it dies is caught on the next pass). Every child that exits is reaped: as a
+// subreaper, the descendants whose parents died are this process's children.
+func Sweep(grace time.Duration) {
+	self := os.Getpid()
+	left := Descendants(self)
 	if len(left) == 0 {
-		reapAll(pid == os.Getpid(), false)
+		reapAll(false)
 		return
 	}
 	for _, p := range left {
@@ -110,31 +111,28 @@ func Sweep(pid int, grace time.Duration) {
 	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
-		reapAll(pid == os.Getpid(), false)
-		if len(Descendants(pid)) == 0 {
+		reapAll(false)
+		if len(Descendants(self)) == 0 {
 			return
 		}
 		time.Sleep(20 * time.Millisecond) // foreign processes: there is nothing to wait on
 	}
 	for range 100 {
-		left = Descendants(pid)
+		left = Descendants(self)
 		if len(left) == 0 {
 			break
 		}
 		for _, p := range left {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
-		reapAll(pid == os.Getpid(), true)
+		reapAll(true)
 	}
-	reapAll(pid == os.Getpid(), false)
+	reapAll(false)
 }
 
 // reapAll collects the exit status of this process's children that have exited; with
 // block, it waits until it has none left.
-func reapAll(own, block bool) {
-	if !own {
-		return
-	}
+func reapAll(block bool) {
 	opts := syscall.WNOHANG
 	if block {
 		opts = 0

@@ -54,7 +54,7 @@ func TestSweep_StopsDetachedDescendants(t *testing.T) {
 	if len(found) < 2 {
 		t.Fatalf("descendants = %v, want the shell and its detached sleep", found)
 	}
-	Sweep(os.Getpid(), time.Second)
+	Sweep(time.Second)
 	for _, p := range found {
 		if b, err := os.ReadFile("/proc/" + itoa(p) + "/cmdline"); err == nil && strings.Contains(string(b), "sleep") {
 			if _, _, state, err := ProcStat(p); err == nil && state != "Z" {

@@ -16,23 +16,38 @@ func becomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// Descendants lists the living (not zombie) descendants of pid, from /proc.
-func Descendants(pid int) []int {
-	children := map[int][]int{}
+// process is one line of the process table: /proc/<pid>/stat's fields that matter here.
+type process struct {
+	pid, ppid, pgid int
+	state           string
+}
+
+// processes lists every process, from /proc; with live, zombies are left out.
+func processes(live bool) []process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
+	var out []process
 	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		ppid, state, ok := stat(p)
-		if !ok || state == "Z" {
+		ppid, pgid, state, err := ProcStat(pid)
+		if err != nil || (live && state == "Z") {
 			continue
 		}
-		children[ppid] = append(children[ppid], p)
+		out = append(out, process{pid: pid, ppid: ppid, pgid: pgid, state: state})
+	}
+	return out
+}
+
+// Descendants lists the living (not zombie) descendants of pid, from /proc.
+func Descendants(pid int) []int {
+	children := map[int][]int{}
+	for _, p := range processes(true) {
+		children[p.ppid] = append(children[p.ppid], p.pid)
 	}
 	var out []int
 	queue := []int{pid}
@@ -47,9 +62,22 @@ func Descendants(pid int) []int {
 	return out
 }
 
-func stat(pid int) (ppid int, state string, ok bool) {
-	ppid, _, state, err := ProcStat(pid)
-	return ppid, state, err == nil
+// Group lists the living (not zombie) members of process group pgid, from /proc.
+func Group(pgid int) []int {
+	var out []int
+	for _, p := range processes(true) {
+		if p.pgid == pgid {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// HasEnv reports whether the environment of process pid holds each of vars
+// (KEY=VALUE) whole.
+func HasEnv(pid int, vars ...string) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return err == nil && hasAll(env, vars)
 }
 
 // ProcStat reads a process's parent, process group and state (R, S, Z, ...) from
@@ -124,18 +152,10 @@ func Adopt(done <-chan struct{}, interval time.Duration) error {
 
 // zombieChildren lists the children of pid that have exited and wait to be reaped.
 func zombieChildren(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var out []int
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, state, ok := stat(p); ok && ppid == pid && state == "Z" {
-			out = append(out, p)
+	for _, p := range processes(false) {
+		if p.ppid == pid && p.state == "Z" {
+			out = append(out, p.pid)
 		}
 	}
 	return out
@@ -149,26 +169,11 @@ func Marked(markers ...string) []int {
 	if len(markers) == 0 {
 		return nil
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	self := os.Getpid()
 	var out []int
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil || p == self {
-			continue
-		}
-		if _, state, ok := stat(p); !ok || state == "Z" {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		if hasAll(env, markers) {
-			out = append(out, p)
+	for _, p := range processes(true) {
+		if p.pid != self && HasEnv(p.pid, markers...) {
+			out = append(out, p.pid)
 		}
 	}
 	return out
@@ -213,7 +218,7 @@ func StopMarked(grace time.Duration, markers ...string) int {
 func reapChildren(pids []int) {
 	self := os.Getpid()
 	for _, p := range pids {
-		if ppid, state, ok := stat(p); ok && ppid == self && state == "Z" {
+		if ppid, _, state, err := ProcStat(p); err == nil && ppid == self && state == "Z" {
 			var ws unix.WaitStatus
 			_, _ = unix.Wait4(p, &ws, unix.WNOHANG, nil)
 		}

@@ -27,3 +27,9 @@ func StopMarked(grace time.Duration, markers ...string) int { return 0 }
 func ProcStat(pid int) (ppid, pgid int, state string, err error) {
 	return 0, 0, "", errors.New("no /proc on this system")
 }
+
+// Group finds nothing where /proc does not list process groups.
+func Group(pgid int) []int { return nil }
+
+// HasEnv is false where /proc lists no environments.
+func HasEnv(pid int, vars ...string) bool { return false }
