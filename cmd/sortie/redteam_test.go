@@ -135,10 +135,28 @@ func checkRedTeam(t *testing.T, results, base, dir string, r result) {
 func TestRedTeam_ConfinedMockAgent(t *testing.T) {
 	requireConfinement(t)
 	t.Parallel()
-	base, dir, envFile := redTeamDirs(t, "RT-1")
+	redTeamMock(t, "RT-1", "")
+}
+
+// redTeamMock runs the red team as the mock agent's shell steps, the agent running as
+// runAs ("": the daemon's user; then the attacks also ask who they run as and read the
+// env file directly, and the after_create hook records who it ran as in hook-user),
+// checks what every red team must show, and returns the daemon's directory, the env
+// file and where the results are.
+func redTeamMock(t *testing.T, identifier, runAs string) (base, dir, envFile, results string) {
+	t.Helper()
+	base, dir, envFile = redTeamDirs(t, identifier)
+	tmp := t.TempDir()
 	port := freePort(t)
+	attacks := redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port))
+	runAsLine, hooks := "", redTeamProject
+	if runAs != "" {
+		openUp(t, filepath.Dir(base), base, filepath.Dir(sortieBin), filepath.Dir(tmp), tmp)
+		attacks = append(attacks, attack{"whoami", "id -un"}, attack{"read-env-file-direct", "cat " + envFile})
+		runAsLine, hooks = "  run_as: "+runAs+"\n", redTeamProject+"    id -un > hook-user\n"
+	}
 	var steps strings.Builder
-	for _, a := range redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)) {
+	for _, a := range attacks {
 		run, _ := json.Marshal(a.run) // a JSON string is a YAML double-quoted scalar
 		fmt.Fprintf(&steps, "    - {name: %s, run: %s}\n", a.name, run)
 	}
@@ -152,8 +170,8 @@ tracker:
 agent:
   kind: mock
   max_turns: 1
-hooks:
-`+redTeamProject+`workspace:
+`+runAsLine+`hooks:
+`+hooks+`workspace:
   root: ../ws
 db_path: ./sortie.db
 server: {port: `+strconv.Itoa(port)+`}
@@ -163,11 +181,13 @@ mock:
 `+steps.String()+`---
 Work on {{ .issue.identifier }}.
 `)
-	r := runSortie(t, dir, testEnv(t.TempDir(), "TRACKER_TOKEN="+redTeamSecret), "--exit-when-idle", "--env-file", envFile, wf)
+	r := runSortie(t, dir, testEnv(tmp, "TRACKER_TOKEN="+redTeamSecret), "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
 	}
-	checkRedTeam(t, filepath.Join(base, "ws", "RT-1", ".mock-agent", "shell"), base, dir, r)
+	results = filepath.Join(base, "ws", identifier, ".mock-agent", "shell")
+	checkRedTeam(t, results, base, dir, r)
+	return base, dir, envFile, results
 }
 
 // TestRedTeam_ConfinedClaude: the real claude CLI, driven by the fake model, runs the

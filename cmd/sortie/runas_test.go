@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -60,46 +58,7 @@ func TestRedTeam_RunAsAnotherUser(t *testing.T) {
 	requireConfinement(t)
 	uid := requireRunAsUser(t)
 	t.Parallel()
-	base, dir, envFile := redTeamDirs(t, "RT-1")
-	tmp := t.TempDir()
-	openUp(t, filepath.Dir(base), base, filepath.Dir(sortieBin), filepath.Dir(tmp), tmp)
-	port := freePort(t)
-	var steps strings.Builder
-	attacks := append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)),
-		attack{"whoami", "id -un"}, attack{"read-env-file-direct", "cat " + envFile})
-	for _, a := range attacks {
-		run, _ := json.Marshal(a.run)
-		fmt.Fprintf(&steps, "    - {name: %s, run: %s}\n", a.name, run)
-	}
-	wf := writeFile(t, dir, "WORKFLOW.md", `---
-tracker:
-  kind: file
-  path: issues.json
-  api_key: $TRACKER_TOKEN
-  active_states: [Todo]
-  terminal_states: [Done]
-agent:
-  kind: mock
-  max_turns: 1
-  run_as: `+runAsTestUser+`
-hooks:
-`+redTeamProject+`    id -un > hook-user
-workspace:
-  root: ../ws
-db_path: ./sortie.db
-server: {port: `+strconv.Itoa(port)+`}
-mock:
-  status: blocked
-  shell:
-`+steps.String()+`---
-Work on {{ .issue.identifier }}.
-`)
-	r := runSortie(t, dir, testEnv(tmp, "TRACKER_TOKEN="+redTeamSecret), "--exit-when-idle", "--env-file", envFile, wf)
-	if r.code != exitOK {
-		t.Fatalf("sortie: %s", r)
-	}
-	results := filepath.Join(base, "ws", "RT-1", ".mock-agent", "shell")
-	checkRedTeam(t, results, base, dir, r)
+	base, dir, envFile, results := redTeamMock(t, "RT-1", runAsTestUser)
 
 	if b, err := os.ReadFile(filepath.Join(results, "whoami.out")); err != nil || !strings.Contains(string(b), runAsTestUser) {
 		t.Errorf("the agent ran as %q, want %s (%v)", b, runAsTestUser, err)
@@ -129,16 +88,30 @@ Work on {{ .issue.identifier }}.
 
 // TestRunAs_RefusedWithoutRoot: only root can start processes as another user, and a
 // daemon that is not root says so and how to fix it instead of running agents as
-// itself.
+// itself. Run as root, the test starts the daemon as runAsTestUser.
 func TestRunAs_RefusedWithoutRoot(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("skipped: the daemon runs as root here; TestRunAs_NonRootDaemonRefuses covers a non-root daemon")
-	}
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "issues.json", `[]`)
-	wf := writeFile(t, dir, "WORKFLOW.md", "---\ntracker: {kind: file, path: issues.json}\nagent: {kind: mock, run_as: nobody}\n---\nx\n")
-	r := runSortie(t, dir, nil, "--exit-when-idle", wf)
-	if r.code == exitOK || !strings.Contains(r.stderr, "only root can start processes as another user") {
-		t.Fatalf("a non-root daemon with agent.run_as: %s", r)
+	wf := writeFile(t, dir, "WORKFLOW.md", "---\ntracker: {kind: file, path: issues.json, active_states: [Todo], terminal_states: [Done]}\nagent: {kind: mock, run_as: nobody}\nserver: {port: 0}\n---\nx\n")
+	cmd := exec.Command(sortieBin, "--exit-when-idle", wf)
+	cmd.Dir, cmd.Env = dir, testEnv(t.TempDir())
+	if os.Geteuid() == 0 {
+		uid := requireRunAsUser(t)
+		u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+		openUp(t, filepath.Dir(dir), filepath.Dir(sortieBin))
+		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, "HOME="+u.HomeDir, "TMPDIR="+dir)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uint32(gid)}}
+	}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "only root can start processes as another user") {
+		t.Fatalf("a non-root daemon with agent.run_as: %v\n%s", err, out)
 	}
 }
