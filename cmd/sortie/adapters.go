@@ -97,7 +97,7 @@ func (b *adapterSet) rateLimits() []tracker.RateLimit {
 	b.mu.Lock()
 	raw := b.raw
 	b.mu.Unlock()
-	if rl, ok := raw.(tracker.RateLimiter); ok {
+	if rl, ok := tracker.As[tracker.RateLimiter](raw); ok {
 		return rl.RateLimits()
 	}
 	return nil

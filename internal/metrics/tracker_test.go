@@ -127,3 +127,18 @@ func testCounterSum(t *testing.T, m *Metrics) float64 {
 	}
 	return sum
 }
+
+// TestTracker_WrapperStillShowsTheTrackersAccount: the counting wrapper hides the
+// tracker's optional interfaces from a type assertion, but tracker.As finds them, so
+// the orchestrator still learns which account Sortie writes as (its own comments must
+// never answer a checkpoint).
+func TestTracker_WrapperStillShowsTheTrackersAccount(t *testing.T) {
+	wrapped := New("1.2.3", nil).Tracker(faketracker.New("Todo"))
+	acc, ok := tracker.As[tracker.Account](wrapped)
+	if !ok {
+		t.Fatal("tracker.As found no Account behind the metrics wrapper")
+	}
+	if id, err := acc.Self(context.Background()); err != nil || id != faketracker.Self {
+		t.Errorf("Self = %+v, %v; want %+v", id, err, faketracker.Self)
+	}
+}

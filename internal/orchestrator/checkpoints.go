@@ -735,7 +735,7 @@ var answererAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}
 // trackerSelf is the account the tracker in force writes as, or the zero Identity
 // when the tracker cannot say (the file tracker, whose comments never answer).
 func (o *Orchestrator) trackerSelf(ctx context.Context) (tracker.Identity, error) {
-	acc, ok := o.Adapters().Tracker.(tracker.Account)
+	acc, ok := tracker.As[tracker.Account](o.Adapters().Tracker)
 	if !ok {
 		return tracker.Identity{}, nil
 	}

@@ -114,6 +114,24 @@ func (id Identity) String() string {
 	return "an unknown account"
 }
 
+// As finds the optional interface T (Account, RateLimiter, Watcher...) in t or in the
+// trackers it wraps, following Unwrap() Tracker as errors.As follows Unwrap: a
+// wrapper such as the metrics' counting tracker must not hide what its tracker can do.
+func As[T any](t Tracker) (T, bool) {
+	for t != nil {
+		if v, ok := t.(T); ok {
+			return v, true
+		}
+		u, ok := t.(interface{ Unwrap() Tracker })
+		if !ok {
+			break
+		}
+		t = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
 // Account is implemented by trackers that can say which account they act as. The
 // orchestrator uses it so that a comment Sortie posted (or one posted with its
 // credentials) never passes for a human's checkpoint answer. Self asks the tracker

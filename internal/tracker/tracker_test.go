@@ -81,3 +81,33 @@ func TestIssue_CloneSharesNothing(t *testing.T) {
 		t.Fatal("Clone turned nil comments (not fetched) into non-nil")
 	}
 }
+
+// asWrapper hides its tracker's optional interfaces, as the metrics' counting tracker
+// does, but unwraps to it.
+type asWrapper struct{ Tracker }
+
+func (w asWrapper) Unwrap() Tracker { return w.Tracker }
+
+type accountTracker struct{ Tracker }
+
+func (accountTracker) Self(context.Context) (Identity, error) { return Identity{Login: "sortie"}, nil }
+
+func TestAs_FindsAnInterfaceThroughWrappers(t *testing.T) {
+	inner := accountTracker{}
+	if _, ok := Tracker(asWrapper{inner}).(Account); ok {
+		t.Fatal("the test wrapper should hide Account")
+	}
+	acc, ok := As[Account](asWrapper{asWrapper{inner}})
+	if !ok {
+		t.Fatal("As did not find the Account two wrappers down")
+	}
+	if id, _ := acc.Self(context.Background()); id.Login != "sortie" {
+		t.Errorf("Self = %+v", id)
+	}
+	if _, ok := As[RateLimiter](asWrapper{inner}); ok {
+		t.Error("As found a RateLimiter no tracker implements")
+	}
+	if _, ok := As[Account](nil); ok {
+		t.Error("As found an Account in nil")
+	}
+}

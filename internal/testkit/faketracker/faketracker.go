@@ -434,13 +434,15 @@ func (t *Tracker) Watch(ctx context.Context) <-chan struct{} {
 }
 
 // PollOnly returns the tracker without its Watch method, for code paths that must be
-// driven by polls alone. It still says which account it writes as.
-func (t *Tracker) PollOnly() tracker.Tracker {
-	return struct {
-		tracker.Tracker
-		tracker.Account
-	}{t, t}
-}
+// driven by polls alone. Like a wrapper in the daemon (the metrics' counting tracker),
+// it hides the tracker's optional interfaces but unwraps to it, so tracker.As still
+// finds its Account.
+func (t *Tracker) PollOnly() tracker.Tracker { return pollOnly{t} }
+
+type pollOnly struct{ tracker.Tracker }
+
+// Unwrap returns the tracker, for tracker.As.
+func (p pollOnly) Unwrap() tracker.Tracker { return p.Tracker }
 
 func (t *Tracker) notify() {
 	t.mu.Lock()
