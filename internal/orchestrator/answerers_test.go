@@ -31,9 +31,10 @@ func TestAnswerRefusal_OnlyHumansWithASayAnswer(t *testing.T) {
 		{"github stranger", cfg("github"), tracker.Comment{Author: "mallory", AuthorAssociation: "NONE"}, `"mallory" is NONE`},
 		{"github contributor", cfg("github"), tracker.Comment{Author: "mallory", AuthorAssociation: "CONTRIBUTOR"}, "not OWNER, MEMBER or COLLABORATOR"},
 		{"github without association", cfg("github"), tracker.Comment{Author: "mallory"}, `"mallory" is NONE`},
-		{"answerers list", cfg("github", "Erin", "dave@example.com"), tracker.Comment{Author: "erin", AuthorAssociation: "NONE"}, ""},
-		{"answerers list: email", cfg("jira", "dave@example.com"), tracker.Comment{Author: "DAVE@example.com"}, ""},
-		{"answerers list: others refused", cfg("github", "erin"), tracker.Comment{Author: "owner", AuthorAssociation: "OWNER"}, "not in workflows.answerers"},
+		{"answerers list", cfg("github", "Erin", "dave@example.com"), tracker.Comment{Author: "erin", AuthorLogin: "erin", AuthorAssociation: "NONE"}, ""},
+		{"answerers list: email", cfg("jira", "dave@example.com"), tracker.Comment{Author: "Dave", AuthorEmail: "DAVE@example.com"}, ""},
+		{"answerers list: a display name is no login", cfg("jira", "dave@example.com", "dave"), tracker.Comment{Author: "dave@example.com", AuthorID: "x"}, "not in workflows.answerers"},
+		{"answerers list: others refused", cfg("github", "erin"), tracker.Comment{Author: "owner", AuthorLogin: "owner", AuthorAssociation: "OWNER"}, "not in workflows.answerers"},
 		{"jira without answerers", cfg("jira"), tracker.Comment{Author: "Dave"}, ""},
 	} {
 		got := answerRefusal(c.cfg, tracker.Identity{}, c.cm)

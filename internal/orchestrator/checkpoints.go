@@ -760,7 +760,9 @@ func answerRefusal(cfg *config.Config, self tracker.Identity, cm tracker.Comment
 		return fmt.Sprintf("%q is an app's bot account, not a person", cm.Author)
 	case len(cfg.Workflows.Answerers) > 0:
 		if !slices.ContainsFunc(cfg.Workflows.Answerers, func(a string) bool {
-			return strings.EqualFold(a, cm.Author) || (cm.AuthorLogin != "" && strings.EqualFold(a, cm.AuthorLogin)) ||
+			// By login or e-mail, never by the displayed name, which on Jira anyone
+			// can set to an answerer's login or address.
+			return (cm.AuthorLogin != "" && strings.EqualFold(a, cm.AuthorLogin)) ||
 				(cm.AuthorEmail != "" && strings.EqualFold(a, cm.AuthorEmail))
 		}) {
 			return fmt.Sprintf("%q is not in workflows.answerers", cm.Author)
