@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -87,6 +88,9 @@ func Exec(p Policy, argv, env []string) error {
 	if p.Hidden(prog) {
 		return fmt.Errorf("sandbox: %s is hidden from agents and cannot be run confined", prog)
 	}
+	// Capability sets are per thread, and exec runs on the calling one: drop them on
+	// the thread that will exec (never unlocked; the process becomes prog).
+	runtime.LockOSThread()
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
@@ -107,11 +111,16 @@ func Exec(p Policy, argv, env []string) error {
 var droppedCaps = []uintptr{unix.CAP_SYS_PTRACE, unix.CAP_DAC_READ_SEARCH, unix.CAP_MKNOD, unix.CAP_SYS_ADMIN,
 	unix.CAP_SYS_MODULE, unix.CAP_SYS_RAWIO, unix.CAP_SYS_BOOT}
 
-// dropCapabilities removes droppedCaps from the bounding set, so that the program
-// executed next (and everything it starts) cannot hold them. Without CAP_SETPCAP (not
-// root) the bounding set cannot change, but such a process gains no capabilities at
-// exec anyway under no_new_privs, which Landlock sets.
+// dropCapabilities clears the ambient set and removes droppedCaps from the bounding
+// set, so that the program executed next (and everything it starts) cannot hold them.
+// Ambient capabilities survive exec even under no_new_privs, so they go first; clearing
+// them needs no privilege (kernels before 4.3 have none). Without CAP_SETPCAP (not
+// root) the bounding set cannot change, but such a process then gains no capabilities
+// at exec: no_new_privs, which Landlock sets, ignores file capabilities.
 func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("sandbox: clearing the ambient capabilities: %w", err)
+	}
 	for _, c := range droppedCaps {
 		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0); err != nil || in == 0 {
 			continue
