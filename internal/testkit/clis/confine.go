@@ -63,8 +63,10 @@ func NewEscape(t *testing.T, cli, ws string, env *[]string, writable ...string) 
 		Write: append(append([]string{ws, tmp}, writable...), sandbox.SystemWrite...),
 		// A rig's wrapper script execs the pinned CLI from .tools, which a real
 		// agent.command would name itself.
-		Read: append(read, agent.InstallRoots(cli)...),
-		Hide: []string{state},
+		// The daemon's directory is readable, as WORKFLOW.md's is to a real agent; only
+		// hiding keeps the "database" in it from the agent.
+		Read: append(append(read, agent.InstallRoots(cli)...), state),
+		Hide: []string{e.secret},
 	}}
 	return e
 }
