@@ -29,7 +29,7 @@ func (r daemonRuns) RunsForIssue(ctx context.Context, _ string, limit int) ([]st
 		runs[i] = store.Run{
 			ID: rec.ID, IssueID: r.issueID, Attempt: rec.Attempt, AgentKind: rec.AgentKind,
 			Status: store.RunStatus(rec.Status), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Error: rec.Error,
-			Progress: store.Progress{Tokens: storeTokens(rec.Tokens), CostUSD: rec.CostUSD},
+			Progress: store.Progress{Tokens: store.Tokens(rec.Tokens), CostUSD: rec.CostUSD},
 		}
 	}
 	return runs, nil
@@ -52,12 +52,9 @@ func (r daemonRuns) IssueBudget(ctx context.Context, _ string) (store.Totals, to
 	}
 	var rate *tools.Rate
 	if sp.Rate != nil {
-		rate = &tools.Rate{InputPerMTok: sp.Rate.InputPerMTok, OutputPerMTok: sp.Rate.OutputPerMTok, CacheReadPerMTok: sp.Rate.CacheReadPerMTok}
+		r := tools.Rate(*sp.Rate)
+		rate = &r
 	}
-	return store.Totals{Runs: sp.Runs, Tokens: storeTokens(sp.Tokens), CostUSD: sp.CostUSD},
+	return store.Totals{Runs: sp.Runs, Tokens: store.Tokens(sp.Tokens), CostUSD: sp.CostUSD},
 		tools.Budget{MaxTokens: sp.MaxTokens, MaxCostUSD: sp.MaxCostUSD}, rate, nil
-}
-
-func storeTokens(t agentsock.Tokens) store.Tokens {
-	return store.Tokens{Input: t.Input, Output: t.Output, Total: t.Total, CacheRead: t.CacheRead}
 }

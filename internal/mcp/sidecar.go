@@ -233,7 +233,8 @@ func rateOf(cfg *config.Config) *tools.Rate {
 	if !ok {
 		return nil
 	}
-	return &tools.Rate{InputPerMTok: r.InputPerMTok, OutputPerMTok: r.OutputPerMTok, CacheReadPerMTok: r.CacheReadPerMTok}
+	rate := tools.Rate(r)
+	return &rate
 }
 
 // Tools returns the names of the registered tools, in registration order.

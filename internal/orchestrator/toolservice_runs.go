@@ -34,7 +34,7 @@ func (t *ToolService) Runs(ctx context.Context, sess agentsock.Session, limit in
 		out = append(out, agentsock.RunRecord{
 			ID: r.ID, Attempt: r.Attempt, AgentKind: r.AgentKind, Status: string(r.Status),
 			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Error: r.Error,
-			Tokens: wireTokens(r.Tokens), CostUSD: r.CostUSD,
+			Tokens: agentsock.Tokens(r.Tokens), CostUSD: r.CostUSD,
 		})
 	}
 	return out, nil
@@ -56,15 +56,12 @@ func (t *ToolService) Spend(ctx context.Context, sess agentsock.Session) (agents
 	tot := totals[sess.IssueID]
 	cfg := t.Config()
 	sp := agentsock.Spend{
-		Runs: tot.Runs, Tokens: wireTokens(tot.Tokens), CostUSD: tot.CostUSD,
+		Runs: tot.Runs, Tokens: agentsock.Tokens(tot.Tokens), CostUSD: tot.CostUSD,
 		MaxTokens: cfg.Agent.MaxTokens, MaxCostUSD: cfg.Agent.MaxCostUSD,
 	}
 	if r, ok := cfg.TokenRates[cfg.Agent.Kind]; ok {
-		sp.Rate = &agentsock.TokenRate{InputPerMTok: r.InputPerMTok, OutputPerMTok: r.OutputPerMTok, CacheReadPerMTok: r.CacheReadPerMTok}
+		rate := agentsock.TokenRate(r)
+		sp.Rate = &rate
 	}
 	return sp, nil
-}
-
-func wireTokens(t store.Tokens) agentsock.Tokens {
-	return agentsock.Tokens{Input: t.Input, Output: t.Output, Total: t.Total, CacheRead: t.CacheRead}
 }

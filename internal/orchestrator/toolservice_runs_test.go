@@ -142,3 +142,25 @@ func TestToolService_TokenOfOneIssueCannotReadAnothers(t *testing.T) {
 		t.Errorf("Spend without History: %v, want unsupported_operation", e)
 	}
 }
+
+// leakyHistory is a store that answers with another issue's run too.
+type leakyHistory struct{}
+
+func (leakyHistory) RunsForIssue(context.Context, string, int) ([]store.Run, error) {
+	return []store.Run{{ID: 1, IssueID: "A", Status: store.StatusFailed}, {ID: 2, IssueID: "B", Status: store.StatusFailed, Error: "B's secret"}}, nil
+}
+
+func (leakyHistory) IssueTotals(context.Context, []string) (map[string]store.Totals, error) {
+	return nil, nil
+}
+
+// TestToolService_RunsNeverShowsAnotherIssuesRunEvenIfTheStoreDoes: the session's own
+// issue is checked again on every run the store returns.
+func TestToolService_RunsNeverShowsAnotherIssuesRunEvenIfTheStoreDoes(t *testing.T) {
+	cfg := testConfig(t, nil)
+	svc := &ToolService{Config: func() *config.Config { return cfg }, History: leakyHistory{}}
+	recs, e := svc.Runs(context.Background(), agentsock.Session{IssueID: "A"}, 10)
+	if e != nil || len(recs) != 1 || recs[0].ID != 1 {
+		t.Fatalf("Runs = %+v, %v; want only A's run", recs, e)
+	}
+}

@@ -14,22 +14,25 @@ func TestNew_RefusesNonLoopbackHostWithoutToken(t *testing.T) {
 	snap := (&fakeScheduler{}).Snapshot
 	tests := []struct {
 		host, token string
+		generated   bool // the daemon generated the token: it is printed in a login link
 		ok          bool
 	}{
-		{"127.0.0.1", "", true},
-		{"127.0.0.2", "", true},
-		{"::1", "", true},
-		{"localhost", "", true},
-		{"0.0.0.0", "", false},
-		{"::", "", false},
-		{"", "", false},
-		{"192.168.1.20", "", false},
-		{"192.168.1.20", "   ", false}, // blank is no token
-		{"0.0.0.0", testToken, true},
-		{"", testToken, true},
+		{"127.0.0.1", "", false, true},
+		{"127.0.0.2", "", false, true},
+		{"::1", "", false, true},
+		{"localhost", "", false, true},
+		{"0.0.0.0", "", false, false},
+		{"::", "", false, false},
+		{"", "", false, false},
+		{"192.168.1.20", "", false, false},
+		{"192.168.1.20", "   ", false, false}, // blank is no token
+		{"0.0.0.0", testToken, false, true},
+		{"", testToken, false, true},
+		{"0.0.0.0", testToken, true, false}, // a generated token never guards a network
+		{"127.0.0.1", testToken, true, true},
 	}
 	for _, tt := range tests {
-		_, err := New(Options{Host: tt.host, AuthToken: tt.token, Snapshot: snap})
+		_, err := New(Options{Host: tt.host, AuthToken: tt.token, TokenGenerated: tt.generated, Snapshot: snap})
 		if tt.ok && err != nil {
 			t.Errorf("New(host %q, token %q): %v, want success", tt.host, tt.token, err)
 		}
