@@ -52,7 +52,7 @@ func agentSandbox(cfg *config.Config, workflow, envFile string, log *slog.Logger
 func privateFiles(cfg *config.Config, envFile string) []string {
 	var out []string
 	if db, err := filepath.Abs(cfg.DBPath); err == nil {
-		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", workflowKeySuffix, ".operator-token", ".run"} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", workflowKeySuffix, operatorTokenSuffix, ".run"} {
 			out = append(out, db+suffix)
 		}
 	}

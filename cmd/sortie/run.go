@@ -185,7 +185,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if cgroups != nil {
 		defer cgroups.Close()
 	}
-	runAs, err := agentRunAs(cfg, path, tools.ext.Executable, sock, privateFiles(cfg, f.envFile), logger)
+	runAs, err := agentRunAs(cfg, path, tools.ext.Executable, sock, confine.Hide, logger)
 	if err != nil {
 		return fail("%v", err)
 	}

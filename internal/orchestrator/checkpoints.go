@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -666,19 +667,19 @@ func (o *Orchestrator) readAnswers(ctx context.Context, ids []string) {
 			if !ok || o.commentSeen(id, cm.ID) {
 				continue
 			}
+			at, err := time.Parse(time.RFC3339, cm.CreatedAt)
 			if why := answerRefusal(o.opts.Config(), self, cm); why != "" {
 				o.log.Warn("a tracker comment's checkpoint answer was refused", "issue_identifier", pending[0].Identifier,
 					"author", cm.Author, "option", option, "reason", why)
-				at, err := time.Parse(time.RFC3339, cm.CreatedAt)
+				when := at
 				if err != nil {
-					at = o.clk.Now()
+					when = o.clk.Now()
 				}
-				o.refuseAnswer(id, RefusedAnswer{Author: cm.Author, Option: option, Reason: why, At: at})
+				o.refuseAnswer(id, RefusedAnswer{Author: cm.Author, Option: option, Reason: why, At: when})
 				continue
 			}
 			// A comment counts when it came after the checkpoint: by its time, or,
 			// without one (a hand-edited issues file), by coming after Sortie's question.
-			at, err := time.Parse(time.RFC3339, cm.CreatedAt)
 			for _, cp := range pending {
 				if cp.Answered() || (err == nil && at.Before(cp.IssuedAt.Truncate(time.Second))) || (err != nil && !asked) {
 					continue
@@ -770,15 +771,8 @@ func answerRefusal(cfg *config.Config, self tracker.Identity, cm tracker.Comment
 	case cfg.Tracker.Kind == "github":
 		if !slices.Contains(answererAssociations, strings.ToUpper(cm.AuthorAssociation)) {
 			return fmt.Sprintf("%q is %s on the repository, not OWNER, MEMBER or COLLABORATOR (list who may answer in workflows.answerers)",
-				cm.Author, nonEmpty(cm.AuthorAssociation, "NONE"))
+				cm.Author, cmp.Or(cm.AuthorAssociation, "NONE"))
 		}
 	}
 	return ""
-}
-
-func nonEmpty(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
 }

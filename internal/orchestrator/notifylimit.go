@@ -30,16 +30,15 @@ type notifyLimiter struct {
 // tokenBucket holds whole messages that may be sent. One more accrues each Every after
 // since, up to Burst. The zero bucket is full.
 type tokenBucket struct {
-	used   bool
 	tokens int
-	since  time.Time // when the message now accruing started to; now while full
+	since  time.Time // when the message now accruing started to; now while full; zero before first use
 }
 
 // refill brings b to now under size: the messages accrued since it was last looked at,
 // and a Burst that a reload lowered.
 func (b *tokenBucket) refill(now time.Time, size config.TokenBucket) {
-	if !b.used {
-		b.used, b.tokens, b.since = true, size.Burst, now
+	if b.since.IsZero() {
+		b.tokens, b.since = size.Burst, now
 		return
 	}
 	if elapsed := now.Sub(b.since); b.tokens < size.Burst && elapsed >= size.Every {

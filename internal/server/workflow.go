@@ -50,6 +50,9 @@ type RefusedAnswers interface {
 	RefusedAnswers(issueID string) []orchestrator.RefusedAnswer
 }
 
+// The issue page finds it by a type assertion: keep the orchestrator's method in step.
+var _ RefusedAnswers = (*orchestrator.Orchestrator)(nil)
+
 // decisionJSON is one issuance of a checkpoint: who answered what, and how the
 // agent resolved it.
 type decisionJSON struct {
