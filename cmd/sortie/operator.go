@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 
 	"sortie/internal/config"
@@ -19,11 +21,26 @@ const operatorTokenSuffix = ".operator-token"
 // (<db_path>.operator-token, created and checked as the workflow key is), so that a
 // process that can reach the port, an agent included, cannot answer for a human.
 func operatorToken(cfg *config.Config) (string, error) {
+	return loadOperatorToken(cfg, session.LoadOrCreateKey)
+}
+
+// readOperatorToken is operatorToken for a client of the daemon (`sortie status`),
+// which reads the token file and never writes it: "" when the daemon has not made
+// one yet.
+func readOperatorToken(cfg *config.Config) (string, error) {
+	token, err := loadOperatorToken(cfg, session.LoadKey)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return token, err
+}
+
+func loadOperatorToken(cfg *config.Config, load func(string) ([]byte, error)) (string, error) {
 	if cfg.Server.AuthToken != "" {
 		return cfg.Server.AuthToken, nil
 	}
 	path := cfg.DBPath + operatorTokenSuffix
-	key, err := session.LoadOrCreateKey(path)
+	key, err := load(path)
 	if err != nil {
 		return "", fmt.Errorf("operator token %s: %w", path, err)
 	}

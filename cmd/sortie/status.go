@@ -133,13 +133,17 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	if *port >= 0 {
 		cfg.Server.Port = *port
 	}
-	token, err := operatorToken(cfg)
+	token, err := readOperatorToken(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sortie status: %v\n", err)
 		return exitFailure
 	}
 	cfg.Server.AuthToken = token
 	if *login {
+		if token == "" {
+			fmt.Fprintf(stderr, "sortie status: no operator token yet: the daemon writes %s on its first start (or set server.auth_token)\n", cfg.DBPath+operatorTokenSuffix)
+			return exitFailure
+		}
 		base := "http://" + net.JoinHostPort(apiHost(cfg.Server.Host), strconv.Itoa(cfg.Server.Port)) + "/"
 		fmt.Fprintln(stdout, loginURL(base, token))
 		return exitOK

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,6 +34,22 @@ func TestStatus_FromTheDatabaseWhenNoDaemonAnswers(t *testing.T) {
 	}
 	if rep.Source != "database" || len(rep.Runs) < 6 || len(rep.Awaiting) != 1 || rep.Running == nil {
 		t.Errorf("report = %+v", rep)
+	}
+}
+
+// TestStatus_NeverWritesTheDaemonsTokenFile: status reads the operator token and never
+// creates it; before any daemon ran there is no login link to print.
+func TestStatus_NeverWritesTheDaemonsTokenFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "issues.json", `[]`)
+	wf := writeFile(t, dir, "WORKFLOW.md", "---\ntracker: {kind: file, path: issues.json, active_states: [Todo], terminal_states: [Done]}\nagent: {kind: mock}\n---\nx\n")
+	r := runSortie(t, dir, nil, "status", "--login-url", wf)
+	if r.code == exitOK || !strings.Contains(r.stderr, "no operator token yet") {
+		t.Errorf("status --login-url before any daemon: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sortie.db"+operatorTokenSuffix)); err == nil {
+		t.Error("sortie status created the daemon's operator token file")
 	}
 }
 

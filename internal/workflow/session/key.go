@@ -38,6 +38,10 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 	return readKey(path)
 }
 
+// LoadKey reads the key at path under LoadOrCreateKey's rules, and never creates one:
+// a missing file is an error wrapping fs.ErrNotExist.
+func LoadKey(path string) ([]byte, error) { return readKey(path) }
+
 func readKey(path string) ([]byte, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
