@@ -15,7 +15,9 @@ import (
 // by a string in its environment, and see it gone once it is killed and reaped.
 func TestHelpers_SeeAGroupAndItsEnd(t *testing.T) {
 	marker := "PROCTEST_MARK=" + time.Now().Format("150405.000000000")
-	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & exec sleep 31")
+	// The leader stays the shell (no exec of its own after Start returned), so its
+	// environment is never read in the middle of an exec.
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & wait")
 	cmd.Env = append(os.Environ(), marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
