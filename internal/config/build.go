@@ -13,7 +13,7 @@ import (
 
 // typedKeys are the top-level keys with typed fields in Config. Every other top-level key
 // is kept in Config.Extensions.
-var typedKeys = []string{"tracker", "polling", "workspace", "hooks", "agent", "db_path", "server", "logging", "worker", "token_rates", "workflows", "notify_operator"}
+var typedKeys = []string{"tracker", "polling", "workspace", "hooks", "agent", "db_path", "server", "logging", "worker", "token_rates", "workflows", "notify_operator", "database_url", "cluster"}
 
 // knownExtensionKeys are untyped top-level keys that other parts of Sortie read, so they
 // draw no unknown_key warning. Adapter blocks named after a kind are known too.
@@ -309,6 +309,7 @@ func (b *builder) build(raw map[string]any) *Config {
 	b.buildTokenRates(cfg, raw)
 	b.buildWorkflows(cfg, raw)
 	b.buildNotifyOperator(cfg, raw)
+	b.buildCluster(cfg, raw)
 
 	for _, k := range sortedKeys(raw) {
 		if slices.Contains(typedKeys, k) {

@@ -147,6 +147,7 @@ notify_operator:
 	want.Polling.Interval = 5 * time.Second
 	want.Workspace.Root = filepath.Join(dir, "ws")
 	want.NotifyOperator.RateLimit = NotifyRateLimit{PerIssue: TokenBucket{3, 2 * time.Minute}, Global: TokenBucket{9, 30 * time.Second}}
+	want.Cluster.Lease = DefaultClusterLease
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config mismatch\n got %+v\nwant %+v", cfg, want)
 	}

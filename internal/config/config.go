@@ -35,6 +35,9 @@ type Config struct {
 	// NotifyOperator is the `notify_operator:` section: the rate limit of the agents'
 	// notify_operator tool (notifylimit.go). Defaults when absent.
 	NotifyOperator NotifyOperatorConfig
+	// Cluster is `database_url` and the `cluster:` section (cluster.go): the
+	// PostgreSQL store several daemons share. Zero: SQLite at DBPath.
+	Cluster ClusterConfig
 	// Extensions holds every top-level key without a typed field, unchanged: adapter
 	// blocks (`file:`, `claude-code:`, `copilot-cli:`, `mock:`), `notifications`,
 	// `reactions`, `self_review`, `ci_feedback` and unknown keys.

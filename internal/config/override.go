@@ -62,6 +62,7 @@ var envOverrides = []envOverride{
 	{"SORTIE_AGENT_MAX_TOKENS", "agent", "max_tokens", overrideInt},
 	{"SORTIE_AGENT_MAX_COST_USD", "agent", "max_cost_usd", overrideInt},
 	{"SORTIE_DB_PATH", "", "db_path", overrideString},
+	{"SORTIE_DATABASE_URL", "", "database_url", overrideString},
 	{"SORTIE_SERVER_AUTH_TOKEN", "server", "auth_token", overrideString},
 }
 

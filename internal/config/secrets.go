@@ -39,6 +39,10 @@ func secretEnv(raw map[string]any) []string {
 			addRefs(s)
 		}
 	}
+	// A database URL carries the database's password.
+	if s, ok := raw["database_url"].(string); ok {
+		addRefs(s)
+	}
 	for k, v := range raw {
 		if !slices.Contains(typedKeys, k) {
 			// Every reference in the notifications block is a credential: a webhook URL

@@ -25,7 +25,7 @@ func BaseEnvAllowed(name string) bool {
 // daemonPrivateEnv are the daemon's variables that lead to its private state: the
 // database's path, the .env file's (which may hold every Sortie secret) and the
 // operator token.
-var daemonPrivateEnv = []string{"SORTIE_DB_PATH", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN"}
+var daemonPrivateEnv = []string{"SORTIE_DB_PATH", "SORTIE_DATABASE_URL", "SORTIE_ENV_FILE", "SORTIE_SERVER_AUTH_TOKEN"}
 
 // DaemonPrivate reports whether name is one of the daemon's variables that lead to its
 // private state: SORTIE_DB_PATH, SORTIE_ENV_FILE and SORTIE_SERVER_AUTH_TOKEN. No hook

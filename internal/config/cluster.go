@@ -1,0 +1,109 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ClusterConfig is `database_url` and the `cluster:` section: several daemons sharing
+// one PostgreSQL database (docs/cluster.md). Zero DatabaseURL: one daemon on SQLite.
+type ClusterConfig struct {
+	// DatabaseURL is the PostgreSQL connection URL (postgres://…), $VAR references
+	// resolved; SORTIE_DATABASE_URL overrides it. It holds a password: never log it
+	// (Redacted).
+	DatabaseURL string
+	// Lease is how long a daemon's claims and its heartbeat last without renewal
+	// (cluster.lease_ms, default 30 s): how long the others wait before they take
+	// over the runs of a daemon that died.
+	Lease time.Duration
+	// MaxConcurrentAgents caps the agents of all daemons together
+	// (cluster.max_concurrent_agents); 0: only each daemon's own cap.
+	MaxConcurrentAgents int
+}
+
+// Enabled reports whether the store is PostgreSQL shared with other daemons.
+func (c ClusterConfig) Enabled() bool { return c.DatabaseURL != "" }
+
+// Redacted is DatabaseURL with its password replaced, for messages.
+func (c ClusterConfig) Redacted() string { return RedactURL(c.DatabaseURL) }
+
+// RedactURL replaces the password of a URL with xxxxx; a string that does not parse
+// as a URL is replaced whole, since it cannot be told where its password is.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
+
+// The bounds of cluster.lease_ms: shorter leases are renewed too often for a database
+// round trip to be safe; longer ones leave a dead daemon's issues waiting too long.
+const (
+	DefaultClusterLease = 30 * time.Second
+	minClusterLeaseMS   = 1000
+	maxClusterLeaseMS   = 10 * 60 * 1000
+)
+
+var clusterKeys = []string{"lease_ms", "max_concurrent_agents"}
+
+// buildCluster reads database_url and the cluster: section. The URL is checked for its
+// shape only; `sortie validate` and start-up check that the driver accepts it.
+func (b *builder) buildCluster(cfg *Config, raw map[string]any) {
+	c := &cfg.Cluster
+	c.Lease = DefaultClusterLease
+	const field = "database_url"
+	if v, ok := raw[field]; ok && v != nil {
+		s, isStr := v.(string)
+		if !isStr {
+			// Not gotValue: a mistyped URL may still hold a password.
+			b.errorf(field, "must be a string (a postgres:// URL)")
+		} else {
+			s = strings.TrimSpace(s)
+			if b.sources[field] == "" && strings.Contains(s, "$") {
+				out, missing := expandEnv(s, b.env)
+				b.reportMissing(field, missing)
+				s = strings.TrimSpace(out)
+			}
+			if s != "" {
+				if err := checkDatabaseURL(s); err != nil {
+					b.errorf(field, "%v", err)
+				} else {
+					c.DatabaseURL = s
+				}
+			}
+		}
+	}
+	sec := b.section(raw, "cluster", clusterKeys)
+	if v, ok := b.value(sec, "cluster.lease_ms"); ok {
+		if n, ok := b.integer("cluster.lease_ms", v); ok {
+			if n < minClusterLeaseMS || n > maxClusterLeaseMS {
+				b.invalid("cluster.lease_ms", fmt.Sprintf("must be between %d (1 s) and %d (10 min) milliseconds", minClusterLeaseMS, maxClusterLeaseMS), v)
+			} else {
+				c.Lease = time.Duration(n) * time.Millisecond
+			}
+		}
+	}
+	c.MaxConcurrentAgents = int(b.count(sec, "cluster.max_concurrent_agents", 0, false))
+	if sec != nil && c.DatabaseURL == "" && !b.failed(field) {
+		b.warnf(CheckUnknownSubKey, "cluster", "the cluster section applies only with database_url (PostgreSQL); it is ignored with db_path")
+	}
+}
+
+// checkDatabaseURL checks the shape of a PostgreSQL URL without printing it: its
+// password must never reach a log.
+func checkDatabaseURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("is not a valid URL (want postgres://user:password@host:5432/database)")
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return fmt.Errorf("must be a postgres:// or postgresql:// URL (got scheme %q); for SQLite use db_path", u.Scheme)
+	}
+	if u.Host == "" && u.Query().Get("host") == "" {
+		return fmt.Errorf("names no host (want postgres://user:password@host:5432/database)")
+	}
+	return nil
+}
