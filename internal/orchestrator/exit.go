@@ -62,6 +62,8 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 			retry.failures = e.failures
 			retry.reason = "interrupted by shutdown"
 			o.scheduleRetry(ctx, retry, 0)
+		case stopLeaseLost:
+			log.Warn("agent stopped: the issue is another daemon's now")
 		default:
 			log.Info("agent stopped", "why", string(e.stop))
 		}
@@ -126,6 +128,7 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		}
 	}
 	o.endWorkflowsAfterExit(ctx, cfg, e, ex)
+	o.unclaim(ctx, ex.issueID)
 }
 
 // retryFailure schedules a backoff retry after a failed run, or holds the issue when
@@ -200,6 +203,9 @@ func (o *Orchestrator) liftHold(id, why string) {
 	delete(o.holds, id)
 	o.log.Info("hold lifted", "issue_identifier", h.identifier, "why", why)
 	o.deleteHold(id)
+	if c := o.opts.Cluster; c != nil {
+		c.Changed(context.Background(), "hold")
+	}
 }
 
 // cleanWorkspace removes the workspace at the path the run recorded (not one recomputed

@@ -45,8 +45,11 @@ type Options struct {
 	// start-up adapters serve for the daemon's lifetime.
 	Adapters func(*config.Config) (Adapters, error)
 
-	Store  Store
-	Clock  clock.Clock
+	Store Store
+	// Cluster coordinates this daemon with others on the same PostgreSQL store
+	// (cluster.go). Optional: nil when the daemon is alone.
+	Cluster Cluster
+	Clock   clock.Clock
 	Logger *slog.Logger
 	// Environ is the daemon's environment; agents and hooks get a filtered copy.
 	Environ []string
@@ -118,6 +121,8 @@ type Orchestrator struct {
 	remotes    chan remoteResult // retryRemoteStops → loop
 	remoteBusy bool              // a retryRemoteStops attempt is under way
 	answers    chan string       // issue ids whose checkpoint was answered
+	renewDue   chan struct{}     // time to renew the cluster leases
+	renewals   chan renewal      // Cluster.Renew → loop
 
 	// adapters is the set in force (adapters.go): replaced by the loop, read anywhere.
 	adapters atomic.Pointer[Adapters]
@@ -145,6 +150,8 @@ type Orchestrator struct {
 	lastPollAt  time.Time
 	lastError   string
 	draining    bool
+	renewTimer  clock.Timer
+	renewedAt   time.Time // the last successful Cluster.Renew
 	tmplCache   struct {
 		cfg  *config.Config
 		tmpl *prompt.Template
@@ -208,6 +215,8 @@ func New(opts Options) (*Orchestrator, error) {
 		moved:       map[string]string{},
 		hostLoad:    map[string]int{},
 		answers:     make(chan string, 64),
+		renewDue:    make(chan struct{}, 1),
+		renewals:    make(chan renewal, 1),
 	}
 	o.adapters.Store(&Adapters{Tracker: opts.Tracker, Agent: opts.Agent, AgentVersion: opts.AgentVersion})
 	// From here on every use of o.opts.Tracker reaches the tracker in force, so a hot
@@ -246,6 +255,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	o.watchTracker(workCtx)
 	o.startTick(workCtx)
 	o.startSweep(workCtx, o.opts.Config())
+	if o.opts.Cluster != nil {
+		o.renewedAt = o.clk.Now()
+		o.renew(workCtx)
+	}
 
 	err := o.loop(ctx, workCtx)
 	o.shutdown(workCtx)
@@ -292,6 +305,13 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 		case res := <-o.sweeps:
 			o.applySweep(res)
 			step = Observation{Step: StepSweep}
+		case <-o.renewDue:
+			o.renew(workCtx)
+			continue
+		case r := <-o.renewals:
+			o.applyRenewal(workCtx, r)
+			o.dispatch(workCtx)
+			step = Observation{Step: StepRenewal}
 		case res := <-o.remotes:
 			o.applyRemoteStops(workCtx, res)
 			o.dispatch(workCtx)

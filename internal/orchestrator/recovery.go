@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -18,11 +19,20 @@ import (
 // remaining delay (past-due ones fire at once) and keep their claims, and holds are
 // restored. Nothing is dispatched before this completes.
 func (o *Orchestrator) recover(ctx context.Context) error {
-	runs, err := o.opts.Store.RunsInProgress(ctx)
-	if err != nil {
-		return err
+	var runs []store.Run
+	var retries []store.Retry
+	var err error
+	if o.opts.Cluster != nil {
+		// In a cluster, what is left running belongs to a daemon that is alive, or to one
+		// whose lease has expired: only that is this daemon's to take over (and every
+		// poll takes over what expires later).
+		runs, retries, err = o.opts.Cluster.Adopt(ctx)
+	} else {
+		runs, err = o.opts.Store.RunsInProgress(ctx)
+		if err == nil {
+			retries, err = o.opts.Store.LoadRetries(ctx)
+		}
 	}
-	retries, err := o.opts.Store.LoadRetries(ctx)
 	if err != nil {
 		return err
 	}
@@ -35,23 +45,49 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	}
 	now := o.clk.Now()
 	for _, h := range holds {
-		o.holds[h.IssueID] = &hold{issueID: h.IssueID, identifier: h.Identifier, reason: h.Reason,
-			message: h.Message, state: h.State, updatedAt: h.IssueUpdatedAt, since: h.Since}
+		o.holds[h.IssueID] = holdFromStore(h)
 	}
 	for _, r := range retries {
-		o.scheduleRetry(ctx, retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt - 1,
-			failures: o.trailingFailures(ctx, r.IssueID), kind: string(r.Kind), reason: r.Error,
-			sessionID: r.SessionID, host: r.SSHHost}, r.DueAt.Sub(now))
+		o.scheduleRetry(ctx, o.retryFromStore(ctx, r), r.DueAt.Sub(now))
 	}
-	// Their runs' temporary directories went with them (their agents are stopped
-	// first, below, so nothing writes there any more: removed after).
-	defer func() {
-		if err := removeRunTmp(o.opts.Config()); err != nil {
-			o.log.Warn("removing the temporary directories of a previous daemon's runs failed", "error", err)
+	return o.resumeLeftRuns(ctx, runs, o.stopLeftRuns(ctx, runs))
+}
+
+// holdFromStore is the loop's copy of a persisted hold.
+func holdFromStore(h store.Hold) *hold {
+	return &hold{issueID: h.IssueID, identifier: h.Identifier, reason: h.Reason,
+		message: h.Message, state: h.State, updatedAt: h.IssueUpdatedAt, since: h.Since}
+}
+
+// retryFromStore is the loop's entry of a persisted retry, its failure count read back
+// from the issue's runs.
+func (o *Orchestrator) retryFromStore(ctx context.Context, r store.Retry) retryEntry {
+	return retryEntry{issueID: r.IssueID, identifier: r.Identifier, attempt: r.Attempt - 1,
+		failures: o.trailingFailures(ctx, r.IssueID), kind: string(r.Kind), reason: r.Error,
+		sessionID: r.SessionID, host: r.SSHHost}
+}
+
+// stopLeftRuns stops what is left of runs a daemon that died left running: their
+// process groups, what their agents started outside them (their cgroups, the processes
+// carrying their marks), and their agents on SSH hosts, whose errors it returns by
+// index. It may take seconds: never call it on the loop once Run has started. In a
+// cluster only the runs started on this host are stopped here (another host's agents
+// died with it, or its own daemon stops them), and only their own cgroups and
+// temporary directories are removed: the other daemons on this host share the trees.
+func (o *Orchestrator) stopLeftRuns(ctx context.Context, runs []store.Run) []error {
+	cfg := o.opts.Config()
+	host, _ := os.Hostname()
+	local := runs
+	if o.opts.Cluster != nil {
+		local = nil
+		for _, r := range runs {
+			if r.DaemonHost == host {
+				local = append(local, r)
+			}
 		}
-	}()
+	}
 	var orphans []orphanGroup
-	for _, r := range runs {
+	for _, r := range local {
 		if r.PGID > 0 {
 			orphans = append(orphans, orphanGroup{pgid: r.PGID, runID: r.ID, identifier: r.Identifier})
 		}
@@ -63,15 +99,23 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	// What those agents started outside their group and their supervisors did not get
 	// to stop (agent.keep_processes aside): everything in their runs' cgroups, then
 	// what the run's marks in their environment find.
-	if t := o.opts.Cgroups; t != nil && !o.opts.Config().Agent.KeepProcesses {
+	switch t := o.opts.Cgroups; {
+	case t == nil:
+	case cfg.Agent.KeepProcesses:
+		t.RemoveEmpty()
+	case o.opts.Cluster != nil:
+		for _, r := range local {
+			if n, err := t.KillRun(r.ID, supervise.DefaultGrace); err != nil || n > 0 {
+				o.log.Warn("killed what an agent of a stopped daemon left in its run's cgroup", "run_id", r.ID, "count", n, "error", err)
+			}
+		}
+	default:
 		if n, err := t.KillAll(supervise.DefaultGrace); err != nil || n > 0 {
 			o.log.Warn("killed what agents of a previous daemon left in their runs' cgroups", "count", n, "error", err)
 		}
-	} else if t != nil {
-		t.RemoveEmpty()
 	}
-	for _, r := range runs {
-		if r.SSHHost != "" || r.Workspace == "" || o.opts.Config().Agent.KeepProcesses {
+	for _, r := range local {
+		if r.SSHHost != "" || r.Workspace == "" || cfg.Agent.KeepProcesses {
 			continue
 		}
 		if n := supervise.StopMarked(supervise.DefaultGrace, "SORTIE_RUN_ID="+strconv.FormatInt(r.ID, 10),
@@ -80,11 +124,23 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 				"run_id", r.ID, "count", n)
 		}
 	}
-	// An agent on an SSH host outlives its local ssh: it is stopped there first, and
-	// when the host cannot be reached, the issue waits for it (remote.go) instead of
-	// getting a second agent. Its run stays running until then. The hosts are asked
-	// at once: an unreachable one takes its connect timeout.
-	remoteErrs := o.stopRemotes(ctx, runs)
+	// Their runs' temporary directories went with them (their agents are stopped
+	// first, above, so nothing writes there any more).
+	if o.opts.Cluster != nil {
+		removeRunTmpOf(cfg, local)
+	} else if err := removeRunTmp(cfg); err != nil {
+		o.log.Warn("removing the temporary directories of a previous daemon's runs failed", "error", err)
+	}
+	// An agent on an SSH host outlives its local ssh: it is stopped there first. The
+	// hosts are asked at once: an unreachable one takes its connect timeout.
+	return o.stopRemotes(ctx, runs)
+}
+
+// resumeLeftRuns marks the runs stopLeftRuns stopped interrupted and queues their
+// issues to resume with their sessions. A run whose SSH host could not be reached
+// (remoteErrs) stays running, and its issue waits for the host (remote.go) instead of
+// getting a second agent.
+func (o *Orchestrator) resumeLeftRuns(ctx context.Context, runs []store.Run, remoteErrs []error) error {
 	var ids []int64
 	for i, r := range runs {
 		if r.SSHHost != "" && r.RemotePGID > 0 && o.opts.StopRemote != nil {
@@ -264,6 +320,15 @@ func (o *Orchestrator) shutdown(ctx context.Context) {
 			r.timer.Stop()
 		}
 	}
+	if o.renewTimer != nil {
+		o.renewTimer.Stop()
+	}
 	o.workers.Wait()
 	o.bg.Wait()
+	if c := o.opts.Cluster; c != nil {
+		// The others take over this daemon's retries and resumes at once.
+		if err := c.Leave(ctx); err != nil {
+			o.log.Warn("leaving the cluster failed; the others take over this daemon's issues once its leases lapse", "error", err)
+		}
+	}
 }

@@ -82,6 +82,7 @@ func (o *Orchestrator) releaseRetry(ctx context.Context, id string) {
 	if err := o.opts.Store.DeleteRetry(ctx, id); err != nil {
 		o.log.Warn("deleting persisted retry failed", "issue_id", id, "error", err)
 	}
+	o.unclaim(ctx, id)
 }
 
 // handleRetryFire re-validates a due retry by fetching its issue in the background.
@@ -157,9 +158,18 @@ func (o *Orchestrator) dispatchRetry(ctx context.Context, cfg *config.Config, e 
 		o.waitForSlot(ctx, cfg, e, is, "waiting for an SSH host with a free slot")
 		return
 	}
-	attempt, failures, session := e.attempt, e.failures, e.sessionID
+	switch c := o.claim(ctx, cfg, is.ID, is.Identifier, is.State); {
+	case c.Full || c.StateFull:
+		o.waitForSlot(ctx, cfg, e, is, "waiting for a free agent slot in the cluster: "+c.Why)
+		return
+	case !c.OK:
+		o.log.Info("retry released: the issue is not this daemon's to run", "issue_identifier", e.identifier, "why", c.Why)
+		o.releaseRetry(ctx, e.issueID)
+		return
+	}
+	// The worker first, then the retry goes: the issue stays claimed throughout.
+	o.startWorker(ctx, cfg, is, e.attempt, e.failures, e.sessionID, host)
 	o.releaseRetry(ctx, e.issueID)
-	o.startWorker(ctx, cfg, is, attempt, failures, session, host)
 }
 
 // eligibleForRetry is eligible for the issue of retry e, which itself claims it.

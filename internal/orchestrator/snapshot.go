@@ -37,6 +37,9 @@ type Snapshot struct {
 	// Checkpoints are the pending structured-workflow checkpoints, oldest first; an
 	// unanswered one of a held issue is what its human is asked.
 	Checkpoints []CheckpointView `json:"checkpoints"`
+	// Cluster is the whole cluster of daemons sharing this daemon's PostgreSQL store,
+	// as of its last lease renewal; nil when the daemon is alone.
+	Cluster *ClusterView `json:"cluster,omitempty"`
 }
 
 // RunningView describes one running session.
@@ -150,6 +153,10 @@ func (o *Orchestrator) snapshot() Snapshot {
 	sort.Slice(s.Retrying, func(i, j int) bool { return s.Retrying[i].DueAt.Before(s.Retrying[j].DueAt) })
 	sort.Slice(s.Held, func(i, j int) bool { return s.Held[i].Since.Before(s.Held[j].Since) })
 	s.Checkpoints = o.pendingViews()
+	if c := o.opts.Cluster; c != nil {
+		v := c.View()
+		s.Cluster = &v
+	}
 	return s
 }
 
@@ -168,6 +175,7 @@ const (
 	StepSweep        Step = "sweep"         // terminal issues' workspaces were looked for and removed
 	StepRemote       Step = "remote"        // an attempt to stop agents left on SSH hosts came back
 	StepAnswer       Step = "answer"        // a checkpoint answer was acted on
+	StepRenewal      Step = "renewal"       // the cluster leases were renewed
 )
 
 // Observation reports one step of the loop and the state right after it.

@@ -18,6 +18,7 @@ type tickResult struct {
 	statesErr     error
 	candidates    []tracker.Issue
 	candidatesErr error
+	adopted       *adoption // in a cluster: what dead daemons left, taken over
 }
 
 // startTick starts one poll in the background, or marks that another is wanted when one
@@ -47,6 +48,10 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 		res := tickResult{started: o.clk.Now()}
 		if o.opts.Reload != nil {
 			res.reloadErr = o.opts.Reload()
+		}
+		if o.opts.Cluster != nil {
+			a := o.adopt(ctx)
+			res.adopted = &a
 		}
 		if len(ids) > 0 {
 			res.states, res.statesErr = o.opts.Tracker.FetchIssueStatesByIDs(ctx, ids)
@@ -79,6 +84,9 @@ func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 		o.lastReloadErr = ""
 	}
 	o.reconcile(cfg, res)
+	if res.adopted != nil {
+		o.applyAdoption(ctx, *res.adopted)
+	}
 	poll := Activity{Kind: ActivityPoll, Result: "ok", Duration: o.clk.Now().Sub(res.started)}
 	if res.candidatesErr != nil {
 		poll.Result, poll.Message = "error", res.candidatesErr.Error()
@@ -231,6 +239,12 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 		host, ok := o.pickHost(cfg, "")
 		if !ok {
 			return
+		}
+		if c := o.claim(ctx, cfg, is.ID, is.Identifier, is.State); !c.OK {
+			if c.Full {
+				return
+			}
+			continue
 		}
 		o.startWorker(ctx, cfg, is, 0, 0, "", host)
 	}

@@ -85,6 +85,17 @@ func (t *Tree) KillAll(timeout time.Duration) (int, error) {
 	return total, errors.Join(errs...)
 }
 
+// KillRun kills and removes the group of run id, if there is one: what a run of a
+// daemon that died left, where other daemons' run groups share the tree. It returns
+// how many processes it found.
+func (t *Tree) KillRun(id int64, timeout time.Duration) (int, error) {
+	dir := filepath.Join(t.dir, "run-"+strconv.FormatInt(id, 10))
+	if _, err := os.Stat(dir); err != nil {
+		return 0, nil
+	}
+	return kill(dir, timeout)
+}
+
 // RemoveEmpty removes the run groups whose processes have all ended: those left by
 // runs whose processes were kept running on purpose.
 func (t *Tree) RemoveEmpty() {
