@@ -50,7 +50,7 @@ type Options struct {
 	// (cluster.go). Optional: nil when the daemon is alone.
 	Cluster Cluster
 	Clock   clock.Clock
-	Logger *slog.Logger
+	Logger  *slog.Logger
 	// Environ is the daemon's environment; agents and hooks get a filtered copy.
 	Environ []string
 	// Sandbox confines local agents (confine.go). Its zero value runs them unconfined.

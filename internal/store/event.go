@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"time"
+	"unicode/utf8"
+)
 
 // Limits of the per-run event log. Agent output is untrusted; these bound what one run
 // can make the database hold.
@@ -22,4 +25,27 @@ type Event struct {
 	Time    time.Time
 	Type    string // e.g. session_started, tool_result, turn_completed
 	Message string
+}
+
+// Bounded returns e as a store keeps it: Type cut to MaxEventTypeBytes and Message
+// to MaxEventMessageBytes (Truncate).
+func (e Event) Bounded() Event {
+	e.Type = Truncate(e.Type, MaxEventTypeBytes)
+	e.Message = Truncate(e.Message, MaxEventMessageBytes)
+	return e
+}
+
+// Truncate bounds s to limit bytes, cutting on a rune boundary and marking the cut with
+// "…"; the result is at most limit bytes when limit is at least len("…"). Implementations
+// apply the limits above with it, so every backend cuts agent text alike.
+func Truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const mark = "…"
+	cut := max(0, limit-len(mark))
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }

@@ -33,3 +33,12 @@ func (f RunFilter) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// CheckLimit rejects a list limit below 1; op names the list for the message, e.g.
+// "list recent runs".
+func CheckLimit(op string, limit int) error {
+	if limit < 1 {
+		return fmt.Errorf("store: %s: limit must be 1 or more (got %d)", op, limit)
+	}
+	return nil
+}

@@ -62,6 +62,21 @@ func (e TraceEvent) Validate() error {
 	return c.err()
 }
 
+// Bounded returns e as a store keeps it: Error cut to MaxRunErrorBytes, Detail and
+// each warning to MaxEventMessageBytes (Truncate). e's Warnings are not changed.
+func (e TraceEvent) Bounded() TraceEvent {
+	e.Error = Truncate(e.Error, MaxRunErrorBytes)
+	e.Detail = Truncate(e.Detail, MaxEventMessageBytes)
+	if e.Warnings != nil {
+		w := make([]string, len(e.Warnings))
+		for i, x := range e.Warnings {
+			w[i] = Truncate(x, MaxEventMessageBytes)
+		}
+		e.Warnings = w
+	}
+	return e
+}
+
 // CheckpointOption is one answer a human may choose.
 type CheckpointOption struct {
 	ID          string `json:"id"`

@@ -45,8 +45,8 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 	}
 	ins := tx.StmtContext(ctx, s.stmtInsertEvent)
 	for _, e := range events {
-		_, err := ins.ExecContext(ctx, runID, toMS(e.Time),
-			truncate(e.Type, store.MaxEventTypeBytes), truncate(e.Message, store.MaxEventMessageBytes))
+		e = e.Bounded()
+		_, err := ins.ExecContext(ctx, runID, toMS(e.Time), e.Type, e.Message)
 		if err != nil {
 			return fmt.Errorf("store: %s: %w", op, err)
 		}
@@ -63,7 +63,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 // RunEvents implements store.Reader.
 func (s *Store) RunEvents(ctx context.Context, runID int64, limit int) ([]store.Event, error) {
 	op := fmt.Sprintf("list events of run %d", runID)
-	if err := checkLimit(op, limit); err != nil {
+	if err := store.CheckLimit(op, limit); err != nil {
 		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT time_ms, type, message FROM (

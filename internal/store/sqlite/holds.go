@@ -21,7 +21,7 @@ func (s *Store) SaveHold(ctx context.Context, h store.Hold) error {
 		ON CONFLICT (issue_id) DO UPDATE SET identifier = excluded.identifier, reason = excluded.reason,
 			message = excluded.message, state = excluded.state, issue_updated_at = excluded.issue_updated_at,
 			since_ms = excluded.since_ms`,
-		h.IssueID, h.Identifier, h.Reason, truncate(h.Message, store.MaxRunErrorBytes), h.State,
+		h.IssueID, h.Identifier, h.Reason, store.Truncate(h.Message, store.MaxRunErrorBytes), h.State,
 		h.IssueUpdatedAt, toMS(h.Since))
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)

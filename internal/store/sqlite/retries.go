@@ -22,7 +22,7 @@ func (s *Store) SaveRetry(ctx context.Context, r store.Retry) error {
 			due_at_ms = excluded.due_at_ms, kind = excluded.kind, error = excluded.error,
 			session_id = excluded.session_id, ssh_host = excluded.ssh_host`,
 		r.IssueID, r.Identifier, r.Attempt, toMS(r.DueAt), string(r.Kind),
-		truncate(r.Error, store.MaxRunErrorBytes), r.SessionID, r.SSHHost)
+		store.Truncate(r.Error, store.MaxRunErrorBytes), r.SessionID, r.SSHHost)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}

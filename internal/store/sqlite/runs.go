@@ -85,7 +85,7 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	if err := end.Validate(); err != nil {
 		return fmt.Errorf("store: "+op+": %w", id, err)
 	}
-	args := []any{string(end.Status), truncate(end.Error, store.MaxRunErrorBytes), toMS(end.EndedAt)}
+	args := []any{string(end.Status), store.Truncate(end.Error, store.MaxRunErrorBytes), toMS(end.EndedAt)}
 	args = append(args, progressArgs(end.Progress)...)
 	args = append(args, toMS(s.now()), id)
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, ended_at_ms = ?, `+progressSet+`,
@@ -162,7 +162,7 @@ func (s *Store) RunsInProgress(ctx context.Context) ([]store.Run, error) {
 // RecentRuns implements store.Reader.
 func (s *Store) RecentRuns(ctx context.Context, limit int) ([]store.Run, error) {
 	const op = "list recent runs"
-	if err := checkLimit(op, limit); err != nil {
+	if err := store.CheckLimit(op, limit); err != nil {
 		return nil, err
 	}
 	return s.queryRuns(ctx, op, `SELECT `+runColumns+` FROM runs ORDER BY id DESC LIMIT ?`, limit)
@@ -171,7 +171,7 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]store.Run, error) 
 // RunsForIssue implements store.Reader.
 func (s *Store) RunsForIssue(ctx context.Context, issueID string, limit int) ([]store.Run, error) {
 	op := fmt.Sprintf("list runs of issue %q", issueID)
-	if err := checkLimit(op, limit); err != nil {
+	if err := store.CheckLimit(op, limit); err != nil {
 		return nil, err
 	}
 	return s.queryRuns(ctx, op,
@@ -181,7 +181,7 @@ func (s *Store) RunsForIssue(ctx context.Context, issueID string, limit int) ([]
 // RunsForIdentifier implements store.Reader, on the runs_identifier index.
 func (s *Store) RunsForIdentifier(ctx context.Context, identifier string, limit int) ([]store.Run, error) {
 	op := fmt.Sprintf("list runs of issue %s", identifier)
-	if err := checkLimit(op, limit); err != nil {
+	if err := store.CheckLimit(op, limit); err != nil {
 		return nil, err
 	}
 	return s.queryRuns(ctx, op,

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -262,30 +261,14 @@ func toMS(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
+// toNullMS stores a zero time as NULL.
+func toNullMS(t time.Time) sql.NullInt64 {
+	return sql.NullInt64{Int64: toMS(t), Valid: !t.IsZero()}
+}
+
 func fromNullMS(ms sql.NullInt64) time.Time {
 	if !ms.Valid {
 		return time.Time{}
 	}
 	return fromMS(ms.Int64)
-}
-
-// truncate bounds s to max bytes, cutting on a rune boundary and marking the cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const mark = "…"
-	cut := max - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-// checkLimit rejects a non-positive list limit.
-func checkLimit(op string, limit int) error {
-	if limit < 1 {
-		return fmt.Errorf("store: %s: limit must be 1 or more (got %d)", op, limit)
-	}
-	return nil
 }

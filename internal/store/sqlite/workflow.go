@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -82,11 +81,8 @@ func (s *Store) EndIssueWorkflows(ctx context.Context, issueID string, at time.T
 	if err := s.writable(op); err != nil {
 		return nil, err
 	}
-	if issueID == "" {
-		return nil, fmt.Errorf("store: %s: issue id is empty", op)
-	}
-	if at.IsZero() {
-		return nil, fmt.Errorf("store: %s: ended at is zero", op)
+	if err := store.CheckEndIssue(issueID, at); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -171,11 +167,8 @@ func (s *Store) AppendTraceEvent(ctx context.Context, e store.TraceEvent) (int64
 	if err := e.Validate(); err != nil {
 		return 0, fmt.Errorf("store: %s: %w", op, err)
 	}
-	warnings := make([]string, len(e.Warnings))
-	for i, w := range e.Warnings {
-		warnings[i] = truncate(w, store.MaxEventMessageBytes)
-	}
-	warningsJSON, err := json.Marshal(warnings)
+	e = e.Bounded()
+	warnings, err := store.MarshalList(e.Warnings)
 	if err != nil {
 		return 0, fmt.Errorf("store: %s: warnings: %w", op, err)
 	}
@@ -189,8 +182,7 @@ func (s *Store) AppendTraceEvent(ctx context.Context, e store.TraceEvent) (int64
 		ts_ms, duration_ms, ok, workflow, activity, agent_id, error, warnings, detail)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		e.SessionID, e.SpanID, e.IssueID, e.RunID, e.Tool, toMS(e.TS), e.Duration.Milliseconds(), e.OK,
-		e.Workflow, e.Activity, e.AgentID, truncate(e.Error, store.MaxRunErrorBytes), string(warningsJSON),
-		truncate(e.Detail, store.MaxEventMessageBytes),
+		e.Workflow, e.Activity, e.AgentID, e.Error, warnings, e.Detail,
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: %s: %w", op, err)
@@ -218,7 +210,7 @@ func (s *Store) RunTraceEvents(ctx context.Context, runID int64, limit int) ([]s
 
 // queryTrace returns the newest limit trace events matching where, oldest first.
 func (s *Store) queryTrace(ctx context.Context, op string, limit int, where string, arg any) ([]store.TraceEvent, error) {
-	if err := checkLimit(op, limit); err != nil {
+	if err := store.CheckLimit(op, limit); err != nil {
 		return nil, err
 	}
 	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
@@ -245,7 +237,7 @@ func (s *Store) queryTrace(ctx context.Context, op string, limit int, where stri
 		}
 		e.TS = fromMS(ts)
 		e.Duration = time.Duration(duration) * time.Millisecond
-		if e.Warnings, err = fromJSONList[string](warnings); err != nil {
+		if e.Warnings, err = store.UnmarshalList[string](warnings); err != nil {
 			return nil, fmt.Errorf("store: %s: trace event %d: warnings: %w", op, e.ID, err)
 		}
 		out = append(out, e)
@@ -269,25 +261,9 @@ func (s *Store) ArmCheckpoints(ctx context.Context, sessionID string, cps []stor
 	if err := s.writable(op); err != nil {
 		return nil, err
 	}
-	if sessionID == "" {
-		return nil, fmt.Errorf("store: %s: session id is empty", op)
-	}
-	var issued time.Time
-	seen := make(map[string]bool, len(cps))
-	for _, cp := range cps {
-		if err := cp.Validate(); err != nil {
-			return nil, fmt.Errorf("store: %s: checkpoint %q: %w", op, cp.CheckpointID, err)
-		}
-		if cp.SessionID != sessionID {
-			return nil, fmt.Errorf("store: %s: checkpoint %q belongs to workflow session %q", op, cp.CheckpointID, cp.SessionID)
-		}
-		if seen[cp.CheckpointID] {
-			return nil, fmt.Errorf("store: %s: checkpoint %q is armed twice", op, cp.CheckpointID)
-		}
-		seen[cp.CheckpointID] = true
-		if issued.IsZero() || cp.IssuedAt.Before(issued) {
-			issued = cp.IssuedAt
-		}
+	issued, err := store.CheckArm(sessionID, cps)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
 	if issued.IsZero() {
 		issued = s.now()
@@ -298,17 +274,16 @@ func (s *Store) ArmCheckpoints(ctx context.Context, sessionID string, cps []stor
 		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
 	defer tx.Rollback()
-	carried, err := supersedeCheckpoints(ctx, tx, sessionID, issued)
+	superseded, err := supersedeCheckpoints(ctx, tx, sessionID, issued)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: supersede: %w", op, err)
 	}
 	out := make([]store.Checkpoint, 0, len(cps))
-	for _, cp := range cps {
-		options, err := toJSONList(cp.Options)
+	for _, cp := range store.CarryAnswers(cps, superseded) {
+		options, err := store.MarshalList(cp.Options)
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: checkpoint %q: options: %w", op, cp.CheckpointID, err)
 		}
-		a := carried[checkpointKey{cp.Activity, cp.CheckpointID}]
 		row, err := scanCheckpoint(tx.QueryRowContext(ctx, `INSERT INTO checkpoints (session_id, issue_id,
 			identifier, run_id, workflow, activity, checkpoint_id, name, message, options, blocking,
 			default_option, auto_advance_ms, conditional, issued_at_ms, answer, answered_by, answer_source,
@@ -316,7 +291,7 @@ func (s *Store) ArmCheckpoints(ctx context.Context, sessionID string, cps []stor
 			RETURNING `+checkpointColumns,
 			sessionID, cp.IssueID, cp.Identifier, cp.RunID, cp.Workflow, cp.Activity, cp.CheckpointID, cp.Name,
 			cp.Message, options, cp.Blocking, cp.DefaultOption, cp.AutoAdvanceMS, cp.Conditional,
-			toMS(cp.IssuedAt), a.answer, a.by, a.source, a.at))
+			toMS(cp.IssuedAt), cp.Answer, cp.AnsweredBy, cp.AnswerSource, toNullMS(cp.AnsweredAt)))
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: checkpoint %q: %w", op, cp.CheckpointID, err)
 		}
@@ -328,18 +303,10 @@ func (s *Store) ArmCheckpoints(ctx context.Context, sessionID string, cps []stor
 	return out, nil
 }
 
-// checkpointKey is what a new issuance shares with the one it supersedes.
-type checkpointKey struct{ activity, checkpointID string }
-
-// carriedAnswer is the answer of a superseded checkpoint, as ArmCheckpoints writes it.
-type carriedAnswer struct {
-	answer, by, source string
-	at                 sql.NullInt64
-}
-
 // supersedeCheckpoints resolves every pending checkpoint of a session as superseded at
-// resolvedAt and returns the answers they had, by activity and checkpoint id.
-func supersedeCheckpoints(ctx context.Context, tx *sql.Tx, sessionID string, resolvedAt time.Time) (map[checkpointKey]carriedAnswer, error) {
+// resolvedAt and returns them with their answers (id, activity, checkpoint id and answer
+// filled in), for store.CarryAnswers.
+func supersedeCheckpoints(ctx context.Context, tx *sql.Tx, sessionID string, resolvedAt time.Time) ([]store.Checkpoint, error) {
 	rows, err := tx.QueryContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
 		WHERE session_id = ? AND resolution = ''
 		RETURNING id, activity, checkpoint_id, answer, answered_by, answer_source, answered_at_ms`,
@@ -348,24 +315,19 @@ func supersedeCheckpoints(ctx context.Context, tx *sql.Tx, sessionID string, res
 		return nil, err
 	}
 	defer rows.Close()
-	carried := map[checkpointKey]carriedAnswer{}
-	newest := map[checkpointKey]int64{}
+	var out []store.Checkpoint
 	for rows.Next() {
 		var (
-			id int64
-			k  checkpointKey
-			a  carriedAnswer
+			cp store.Checkpoint
+			at sql.NullInt64
 		)
-		if err := rows.Scan(&id, &k.activity, &k.checkpointID, &a.answer, &a.by, &a.source, &a.at); err != nil {
+		if err := rows.Scan(&cp.ID, &cp.Activity, &cp.CheckpointID, &cp.Answer, &cp.AnsweredBy, &cp.AnswerSource, &at); err != nil {
 			return nil, err
 		}
-		// The pending index allows one row per checkpoint id; the newest wins should an
-		// older file hold more.
-		if a.answer != "" && id > newest[k] {
-			carried[k], newest[k] = a, id
-		}
+		cp.AnsweredAt = fromNullMS(at)
+		out = append(out, cp)
 	}
-	return carried, rows.Err()
+	return out, rows.Err()
 }
 
 // AnswerCheckpoint implements store.WorkflowStore.
@@ -391,12 +353,7 @@ func (s *Store) AnswerCheckpoint(ctx context.Context, a store.CheckpointAnswer) 
 		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
 	}
 	if cp.Answered() {
-		by := ""
-		if cp.AnsweredBy != "" {
-			by = " by " + cp.AnsweredBy
-		}
-		return store.Checkpoint{}, fmt.Errorf("store: %s: %w: already answered %q%s via %s at %s",
-			op, store.ErrConflict, cp.Answer, by, cp.AnswerSource, cp.AnsweredAt.Format(time.RFC3339))
+		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, cp.AlreadyAnswered())
 	}
 	cp, err = scanCheckpoint(tx.QueryRowContext(ctx, `UPDATE checkpoints SET answer = ?, answered_by = ?,
 		answer_source = ?, answered_at_ms = ? WHERE id = ? RETURNING `+checkpointColumns,
@@ -417,23 +374,7 @@ func (s *Store) ResolveCheckpoint(ctx context.Context, sessionID, checkpointID, 
 	if err := s.writable(op); err != nil {
 		return store.Checkpoint{}, err
 	}
-	var errs []error
-	if sessionID == "" {
-		errs = append(errs, errors.New("session id is empty"))
-	}
-	if checkpointID == "" {
-		errs = append(errs, errors.New("checkpoint id is empty"))
-	}
-	switch resolution {
-	case store.ResolvedOption, store.ResolvedAutoAdvance, store.ResolvedConditionNot, store.ResolvedSuperseded:
-	default:
-		errs = append(errs, fmt.Errorf("resolution must be one of %s, %s, %s, %s (got %q)", store.ResolvedOption,
-			store.ResolvedAutoAdvance, store.ResolvedConditionNot, store.ResolvedSuperseded, resolution))
-	}
-	if at.IsZero() {
-		errs = append(errs, errors.New("resolved at is zero"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := store.CheckResolution(sessionID, checkpointID, resolution, at); err != nil {
 		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
 	}
 	cp, err := scanCheckpoint(s.w.QueryRowContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
@@ -461,7 +402,7 @@ func (s *Store) PendingCheckpoints(ctx context.Context) ([]store.Checkpoint, err
 // IssueCheckpoints implements store.WorkflowReader. Newest is by issuance order (id).
 func (s *Store) IssueCheckpoints(ctx context.Context, issueID string, limit int) ([]store.Checkpoint, error) {
 	op := fmt.Sprintf("list checkpoints of issue %q", issueID)
-	if err := checkLimit(op, limit); err != nil {
+	if err := store.CheckLimit(op, limit); err != nil {
 		return nil, err
 	}
 	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
@@ -509,34 +450,13 @@ func scanCheckpoint(sc scanner) (store.Checkpoint, error) {
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	if cp.Options, err = fromJSONList[store.CheckpointOption](options); err != nil {
+	if cp.Options, err = store.UnmarshalList[store.CheckpointOption](options); err != nil {
 		return store.Checkpoint{}, fmt.Errorf("checkpoint %d: options: %w", cp.ID, err)
 	}
 	cp.IssuedAt = fromMS(issued)
 	cp.AnsweredAt = fromNullMS(answered)
 	cp.ResolvedAt = fromNullMS(resolved)
 	return cp, nil
-}
-
-// toJSONList encodes a list for a JSON TEXT column; an empty list is "[]".
-func toJSONList[T any](v []T) (string, error) {
-	if len(v) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(v)
-	return string(b), err
-}
-
-// fromJSONList decodes a JSON TEXT column; an empty list is nil, as it was written.
-func fromJSONList[T any](s string) ([]T, error) {
-	var v []T
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return nil, err
-	}
-	if len(v) == 0 {
-		return nil, nil
-	}
-	return v, nil
 }
 
 // remotePGIDExists reports whether the runs table has remote_pgid (remoteSchema or
