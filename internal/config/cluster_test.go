@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -68,4 +69,39 @@ func TestCluster_SectionWithoutURLIsAWarning(t *testing.T) {
 	if !strings.Contains(problemLines(cfg.Warnings), "applies only with database_url") {
 		t.Errorf("warnings:\n%s", problemLines(cfg.Warnings))
 	}
+}
+
+func TestRedactURL_HidesEveryPassword(t *testing.T) {
+	for _, in := range []string{
+		"postgres://u:s3cret@h/db",
+		"postgres://u@h/db?sslmode=disable&password=s3cret",
+		"postgres://u:s3cret@h/db?password=s3cret",
+		"postgres://u:s3cret@h:port/db",
+	} {
+		if got := RedactURL(in); strings.Contains(got, "s3cret") {
+			t.Errorf("RedactURL(%q) = %q", in, got)
+		}
+	}
+}
+
+func FuzzRedactURL(f *testing.F) {
+	f.Add("postgres://u:pw@h/db?password=pw2")
+	f.Add("postgresql://@h")
+	f.Add("A://:0000@# 0001")
+	f.Fuzz(func(t *testing.T, s string) {
+		got := RedactURL(s)
+		if got == "(unparseable URL)" {
+			return
+		}
+		u, err := url.Parse(got)
+		if err != nil {
+			t.Fatalf("RedactURL(%q) = %q, which does not parse: %v", s, got, err)
+		}
+		if pw, ok := u.User.Password(); ok && pw != "xxxxx" {
+			t.Errorf("RedactURL(%q) = %q keeps the password %q", s, got, pw)
+		}
+		if q := u.Query(); q.Has("password") && q.Get("password") != "xxxxx" {
+			t.Errorf("RedactURL(%q) = %q keeps the password parameter", s, got)
+		}
+	})
 }
