@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +177,107 @@ func serveFixture(t *testing.T, f *fixture) string {
 		}
 	})
 	return "http://" + l.Addr().String()
+}
+
+// The Cluster panel appears only while the state has a cluster: its three daemons, the
+// polling one and this one marked, their issues and the lapsed one; the renewal's
+// error as a banner. A daemon's host, read from the database, is shown as text.
+func TestDashboard_ShowsTheClusterOnlyInOne(t *testing.T) {
+	chromium := browser.FindChromium(t)
+	f := newFixture(t, func(o *Options) {
+		o.Dashboard = dashboard.Handler("1.2.3")
+		o.Now = time.Now
+	})
+	f.sched.set(func(s *orchestrator.Snapshot) {
+		s.Running = []orchestrator.RunningView{runningView(1), runningView(2)}
+	})
+	base := serveFixture(t, f)
+	b := browser.Start(t, chromium, browser.Options{Width: 1200, Height: 820, FailureText: `document.body.innerText`})
+
+	b.Do(chromedp.Navigate(base + "/"))
+	b.WaitFor("a lone daemon's overview, without the Cluster panel", `(() => {
+		const c = document.querySelector('#cluster');
+		return document.body.dataset.loaded === 'true' && document.querySelectorAll('.session').length === 2 && c && c.hidden;
+	})()`)
+
+	const hostile = `<img src=x onerror="window.injected=1">build-3`
+	c := threeDaemons()
+	c.Daemons[2].Host = hostile
+	c.Error = "renewing the leases: dial tcp 10.0.0.9:5432: connection refused"
+	f.sched.set(func(s *orchestrator.Snapshot) { s.Cluster = &c })
+	b.WaitFor("the Cluster panel with three daemons", `(() => {
+		const c = document.querySelector('#cluster');
+		return c && !c.hidden && c.querySelectorAll('tbody tr[data-daemon]').length === 3;
+	})()`)
+	var got struct {
+		Rows    []clusterRow `json:"rows"`
+		Count   string       `json:"count"`
+		Leases  string       `json:"leases"`
+		Banner  string       `json:"banner"`
+		Images  int          `json:"images"`
+		Injects bool         `json:"injected"`
+		Text    string       `json:"text"`
+	}
+	b.Eval(`(() => {
+		const c = document.querySelector('#cluster');
+		const cell = (tr, label) => tr.querySelector('td[data-label="' + label + '"]').textContent;
+		return {
+			rows: [...c.querySelectorAll('tbody tr')].map((tr) => ({
+				id: tr.dataset.daemon, host: cell(tr, 'Host'), pid: cell(tr, 'PID'), agents: cell(tr, 'Agents'),
+				markers: [...tr.querySelectorAll('[data-marker]')].map((m) => m.dataset.marker + ':' + m.textContent),
+				heartbeat: tr.querySelector('td[data-label="Heartbeat"] .badge').textContent, lapsed: tr.classList.contains('lapsed'),
+				issues: [...tr.querySelectorAll('[data-lease]')].map((l) => l.textContent),
+			})),
+			count: c.querySelector('h2 .count').textContent,
+			leases: c.querySelector('[data-field="leases"]').textContent,
+			banner: document.querySelector('[data-banner="cluster"]')?.textContent || '',
+			images: c.querySelectorAll('img').length,
+			injected: !!window.injected,
+			text: c.innerText,
+		};
+	})()`, &got)
+	want := []clusterRow{
+		{ID: "build-1-4100-a1b2", Host: "build-1", PID: "4100", Agents: "2 / 4", Markers: []string{"self:this daemon"},
+			Heartbeat: "alive", Issues: []string{"PROJ-1", "PROJ-2"}},
+		{ID: "build-2-5200-c3d4", Host: "build-2", PID: "5200", Agents: "1 / 4", Markers: []string{"leader:polling"},
+			Heartbeat: "alive", Issues: []string{"PROJ-9", "PROJ-3 (retry)"}},
+		{ID: "build-3-6300-e5f6", Host: hostile, PID: "6300", Agents: "0 / 4", Markers: []string{},
+			Heartbeat: "lapsed", Lapsed: true, Issues: []string{}},
+	}
+	if !reflect.DeepEqual(got.Rows, want) {
+		t.Errorf("the cluster's daemons:\n got %+v\nwant %+v", got.Rows, want)
+	}
+	if got.Count != "(3)" || got.Leases != "4 live leases: 3 running an agent, 1 waiting for a retry" {
+		t.Errorf("count %q, leases %q; want (3) and 4 live leases, 3 running, 1 waiting", got.Count, got.Leases)
+	}
+	if !strings.Contains(got.Banner, "could not renew its leases") || !strings.Contains(got.Banner, c.Error) {
+		t.Errorf("the banner is %q, want that the renewal failed, and its error", got.Banner)
+	}
+	for _, bad := range []string{"null", "undefined", "NaN"} {
+		if strings.Contains(got.Text, bad) {
+			t.Errorf("the Cluster panel shows %q:\n%s", bad, got.Text)
+		}
+	}
+	if got.Images != 0 || got.Injects {
+		t.Errorf("a daemon's host was parsed as HTML: %d image(s) in the panel, script ran %v", got.Images, got.Injects)
+	}
+
+	f.sched.set(func(s *orchestrator.Snapshot) { s.Cluster = nil })
+	b.WaitFor("the Cluster panel and its banner gone once the daemon is alone", `(() => {
+		const c = document.querySelector('#cluster');
+		return c && c.hidden && !document.querySelector('[data-banner="cluster"]');
+	})()`)
+	b.CheckNoErrors()
+}
+
+// clusterRow is what a row of the Cluster panel's daemons shows.
+type clusterRow struct {
+	ID        string   `json:"id"`
+	Host      string   `json:"host"`
+	PID       string   `json:"pid"`
+	Agents    string   `json:"agents"`
+	Markers   []string `json:"markers"`
+	Heartbeat string   `json:"heartbeat"`
+	Lapsed    bool     `json:"lapsed"`
+	Issues    []string `json:"issues"`
 }

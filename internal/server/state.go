@@ -61,6 +61,9 @@ type stateTail struct {
 	// RateLimits is the tracker API's budget as its last response said, [] for a
 	// tracker without one (tracker.RateLimiter).
 	RateLimits []tracker.RateLimit `json:"rate_limits"`
+	// Cluster is the daemons sharing this daemon's PostgreSQL store and their leases,
+	// as of its last renewal; absent when the daemon is alone.
+	Cluster *orchestrator.ClusterView `json:"cluster,omitempty"`
 }
 
 type stateCounts struct {
@@ -238,6 +241,9 @@ func stateParts(snap orchestrator.Snapshot, now time.Time, version, workflowPath
 	if tail.Held == nil {
 		tail.Held = []orchestrator.HeldView{}
 	}
+	if snap.Cluster != nil {
+		tail.Cluster = clusterOf(*snap.Cluster)
+	}
 	for i, v := range snap.Retrying {
 		tail.Retrying[i] = retryOf(v, now)
 	}
@@ -251,4 +257,16 @@ func stateParts(snap orchestrator.Snapshot, now time.Time, version, workflowPath
 		Candidates: snap.Candidates,
 	}
 	return head, tail
+}
+
+// clusterOf is the cluster object of the state: v with [] for no daemons or leases,
+// never null. v is a copy; the snapshot's slices are shared, not changed.
+func clusterOf(v orchestrator.ClusterView) *orchestrator.ClusterView {
+	if v.Daemons == nil {
+		v.Daemons = []orchestrator.ClusterDaemon{}
+	}
+	if v.Leases == nil {
+		v.Leases = []orchestrator.ClusterLease{}
+	}
+	return &v
 }

@@ -215,3 +215,73 @@ func TestState_SaysWhetherAgentsAreConfined(t *testing.T) {
 		t.Errorf("a confining daemon's state:\n%s", body)
 	}
 }
+
+// threeDaemons is a cluster of three daemons seen from build-1's: build-2 polls the
+// tracker, build-3's heartbeat lapsed. build-1 runs PROJ-1 and PROJ-2, build-2 runs
+// PROJ-9 and keeps PROJ-3's lease for its retry.
+func threeDaemons() orchestrator.ClusterView {
+	daemon := func(id, host string, pid, running int, alive bool) orchestrator.ClusterDaemon {
+		d := orchestrator.ClusterDaemon{ID: id, Host: host, PID: pid, Started: t0.Add(-time.Hour), Expires: t0.Add(20 * time.Second),
+			Alive: alive, Running: running, MaxAgents: 4}
+		if !alive {
+			d.Expires = t0.Add(-40 * time.Second)
+		}
+		return d
+	}
+	lease := func(n int, daemon string, running bool) orchestrator.ClusterLease {
+		return orchestrator.ClusterLease{IssueID: "id-" + itoa(n), Identifier: "PROJ-" + itoa(n), Daemon: daemon,
+			Running: running, Expires: t0.Add(25 * time.Second)}
+	}
+	return orchestrator.ClusterView{
+		Self: "build-1-4100-a1b2", Leader: "build-2-5200-c3d4",
+		Daemons: []orchestrator.ClusterDaemon{
+			daemon("build-1-4100-a1b2", "build-1", 4100, 2, true),
+			daemon("build-2-5200-c3d4", "build-2", 5200, 1, true),
+			daemon("build-3-6300-e5f6", "build-3", 6300, 0, false),
+		},
+		Leases: []orchestrator.ClusterLease{
+			lease(1, "build-1-4100-a1b2", true), lease(2, "build-1-4100-a1b2", true),
+			lease(9, "build-2-5200-c3d4", true), lease(3, "build-2-5200-c3d4", false),
+		},
+		At: t0.Add(-3 * time.Second),
+	}
+}
+
+func TestState_ClusterIsPresentOnlyInACluster(t *testing.T) {
+	f := newFixture(t, nil)
+	body := f.get(t, "/api/v1/state").Body.String()
+	if strings.Contains(body, `"cluster"`) {
+		t.Errorf("a lone daemon's state has a cluster:\n%s", body)
+	}
+
+	want := threeDaemons()
+	want.Error = "renewing the leases: connection refused"
+	f.sched.set(func(s *orchestrator.Snapshot) { s.Cluster = &want })
+	w := f.get(t, "/api/v1/state")
+	var got stateBody
+	decode(t, w, &got)
+	if got.Cluster == nil {
+		t.Fatalf("a clustered daemon's state has no cluster:\n%s", w.Body)
+	}
+	if !reflect.DeepEqual(*got.Cluster, want) {
+		t.Errorf("cluster = %+v,\nwant %+v", *got.Cluster, want)
+	}
+	for _, field := range []string{`"self":"build-1-4100-a1b2"`, `"leader":"build-2-5200-c3d4"`, `"max_concurrent_agents":4`,
+		`"alive":false`, `"issue_identifier":"PROJ-3","daemon":"build-2-5200-c3d4","running":false`, `"at":"2026-04-02T09:29:57Z"`,
+		`"error":"renewing the leases: connection refused"`} {
+		if !strings.Contains(w.Body.String(), field) {
+			t.Errorf("cluster lacks %s:\n%s", field, w.Body)
+		}
+	}
+}
+
+func TestState_ClusterWithoutDaemonsOrLeasesHasEmptyLists(t *testing.T) {
+	f := newFixture(t, nil)
+	f.sched.set(func(s *orchestrator.Snapshot) {
+		s.Cluster = &orchestrator.ClusterView{Self: "build-1-4100-a1b2", At: t0}
+	})
+	body := f.get(t, "/api/v1/state").Body.String()
+	if !strings.Contains(body, `"cluster":{"self":"build-1-4100-a1b2","daemons":[],"leases":[],"at":"2026-04-02T09:30:00Z"}`) {
+		t.Errorf("state lacks a cluster with empty lists and no leader or error:\n%s", body)
+	}
+}

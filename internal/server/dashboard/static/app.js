@@ -126,6 +126,14 @@ function main() {
         (s.not_confined ? ` (${s.not_confined}). ` : '. '),
         el('span', { class: 'muted' }, 'See "Confinement" in docs/security.md.'));
     } else banners.clear('confine');
+    // The cluster's view is as old as its last good renewal; a daemon that cannot
+    // renew for a whole lease stops its agents (docs/cluster.md).
+    if (s.cluster?.error) {
+      banners.set('cluster', 'warn', el('strong', {}, 'This daemon could not renew its leases or read the cluster: '),
+        s.cluster.error,
+        el('span', { class: 'muted' }, '. If it cannot renew them for a whole cluster.lease_ms, it stops its agents, ' +
+          'since other daemons may take its issues over. See docs/cluster.md.'));
+    } else banners.clear('cluster');
     if (s.last_poll_ok === false && s.last_error) {
       banners.set('poll', 'warn', el('strong', {}, 'The last tracker poll failed: '), s.last_error);
     } else banners.clear('poll');

@@ -1,5 +1,6 @@
 // The overview page (/): counters, running sessions with their live events, the
-// retry queue, issues awaiting input, held issues, usage over time and run history.
+// retry queue, issues awaiting input, held issues, the cluster of daemons (when there
+// is one), usage over time and run history.
 
 import { el, setText, issueLink, badge, table, fmtTokens, fmtInt, fmtCost, fmtDuration, parseTime, timeEl, clip, agoText, tickSince, tickDue } from './dom.js';
 import { getJSON, serverClock, Poller } from './api.js';
@@ -8,6 +9,7 @@ import { SessionCard } from './session.js';
 import { bucketize, usageChart, legend } from './chart.js';
 import { runsTable } from './runs.js';
 import { Answers, checkpointCard } from './checkpoint.js';
+import { ClusterPanel } from './cluster.js';
 
 const FEED_ROWS = 50; // kept per session
 const FEEDS_KEPT = 200; // sessions whose feeds are kept (the newest)
@@ -56,6 +58,8 @@ export function startOverview(main, ctx) {
   const heldBody = el('div', {});
   held.node.append(heldBody);
 
+  const cluster = new ClusterPanel(panel('cluster', 'Cluster'));
+
   const usage = panel('usage', 'Tokens and cost over time');
   const rangeSel = el('select', { 'aria-label': 'time range' },
     ['all', '1h', '24h', '7d'].map((v) => el('option', { value: v }, v === 'all' ? 'all runs' : `last ${v}`)));
@@ -81,7 +85,7 @@ export function startOverview(main, ctx) {
   const totals = el('footer', { class: 'totals muted' });
   main.replaceChildren(cards, running.node,
     el('div', { class: 'queues' }, awaiting.node, retrying.node, held.node),
-    usage.node, history.node, totals);
+    cluster.node, usage.node, history.node, totals);
 
   // Live events, per issue.
   const feeds = new Map();
@@ -135,6 +139,7 @@ export function startOverview(main, ctx) {
     // An issue that waits for an answer is shown once, under Awaiting input.
     const asked = new Set((s.awaiting_input || []).map((q) => q.issue_id));
     renderHeld((s.held || []).filter((h) => !asked.has(h.issue_id)), asked.size);
+    cluster.update(s.cluster);
     renderTotals(s);
 
     // A run that left the running set has ended: its row in history changed.
