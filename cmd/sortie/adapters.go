@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/cluster"
 	"sortie/internal/config"
 	"sortie/internal/metrics"
 	"sortie/internal/orchestrator"
@@ -50,6 +52,19 @@ type adapterSet struct {
 	failedAgent *agentBuild
 	failedErr   error
 	warned      string // the restart-only settings last warned about
+
+	// cluster, when the daemon shares a PostgreSQL store, makes one daemon at a time
+	// poll the tracker (cluster.Tracker); interval is polling.interval in force.
+	cluster  *cluster.Cluster
+	interval func() time.Duration
+}
+
+// wrap is t as the orchestrator sees it: counted, and polled by one daemon of a cluster.
+func (b *adapterSet) wrap(t tracker.Tracker) tracker.Tracker {
+	if b.cluster == nil {
+		return t
+	}
+	return b.cluster.Tracker(t, b.interval)
 }
 
 // agentBuild is what an agent adapter is built and checked from.
@@ -114,7 +129,7 @@ func (b *adapterSet) build(cfg *config.Config) error {
 		if err != nil {
 			return fmt.Errorf("tracker: %w", err)
 		}
-		raw, next.Tracker = t, b.mets.Tracker(t)
+		raw, next.Tracker = t, b.wrap(b.mets.Tracker(t))
 	}
 	ab := agentBuild{cfg: b.agentConfig(cfg), local: len(cfg.Worker.SSHHosts) == 0}
 	// The agent is rebuilt when its configuration changed, and checked again when it

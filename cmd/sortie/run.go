@@ -32,7 +32,6 @@ import (
 	"sortie/internal/server"
 	"sortie/internal/server/agentsock"
 	"sortie/internal/server/dashboard"
-	"sortie/internal/store/sqlite"
 	"sortie/internal/tracker"
 )
 
@@ -146,6 +145,23 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	hub := server.NewHub()
 	adapters.mets = mets
 	mets.SetRateLimits(adapters.rateLimits)
+	st, dbShown, err := openDaemonStore(ctx, cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer st.Close()
+	clu, err := joinCluster(ctx, cfg, logger)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var orchCluster orchestrator.Cluster
+	if clu != nil {
+		defer clu.Close()
+		orchCluster = clu
+		// One daemon at a time polls the tracker; the others read what it found.
+		adapters.cluster = clu
+		adapters.interval = func() time.Duration { return watcher.Current().Polling.Interval }
+	}
 	initial, err := adapters.startUp(cfg)
 	if err != nil {
 		return fail("%v", err)
@@ -154,11 +170,6 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
-	st, err := sqlite.Open(ctx, cfg.DBPath)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer st.Close()
 	wf, err := startWorkflows(ctx, cfg, watcher.Current, st, logger)
 	if err != nil {
 		return fail("%v", err)
@@ -168,7 +179,13 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if wf != nil {
 		wfCaller, checkpoints = wf.eng, st
 	}
-	tools, sock, err := startAgentTools(cfg, watcher.Current, initial.Tracker, st, notifier, wfCaller, mets.NotifyRateLimited)
+	sockBase := cfg.DBPath
+	if clu != nil {
+		// Daemons of a cluster may share a WORKFLOW.md directory, and so a db_path:
+		// each has a socket of its own.
+		sockBase += "-" + strconv.Itoa(os.Getpid())
+	}
+	tools, sock, err := startAgentTools(cfg, sockBase, watcher.Current, initial.Tracker, st, notifier, wfCaller, mets.NotifyRateLimited)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -203,6 +220,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		AgentVersion:  initial.AgentVersion,
 		Adapters:      adapters.current,
 		Store:         st,
+		Cluster:       orchCluster,
 		Logger:        logger,
 		Environ:       os.Environ(),
 		ExitWhenIdle:  f.exitWhenIdle,
@@ -227,13 +245,19 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	tools.svc.Refresh = func() { orch.Refresh() }
 	tools.svc.AgentMoved = orch.AgentMoved
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
-		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", cfg.DBPath, "pid", os.Getpid(),
+		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", dbShown, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
 	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, adapters.rateLimits, logger, stderr)
 	if err != nil {
 		return fail("%v", err)
 	}
 	stopView := view.start(ctx, orch)
+	if clu != nil {
+		// The others' changes (a new poll, a freed slot, a lifted hold) refresh at once.
+		lctx, stopListen := context.WithCancel(ctx)
+		defer stopListen()
+		go clu.Listen(lctx, func(string) { orch.Refresh() })
+	}
 	err = orch.Run(ctx)
 	stopView()
 	srvDone()
@@ -461,9 +485,9 @@ func agentRunAs(cfg *config.Config, workflowPath, exe string, sock *agentsock.Se
 // the workflow tools (workflows.dir), which are then offered to every session that
 // reaches the socket. rateLimited counts the notify_operator calls its rate limit
 // refuses, by scope (the metrics).
-func startAgentTools(cfg *config.Config, current func() *config.Config, trk tracker.Tracker, history orchestrator.RunReader,
+func startAgentTools(cfg *config.Config, sockBase string, current func() *config.Config, trk tracker.Tracker, history orchestrator.RunReader,
 	n *notify.Notifier, wf orchestrator.WorkflowCaller, rateLimited func(scope string)) (agentTools, *agentsock.Server, error) {
-	dbPath, err := filepath.Abs(cfg.DBPath)
+	dbPath, err := filepath.Abs(sockBase)
 	if err != nil {
 		return agentTools{}, nil, err
 	}
@@ -526,7 +550,7 @@ func alertEvent(e string) string {
 // explicitly; the default port being busy (another daemon on this machine) only costs
 // this daemon its server, with a warning.
 func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow string, orch *orchestrator.Orchestrator,
-	st *sqlite.Store, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit, log *slog.Logger, stderr io.Writer) (func(), error) {
+	st daemonStore, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit, log *slog.Logger, stderr io.Writer) (func(), error) {
 	host, port := pick(f.host, cfg.Server.Host), cfg.Server.Port
 	explicit := cfg.Server.PortSet
 	if f.port >= 0 {

@@ -16,7 +16,6 @@ import (
 
 	"sortie/internal/config"
 	"sortie/internal/store"
-	"sortie/internal/store/sqlite"
 )
 
 // statusReport is what `sortie status` shows, from the daemon's API or, when no daemon
@@ -245,7 +244,7 @@ func apiHost(host string) string {
 
 // statusFromDB reads what a stopped (or API-less) daemon left in its database.
 func statusFromDB(ctx context.Context, cfg *config.Config) (statusReport, error) {
-	st, err := sqlite.OpenReadOnly(ctx, cfg.DBPath)
+	st, err := openStoreReader(ctx, cfg)
 	if err != nil {
 		return statusReport{}, err
 	}

@@ -11,14 +11,18 @@ import (
 
 	"sortie/internal/config"
 	"sortie/internal/prompt"
+	"sortie/internal/store/postgres"
 	"sortie/internal/tracker"
 	"sortie/internal/workflow"
 )
 
 // validation is the JSON form of `sortie validate --format json`.
 type validation struct {
-	Valid    bool             `json:"valid"`
-	Path     string           `json:"path"`
+	Valid bool   `json:"valid"`
+	Path  string `json:"path"`
+	// Database is the store the daemon would open: the SQLite path, or the PostgreSQL
+	// URL with its password replaced.
+	Database string           `json:"database,omitempty"`
 	Errors   []config.Problem `json:"errors"`
 	Warnings []config.Problem `json:"warnings"`
 }
@@ -55,8 +59,22 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 			problems = append(problems, trackerProblem(err))
 		}
 		problems = append(problems, libraryProblems(cfg.Workflows)...)
+		if cfg.Cluster.Enabled() {
+			// What the driver itself makes of the URL, without connecting; its
+			// message never holds the password.
+			if err := postgres.CheckURL(cfg.Cluster.DatabaseURL); err != nil {
+				problems = append(problems, config.Problem{Severity: config.SeverityError, Check: "database_url", Field: "database_url",
+					Message: strings.TrimPrefix(err.Error(), "store: ")})
+			}
+		}
 	}
 	v := validation{Path: path, Errors: []config.Problem{}, Warnings: []config.Problem{}}
+	if cfg != nil {
+		v.Database = cfg.DBPath
+		if cfg.Cluster.Enabled() {
+			v.Database = "PostgreSQL " + postgres.Redact(cfg.Cluster.DatabaseURL)
+		}
+	}
 	for _, p := range problems {
 		if p.Severity == "warning" {
 			v.Warnings = append(v.Warnings, p)
@@ -79,6 +97,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		}
 		if v.Valid {
 			fmt.Fprintf(stdout, "%s is valid (%d warnings)\n", path, len(v.Warnings))
+			if cfg.Cluster.Enabled() {
+				fmt.Fprintf(stdout, "database: %s\n", v.Database)
+			}
 		} else {
 			fmt.Fprintf(stdout, "%s is invalid: %d errors, %d warnings\n", path, len(v.Errors), len(v.Warnings))
 		}

@@ -351,3 +351,34 @@ func TestValidate_TrackerExamples(t *testing.T) {
 		}
 	}
 }
+
+// A PostgreSQL URL is checked, and shown, without its password: in text, in JSON, in
+// problems.
+func TestValidate_DatabaseURLNeverShowsItsPassword(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "issues.json", "[]")
+	body := "---\ntracker: {kind: file, path: issues.json, active_states: [Todo]}\nagent: {kind: mock}\ndatabase_url: $PG_URL\n---\nDo {{ .issue.title }}.\n"
+	wf := writeFile(t, dir, "WORKFLOW.md", body)
+	for _, tt := range []struct {
+		name, url string
+		code      int
+		want      string
+	}{
+		{"good", "postgres://sortie:hunter2pw@db.internal:5432/sortie?sslmode=disable", exitOK, "PostgreSQL postgres://sortie:xxxxx@db.internal:5432/sortie"},
+		{"bad sslmode", "postgres://sortie:hunter2pw@db.internal/sortie?sslmode=sometimes", exitFailure, "database_url"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := testEnv(t.TempDir(), "PG_URL="+tt.url)
+			for _, args := range [][]string{{"validate", wf}, {"validate", "--format", "json", wf}} {
+				r := runSortie(t, "", env, args...)
+				if r.code != tt.code || !strings.Contains(r.stdout+r.stderr, tt.want) {
+					t.Errorf("%v: want exit %d and %q, got:\n%s", args, tt.code, tt.want, r)
+				}
+				if strings.Contains(r.stdout+r.stderr, "hunter2pw") {
+					t.Errorf("%v printed the password:\n%s", args, r)
+				}
+			}
+		})
+	}
+}

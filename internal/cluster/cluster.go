@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,9 +60,6 @@ type Cluster struct {
 
 	view    atomic.Pointer[orchestrator.ClusterView]
 	leading atomic.Bool
-
-	mu       sync.Mutex
-	onChange func() // called when another daemon notifies; set by Listen
 }
 
 var _ orchestrator.Cluster = (*Cluster)(nil)
@@ -96,7 +92,7 @@ func Join(ctx context.Context, o Options) (*Cluster, error) {
 		pool.Close()
 		return nil, fmt.Errorf("cluster: joining (is the database at schema 002? the store migrates it first): %w", err)
 	}
-	c.view.Store(&orchestrator.ClusterView{Self: c.id})
+	c.view.Store(&orchestrator.ClusterView{Self: c.id, At: time.Now()})
 	return c, nil
 }
 
@@ -334,9 +330,14 @@ func (c *Cluster) Changed(ctx context.Context, what string) {
 // Listen calls onChange whenever another daemon notifies a change, until ctx ends,
 // reconnecting after an error. Run it on its own goroutine.
 func (c *Cluster) Listen(ctx context.Context, onChange func(what string)) {
+	c.listen(ctx, onChange, nil)
+}
+
+// listen is Listen; ready, when not nil, is closed once the first LISTEN is in place.
+func (c *Cluster) listen(ctx context.Context, onChange func(what string), ready chan struct{}) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := c.listenOnce(ctx, onChange)
+		err := c.listenOnce(ctx, onChange, &ready)
 		if ctx.Err() != nil {
 			return
 		}
@@ -350,18 +351,23 @@ func (c *Cluster) Listen(ctx context.Context, onChange func(what string)) {
 	}
 }
 
-func (c *Cluster) listenOnce(ctx context.Context, onChange func(string)) error {
+func (c *Cluster) listenOnce(ctx context.Context, onChange func(string), ready *chan struct{}) error {
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	// The connection carries a LISTEN: it never goes back to the pool.
-	defer conn.Hijack().Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
+	if *ready != nil {
+		close(*ready)
+		*ready = nil
+	}
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := pc.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}

@@ -29,16 +29,20 @@ func (c ClusterConfig) Enabled() bool { return c.DatabaseURL != "" }
 // Redacted is DatabaseURL with its password replaced, for messages.
 func (c ClusterConfig) Redacted() string { return RedactURL(c.DatabaseURL) }
 
-// RedactURL replaces the password of a URL, in its user part or a password=
-// parameter, with xxxxx; a string that does not parse as a URL is replaced whole,
-// since it cannot be told where its password is.
+// RedactURL replaces the password of a URL, in its user part or a password= or
+// sslpassword= parameter, with xxxxx; a string that does not parse as a URL is
+// replaced whole, since it cannot be told where its password is.
 func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
 		return "(unparseable URL)"
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
+	if q := u.Query(); q.Has("password") || q.Has("sslpassword") {
+		for _, k := range []string{"password", "sslpassword"} {
+			if q.Has(k) {
+				q.Set(k, "xxxxx")
+			}
+		}
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/sqlrow"
 )
 
 const sqlInsertEvent = `INSERT INTO run_events (run_id, time_ms, type, message) VALUES (?, ?, ?, ?)`
@@ -46,7 +47,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 	ins := tx.StmtContext(ctx, s.stmtInsertEvent)
 	for _, e := range events {
 		e = e.Bounded()
-		_, err := ins.ExecContext(ctx, runID, toMS(e.Time), e.Type, e.Message)
+		_, err := ins.ExecContext(ctx, runID, sqlrow.MS(e.Time), e.Type, e.Message)
 		if err != nil {
 			return fmt.Errorf("store: %s: %w", op, err)
 		}
@@ -80,7 +81,7 @@ func (s *Store) RunEvents(ctx context.Context, runID int64, limit int) ([]store.
 		if err := rows.Scan(&t, &e.Type, &e.Message); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
-		e.Time = fromMS(t)
+		e.Time = sqlrow.Time(t)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

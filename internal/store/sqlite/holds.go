@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/sqlrow"
 )
 
 // SaveHold implements store.Store.
@@ -22,7 +23,7 @@ func (s *Store) SaveHold(ctx context.Context, h store.Hold) error {
 			message = excluded.message, state = excluded.state, issue_updated_at = excluded.issue_updated_at,
 			since_ms = excluded.since_ms`,
 		h.IssueID, h.Identifier, h.Reason, store.Truncate(h.Message, store.MaxRunErrorBytes), h.State,
-		h.IssueUpdatedAt, toMS(h.Since))
+		h.IssueUpdatedAt, sqlrow.MS(h.Since))
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -57,7 +58,7 @@ func (s *Store) LoadHolds(ctx context.Context) ([]store.Hold, error) {
 		if err := rows.Scan(&h.IssueID, &h.Identifier, &h.Reason, &h.Message, &h.State, &h.IssueUpdatedAt, &since); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
-		h.Since = fromMS(since)
+		h.Since = sqlrow.Time(since)
 		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {

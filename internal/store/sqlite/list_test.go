@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/sqlrow"
 )
 
 // TestListRuns_UsesAnIndex checks that no combination of ListRuns selectors scans the
@@ -45,7 +46,7 @@ func TestListRuns_UsesAnIndex(t *testing.T) {
 			t.Errorf("%s: plan scans the table: %s", tt.name, plan)
 		}
 	}
-	plan := queryPlan(t, s, `SELECT `+runColumns+` FROM runs WHERE identifier = ? ORDER BY id DESC LIMIT ?`, "PROJ-1", 20)
+	plan := queryPlan(t, s, `SELECT `+sqlrow.RunColumns+` FROM runs WHERE identifier = ? ORDER BY id DESC LIMIT ?`, "PROJ-1", 20)
 	if !strings.Contains(plan, "runs_identifier") || strings.Contains(plan, "TEMP B-TREE") {
 		t.Errorf("RunsForIdentifier plan = %s, want a search of runs_identifier without a sort", plan)
 	}

@@ -5,14 +5,12 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"regexp"
-	"strconv"
 	"sync"
 	"time"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/migration"
+	"sortie/internal/store/internal/sqlrow"
 )
 
 // applicationID marks a database file as a sortie store (PRAGMA application_id), so Open
@@ -23,47 +21,8 @@ const applicationID = 0x534F5254 // "SORT"
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one embedded schema change: migrations/NNN_name.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-var migrationName = regexp.MustCompile(`^([0-9]{3})_([a-z0-9_]+)\.sql$`)
-
-// loadMigrations parses the migrations in fsys, which must be numbered 001, 002, …
-// without gaps.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	files, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, f := range files { // Glob returns names sorted
-		base := path.Base(f)
-		m := migrationName.FindStringSubmatch(base)
-		if m == nil {
-			return nil, fmt.Errorf("migration %s: name must be NNN_name.sql", base)
-		}
-		v, _ := strconv.Atoi(m[1])
-		if v != len(ms)+1 {
-			return nil, fmt.Errorf("migration %s: want version %03d next (versions start at 001 and have no gaps)", base, len(ms)+1)
-		}
-		b, err := fs.ReadFile(fsys, f)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: m[2], sql: string(b)})
-	}
-	if len(ms) == 0 {
-		return nil, fmt.Errorf("no migrations")
-	}
-	return ms, nil
-}
-
-var embeddedMigrations = sync.OnceValues(func() ([]migration, error) {
-	return loadMigrations(migrationFiles)
+var embeddedMigrations = sync.OnceValues(func() ([]migration.Migration, error) {
+	return migration.Load(migrationFiles)
 })
 
 // minReadableSchema is the oldest schema version OpenReadOnly accepts: the one the
@@ -133,7 +92,7 @@ func (st schemaState) checkOwner(shown string) error {
 
 // migrate brings the database up to the newest of ms, one transaction per migration,
 // and returns the resulting version. It refuses a database newer than ms.
-func migrate(ctx context.Context, db *sql.DB, shown string, ms []migration) (int, error) {
+func migrate(ctx context.Context, db *sql.DB, shown string, ms []migration.Migration) (int, error) {
 	st, err := readSchemaState(ctx, db)
 	if err != nil {
 		return 0, fmt.Errorf("store: %s: %w", shown, err)
@@ -146,14 +105,14 @@ func migrate(ctx context.Context, db *sql.DB, shown string, ms []migration) (int
 	}
 	for _, m := range ms[st.version:] {
 		if err := applyMigration(ctx, db, m); err != nil {
-			return st.version, fmt.Errorf("store: %s: migration %03d_%s: %w", shown, m.version, m.name, err)
+			return st.version, fmt.Errorf("store: %s: migration %03d_%s: %w", shown, m.Version, m.Name, err)
 		}
-		st.version = m.version
+		st.version = m.Version
 	}
 	return st.version, nil
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
+func applyMigration(ctx context.Context, db *sql.DB, m migration.Migration) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -169,7 +128,7 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 			name          TEXT    NOT NULL,
 			applied_at_ms INTEGER NOT NULL
 		)`,
-		m.sql, // the driver runs every statement of the file
+		m.SQL, // the driver runs every statement of the file
 	}
 	for _, q := range stmts {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
@@ -177,7 +136,7 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)`,
-		m.version, m.name, toMS(time.Now())); err != nil {
+		m.Version, m.Name, sqlrow.MS(time.Now())); err != nil {
 		return err
 	}
 	return tx.Commit()

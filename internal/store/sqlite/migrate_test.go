@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/migration"
 )
 
 func TestOpen_MigratesEmptyDatabase(t *testing.T) {
@@ -170,7 +171,7 @@ func TestMigrate_EachMigrationInItsOwnTransaction(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			ms, err := loadMigrations(tt.files)
+			ms, err := migration.Load(tt.files)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +198,7 @@ func TestMigrate_EachMigrationInItsOwnTransaction(t *testing.T) {
 				t.Errorf("application_id after a failed first migration = %#x, want 0 so the file still counts as empty", st.appID)
 			}
 			// Fixed migrations then apply cleanly.
-			fixed, _ := loadMigrations(fstest.MapFS{"migrations/001_a.sql": good1})
+			fixed, _ := migration.Load(fstest.MapFS{"migrations/001_a.sql": good1})
 			if tt.wantVersion == 0 {
 				if _, err := migrate(ctx, db, "m.db", fixed); err != nil {
 					t.Fatalf("migrate after a failed first migration: %v", err)
@@ -207,34 +208,7 @@ func TestMigrate_EachMigrationInItsOwnTransaction(t *testing.T) {
 	}
 }
 
-func TestLoadMigrations(t *testing.T) {
-	f := &fstest.MapFile{Data: []byte(`SELECT 1;`)}
-	tests := []struct {
-		name    string
-		files   fstest.MapFS
-		want    int
-		wantErr string
-	}{
-		{"two in order", fstest.MapFS{"migrations/002_b.sql": f, "migrations/001_a.sql": f}, 2, ""},
-		{"gap", fstest.MapFS{"migrations/001_a.sql": f, "migrations/003_c.sql": f}, 0, "want version 002"},
-		{"does not start at 001", fstest.MapFS{"migrations/002_b.sql": f}, 0, "want version 001"},
-		{"bad name", fstest.MapFS{"migrations/1_a.sql": f}, 0, "NNN_name.sql"},
-		{"none", fstest.MapFS{}, 0, "no migrations"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ms, err := loadMigrations(tt.files)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("loadMigrations = %v, want error containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || len(ms) != tt.want {
-				t.Fatalf("loadMigrations = %d, %v; want %d", len(ms), err, tt.want)
-			}
-		})
-	}
+func TestEmbeddedMigrations(t *testing.T) {
 	if _, err := embeddedMigrations(); err != nil || SchemaVersion() < 1 {
 		t.Fatalf("embedded migrations: version %d, %v", SchemaVersion(), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/sqlrow"
 )
 
 // SaveRetry implements store.Store.
@@ -21,7 +22,7 @@ func (s *Store) SaveRetry(ctx context.Context, r store.Retry) error {
 		ON CONFLICT (issue_id) DO UPDATE SET identifier = excluded.identifier, attempt = excluded.attempt,
 			due_at_ms = excluded.due_at_ms, kind = excluded.kind, error = excluded.error,
 			session_id = excluded.session_id, ssh_host = excluded.ssh_host`,
-		r.IssueID, r.Identifier, r.Attempt, toMS(r.DueAt), string(r.Kind),
+		r.IssueID, r.Identifier, r.Attempt, sqlrow.MS(r.DueAt), string(r.Kind),
 		store.Truncate(r.Error, store.MaxRunErrorBytes), r.SessionID, r.SSHHost)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
@@ -58,7 +59,7 @@ func (s *Store) LoadRetries(ctx context.Context) ([]store.Retry, error) {
 		if err := rows.Scan(&r.IssueID, &r.Identifier, &r.Attempt, &due, &kind, &r.Error, &r.SessionID, &r.SSHHost); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
-		r.DueAt = fromMS(due)
+		r.DueAt = sqlrow.Time(due)
 		r.Kind = store.RetryKind(kind)
 		out = append(out, r)
 	}

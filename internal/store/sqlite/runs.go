@@ -8,12 +8,8 @@ import (
 	"strings"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/sqlrow"
 )
-
-const runColumns = `id, issue_id, identifier, attempt, agent_kind, workspace, ssh_host,
-	workflow_path, status, started_at_ms, ended_at_ms, error, pid, pgid, cli_version,
-	session_id, model, turns, input_tokens, output_tokens, total_tokens, cache_read_tokens,
-	cost_usd, daemon_host, daemon_pid, remote_pgid`
 
 // Counters only move forward (max), so a late or reordered update cannot lose spend.
 // max(a, b) is SQLite's scalar max; PostgreSQL spells it GREATEST.
@@ -44,7 +40,7 @@ func (s *Store) StartRun(ctx context.Context, r store.Run) (int64, error) {
 		session_id, daemon_host, daemon_pid)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		r.IssueID, r.Identifier, r.Attempt, r.AgentKind, r.Workspace, r.SSHHost, r.WorkflowPath,
-		toMS(r.StartedAt), toMS(s.now()), r.PID, r.PGID, r.CLIVersion, r.SessionID, s.host, s.pid,
+		sqlrow.MS(r.StartedAt), sqlrow.MS(s.now()), r.PID, r.PGID, r.CLIVersion, r.SessionID, s.host, s.pid,
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: start run for issue %q: %w", r.IssueID, err)
@@ -61,7 +57,7 @@ func (s *Store) UpdateRunProcess(ctx context.Context, id int64, p store.Process)
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET pid = ?, pgid = ?, remote_pgid = ?,
 		cli_version = COALESCE(NULLIF(?, ''), cli_version), updated_at_ms = ?
 		WHERE id = ? AND status = 'running'`,
-		p.PID, p.PGID, p.RemotePGID, p.CLIVersion, toMS(s.now()), id)
+		p.PID, p.PGID, p.RemotePGID, p.CLIVersion, sqlrow.MS(s.now()), id)
 	return s.checkRunUpdated(ctx, op, id, res, err)
 }
 
@@ -71,7 +67,7 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id int64, p store.Progres
 	if s.readOnly { // the hot path formats nothing unless it fails
 		return s.writable(fmt.Sprintf(op, id))
 	}
-	args := append(progressArgs(p), toMS(s.now()), id)
+	args := append(progressArgs(p), sqlrow.MS(s.now()), id)
 	res, err := s.stmtProgress.ExecContext(ctx, args...)
 	return s.checkRunUpdated(ctx, op, id, res, err)
 }
@@ -85,9 +81,9 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	if err := end.Validate(); err != nil {
 		return fmt.Errorf("store: "+op+": %w", id, err)
 	}
-	args := []any{string(end.Status), store.Truncate(end.Error, store.MaxRunErrorBytes), toMS(end.EndedAt)}
+	args := []any{string(end.Status), store.Truncate(end.Error, store.MaxRunErrorBytes), sqlrow.MS(end.EndedAt)}
 	args = append(args, progressArgs(end.Progress)...)
-	args = append(args, toMS(s.now()), id)
+	args = append(args, sqlrow.MS(s.now()), id)
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, ended_at_ms = ?, `+progressSet+`,
 		updated_at_ms = ? WHERE id = ? AND status = 'running'`, args...)
 	return s.checkRunUpdated(ctx, op, id, res, err)
@@ -156,7 +152,7 @@ func (s *Store) MarkInterrupted(ctx context.Context, ids []int64) error {
 // running row it finds at startup belongs to a daemon that is gone.
 func (s *Store) RunsInProgress(ctx context.Context) ([]store.Run, error) {
 	return s.queryRuns(ctx, "list runs in progress",
-		`SELECT `+runColumns+` FROM runs WHERE status = 'running' ORDER BY id`)
+		`SELECT `+sqlrow.RunColumns+` FROM runs WHERE status = 'running' ORDER BY id`)
 }
 
 // RecentRuns implements store.Reader.
@@ -165,7 +161,7 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]store.Run, error) 
 	if err := store.CheckLimit(op, limit); err != nil {
 		return nil, err
 	}
-	return s.queryRuns(ctx, op, `SELECT `+runColumns+` FROM runs ORDER BY id DESC LIMIT ?`, limit)
+	return s.queryRuns(ctx, op, `SELECT `+sqlrow.RunColumns+` FROM runs ORDER BY id DESC LIMIT ?`, limit)
 }
 
 // RunsForIssue implements store.Reader.
@@ -175,7 +171,7 @@ func (s *Store) RunsForIssue(ctx context.Context, issueID string, limit int) ([]
 		return nil, err
 	}
 	return s.queryRuns(ctx, op,
-		`SELECT `+runColumns+` FROM runs WHERE issue_id = ? ORDER BY id DESC LIMIT ?`, issueID, limit)
+		`SELECT `+sqlrow.RunColumns+` FROM runs WHERE issue_id = ? ORDER BY id DESC LIMIT ?`, issueID, limit)
 }
 
 // RunsForIdentifier implements store.Reader, on the runs_identifier index.
@@ -185,7 +181,7 @@ func (s *Store) RunsForIdentifier(ctx context.Context, identifier string, limit 
 		return nil, err
 	}
 	return s.queryRuns(ctx, op,
-		`SELECT `+runColumns+` FROM runs WHERE identifier = ? ORDER BY id DESC LIMIT ?`, identifier, limit)
+		`SELECT `+sqlrow.RunColumns+` FROM runs WHERE identifier = ? ORDER BY id DESC LIMIT ?`, identifier, limit)
 }
 
 // ListRuns implements store.Reader. The WHERE clause holds only the selectors f sets,
@@ -202,7 +198,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 
 // listRunsQuery builds ListRuns' statement for f.
 func listRunsQuery(f store.RunFilter) (string, []any) {
-	q := `SELECT ` + runColumns + ` FROM runs`
+	q := `SELECT ` + sqlrow.RunColumns + ` FROM runs`
 	if f.Identifier != "" {
 		// An issue has few runs, so its identifier is the selective term even with a
 		// status too; without statistics SQLite would walk runs_status instead.
@@ -244,22 +240,10 @@ func (s *Store) queryRuns(ctx context.Context, op, query string, args ...any) ([
 	defer rows.Close()
 	var runs []store.Run
 	for rows.Next() {
-		var (
-			r       store.Run
-			status  string
-			started int64
-			ended   sql.NullInt64
-		)
-		err := rows.Scan(&r.ID, &r.IssueID, &r.Identifier, &r.Attempt, &r.AgentKind, &r.Workspace,
-			&r.SSHHost, &r.WorkflowPath, &status, &started, &ended, &r.Error, &r.PID, &r.PGID,
-			&r.CLIVersion, &r.SessionID, &r.Model, &r.Turns, &r.Tokens.Input, &r.Tokens.Output,
-			&r.Tokens.Total, &r.Tokens.CacheRead, &r.CostUSD, &r.DaemonHost, &r.DaemonPID, &r.RemotePGID)
+		r, err := sqlrow.ScanRun(rows)
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
-		r.Status = store.RunStatus(status)
-		r.StartedAt = fromMS(started)
-		r.EndedAt = fromNullMS(ended)
 		runs = append(runs, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/sqlrow"
 )
 
 // SaveSession implements store.Store. UpdatedAt is set to the store's clock.
@@ -22,7 +23,7 @@ func (s *Store) SaveSession(ctx context.Context, se store.Session) error {
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (issue_id) DO UPDATE SET session_id = excluded.session_id, agent_kind = excluded.agent_kind,
 			workspace = excluded.workspace, updated_at_ms = excluded.updated_at_ms`,
-		se.IssueID, se.SessionID, se.AgentKind, se.Workspace, toMS(s.now()))
+		se.IssueID, se.SessionID, se.AgentKind, se.Workspace, sqlrow.MS(s.now()))
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -41,7 +42,7 @@ func (s *Store) LoadSession(ctx context.Context, issueID string) (store.Session,
 	if err != nil {
 		return store.Session{}, false, fmt.Errorf("store: load session of issue %q: %w", issueID, err)
 	}
-	se.UpdatedAt = fromMS(updated)
+	se.UpdatedAt = sqlrow.Time(updated)
 	return se, true, nil
 }
 

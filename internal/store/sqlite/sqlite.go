@@ -19,6 +19,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/migration"
 )
 
 // busyTimeout is how long a statement waits for a lock held by another connection
@@ -81,7 +82,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) open(ctx context.Context, abs string, ms []migration) error {
+func (s *Store) open(ctx context.Context, abs string, ms []migration.Migration) error {
 	var err error
 	s.w, err = sql.Open("sqlite", dsn(abs,
 		"_pragma=busy_timeout("+fmt.Sprint(busyTimeout.Milliseconds())+")",
@@ -253,22 +254,4 @@ func (s *Store) writable(op string) error {
 		return fmt.Errorf("store: %s: %w (%s was opened read-only)", op, store.ErrReadOnly, s.shown)
 	}
 	return nil
-}
-
-// Times are stored as integer milliseconds since the Unix epoch, UTC: they sort and
-// subtract the same way in SQLite and PostgreSQL.
-func toMS(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMS(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-
-// toNullMS stores a zero time as NULL.
-func toNullMS(t time.Time) sql.NullInt64 {
-	return sql.NullInt64{Int64: toMS(t), Valid: !t.IsZero()}
-}
-
-func fromNullMS(ms sql.NullInt64) time.Time {
-	if !ms.Valid {
-		return time.Time{}
-	}
-	return fromMS(ms.Int64)
 }

@@ -9,16 +9,10 @@ import (
 	"time"
 
 	"sortie/internal/store"
+	"sortie/internal/store/internal/sqlrow"
 )
 
 var _ store.WorkflowStore = (*Store)(nil)
-
-const traceColumns = `id, session_id, span_id, issue_id, run_id, tool, ts_ms, duration_ms, ok,
-	workflow, activity, agent_id, error, warnings, detail`
-
-const checkpointColumns = `id, session_id, issue_id, identifier, run_id, workflow, activity,
-	checkpoint_id, name, message, options, blocking, default_option, auto_advance_ms, conditional,
-	issued_at_ms, answer, answered_by, answer_source, answered_at_ms, resolution, resolved_at_ms`
 
 // sqlTrimTrace deletes every trace event of a session older than its
 // MaxTraceEventsPerSession-th newest (the third argument is MaxTraceEventsPerSession-1),
@@ -40,7 +34,7 @@ func (s *Store) SaveWorkflowSession(ctx context.Context, ws store.WorkflowSessio
 		token, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id) DO UPDATE SET workflow = excluded.workflow, issue_id = excluded.issue_id,
 			identifier = excluded.identifier, token = excluded.token, updated_at_ms = excluded.updated_at_ms`,
-		ws.SessionID, ws.Workflow, ws.IssueID, ws.Identifier, ws.Token, toMS(ws.UpdatedAt))
+		ws.SessionID, ws.Workflow, ws.IssueID, ws.Identifier, ws.Token, sqlrow.MS(ws.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -115,7 +109,7 @@ func (s *Store) EndIssueWorkflows(ctx context.Context, issueID string, at time.T
 	// a row of it that (from an older file) names no issue.
 	for _, sid := range ended {
 		if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
-			WHERE session_id = ? AND resolution = ''`, store.ResolvedAbandoned, toMS(at), sid); err != nil {
+			WHERE session_id = ? AND resolution = ''`, store.ResolvedAbandoned, sqlrow.MS(at), sid); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM workflow_sessions WHERE session_id = ?`, sid); err != nil {
@@ -147,7 +141,7 @@ func (s *Store) LoadWorkflowSessions(ctx context.Context) ([]store.WorkflowSessi
 		if err := rows.Scan(&ws.SessionID, &ws.Workflow, &ws.IssueID, &ws.Identifier, &ws.Token, &updated); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
-		ws.UpdatedAt = fromMS(updated)
+		ws.UpdatedAt = sqlrow.Time(updated)
 		out = append(out, ws)
 	}
 	if err := rows.Err(); err != nil {
@@ -181,7 +175,7 @@ func (s *Store) AppendTraceEvent(ctx context.Context, e store.TraceEvent) (int64
 	err = tx.QueryRowContext(ctx, `INSERT INTO workflow_trace (session_id, span_id, issue_id, run_id, tool,
 		ts_ms, duration_ms, ok, workflow, activity, agent_id, error, warnings, detail)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		e.SessionID, e.SpanID, e.IssueID, e.RunID, e.Tool, toMS(e.TS), e.Duration.Milliseconds(), e.OK,
+		e.SessionID, e.SpanID, e.IssueID, e.RunID, e.Tool, sqlrow.MS(e.TS), e.Duration.Milliseconds(), e.OK,
 		e.Workflow, e.Activity, e.AgentID, e.Error, warnings, e.Detail,
 	).Scan(&id)
 	if err != nil {
@@ -216,8 +210,8 @@ func (s *Store) queryTrace(ctx context.Context, op string, limit int, where stri
 	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
 		return nil, wrapOp(op, err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+traceColumns+` FROM (
-		SELECT `+traceColumns+` FROM workflow_trace WHERE `+where+` ORDER BY id DESC LIMIT ?
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlrow.TraceColumns+` FROM (
+		SELECT `+sqlrow.TraceColumns+` FROM workflow_trace WHERE `+where+` ORDER BY id DESC LIMIT ?
 	) AS newest ORDER BY id`, arg, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
@@ -225,20 +219,9 @@ func (s *Store) queryTrace(ctx context.Context, op string, limit int, where stri
 	defer rows.Close()
 	var out []store.TraceEvent
 	for rows.Next() {
-		var (
-			e            store.TraceEvent
-			ts, duration int64
-			warnings     string
-		)
-		err := rows.Scan(&e.ID, &e.SessionID, &e.SpanID, &e.IssueID, &e.RunID, &e.Tool, &ts, &duration, &e.OK,
-			&e.Workflow, &e.Activity, &e.AgentID, &e.Error, &warnings, &e.Detail)
+		e, err := sqlrow.ScanTrace(rows)
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
-		}
-		e.TS = fromMS(ts)
-		e.Duration = time.Duration(duration) * time.Millisecond
-		if e.Warnings, err = store.UnmarshalList[string](warnings); err != nil {
-			return nil, fmt.Errorf("store: %s: trace event %d: warnings: %w", op, e.ID, err)
 		}
 		out = append(out, e)
 	}
@@ -284,14 +267,14 @@ func (s *Store) ArmCheckpoints(ctx context.Context, sessionID string, cps []stor
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: checkpoint %q: options: %w", op, cp.CheckpointID, err)
 		}
-		row, err := scanCheckpoint(tx.QueryRowContext(ctx, `INSERT INTO checkpoints (session_id, issue_id,
+		row, err := sqlrow.ScanCheckpoint(tx.QueryRowContext(ctx, `INSERT INTO checkpoints (session_id, issue_id,
 			identifier, run_id, workflow, activity, checkpoint_id, name, message, options, blocking,
 			default_option, auto_advance_ms, conditional, issued_at_ms, answer, answered_by, answer_source,
 			answered_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			RETURNING `+checkpointColumns,
+			RETURNING `+sqlrow.CheckpointColumns,
 			sessionID, cp.IssueID, cp.Identifier, cp.RunID, cp.Workflow, cp.Activity, cp.CheckpointID, cp.Name,
 			cp.Message, options, cp.Blocking, cp.DefaultOption, cp.AutoAdvanceMS, cp.Conditional,
-			toMS(cp.IssuedAt), cp.Answer, cp.AnsweredBy, cp.AnswerSource, toNullMS(cp.AnsweredAt)))
+			sqlrow.MS(cp.IssuedAt), cp.Answer, cp.AnsweredBy, cp.AnswerSource, sqlrow.NullMS(cp.AnsweredAt)))
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: checkpoint %q: %w", op, cp.CheckpointID, err)
 		}
@@ -309,22 +292,18 @@ func (s *Store) ArmCheckpoints(ctx context.Context, sessionID string, cps []stor
 func supersedeCheckpoints(ctx context.Context, tx *sql.Tx, sessionID string, resolvedAt time.Time) ([]store.Checkpoint, error) {
 	rows, err := tx.QueryContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
 		WHERE session_id = ? AND resolution = ''
-		RETURNING id, activity, checkpoint_id, answer, answered_by, answer_source, answered_at_ms`,
-		store.ResolvedSuperseded, toMS(resolvedAt), sessionID)
+		RETURNING `+sqlrow.AnswerColumns,
+		store.ResolvedSuperseded, sqlrow.MS(resolvedAt), sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []store.Checkpoint
 	for rows.Next() {
-		var (
-			cp store.Checkpoint
-			at sql.NullInt64
-		)
-		if err := rows.Scan(&cp.ID, &cp.Activity, &cp.CheckpointID, &cp.Answer, &cp.AnsweredBy, &cp.AnswerSource, &at); err != nil {
+		cp, err := sqlrow.ScanAnswer(rows)
+		if err != nil {
 			return nil, err
 		}
-		cp.AnsweredAt = fromNullMS(at)
 		out = append(out, cp)
 	}
 	return out, rows.Err()
@@ -344,7 +323,7 @@ func (s *Store) AnswerCheckpoint(ctx context.Context, a store.CheckpointAnswer) 
 		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
 	}
 	defer tx.Rollback()
-	cp, err := scanCheckpoint(tx.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
+	cp, err := sqlrow.ScanCheckpoint(tx.QueryRowContext(ctx, `SELECT `+sqlrow.CheckpointColumns+` FROM checkpoints
 		WHERE session_id = ? AND checkpoint_id = ? AND resolution = ''`, a.SessionID, a.CheckpointID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Checkpoint{}, fmt.Errorf("store: %s: pending checkpoint %w", op, store.ErrNotFound)
@@ -355,9 +334,9 @@ func (s *Store) AnswerCheckpoint(ctx context.Context, a store.CheckpointAnswer) 
 	if cp.Answered() {
 		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, cp.AlreadyAnswered())
 	}
-	cp, err = scanCheckpoint(tx.QueryRowContext(ctx, `UPDATE checkpoints SET answer = ?, answered_by = ?,
-		answer_source = ?, answered_at_ms = ? WHERE id = ? RETURNING `+checkpointColumns,
-		a.Option, a.By, a.Source, toMS(a.At), cp.ID))
+	cp, err = sqlrow.ScanCheckpoint(tx.QueryRowContext(ctx, `UPDATE checkpoints SET answer = ?, answered_by = ?,
+		answer_source = ?, answered_at_ms = ? WHERE id = ? RETURNING `+sqlrow.CheckpointColumns,
+		a.Option, a.By, a.Source, sqlrow.MS(a.At), cp.ID))
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -377,9 +356,9 @@ func (s *Store) ResolveCheckpoint(ctx context.Context, sessionID, checkpointID, 
 	if err := store.CheckResolution(sessionID, checkpointID, resolution, at); err != nil {
 		return store.Checkpoint{}, fmt.Errorf("store: %s: %w", op, err)
 	}
-	cp, err := scanCheckpoint(s.w.QueryRowContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
-		WHERE session_id = ? AND checkpoint_id = ? AND resolution = '' RETURNING `+checkpointColumns,
-		resolution, toMS(at), sessionID, checkpointID))
+	cp, err := sqlrow.ScanCheckpoint(s.w.QueryRowContext(ctx, `UPDATE checkpoints SET resolution = ?, resolved_at_ms = ?
+		WHERE session_id = ? AND checkpoint_id = ? AND resolution = '' RETURNING `+sqlrow.CheckpointColumns,
+		resolution, sqlrow.MS(at), sessionID, checkpointID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Checkpoint{}, fmt.Errorf("store: %s: pending checkpoint %w", op, store.ErrNotFound)
 	}
@@ -395,7 +374,7 @@ func (s *Store) PendingCheckpoints(ctx context.Context) ([]store.Checkpoint, err
 	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
 		return nil, wrapOp(op, err)
 	}
-	return s.queryCheckpoints(ctx, op, `SELECT `+checkpointColumns+` FROM checkpoints
+	return s.queryCheckpoints(ctx, op, `SELECT `+sqlrow.CheckpointColumns+` FROM checkpoints
 		WHERE resolution = '' ORDER BY issued_at_ms, id`)
 }
 
@@ -408,8 +387,8 @@ func (s *Store) IssueCheckpoints(ctx context.Context, issueID string, limit int)
 	if ok, err := s.workflowTablesExist(ctx); !ok || err != nil {
 		return nil, wrapOp(op, err)
 	}
-	return s.queryCheckpoints(ctx, op, `SELECT `+checkpointColumns+` FROM (
-		SELECT `+checkpointColumns+` FROM checkpoints WHERE issue_id = ? ORDER BY id DESC LIMIT ?
+	return s.queryCheckpoints(ctx, op, `SELECT `+sqlrow.CheckpointColumns+` FROM (
+		SELECT `+sqlrow.CheckpointColumns+` FROM checkpoints WHERE issue_id = ? ORDER BY id DESC LIMIT ?
 	) AS newest ORDER BY id`, issueID, limit)
 }
 
@@ -421,7 +400,7 @@ func (s *Store) queryCheckpoints(ctx context.Context, op, query string, args ...
 	defer rows.Close()
 	var out []store.Checkpoint
 	for rows.Next() {
-		cp, err := scanCheckpoint(rows)
+		cp, err := sqlrow.ScanCheckpoint(rows)
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
@@ -431,32 +410,6 @@ func (s *Store) queryCheckpoints(ctx context.Context, op, query string, args ...
 		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
 	return out, nil
-}
-
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
-
-// scanCheckpoint reads one row of checkpointColumns.
-func scanCheckpoint(sc scanner) (store.Checkpoint, error) {
-	var (
-		cp                 store.Checkpoint
-		options            string
-		issued             int64
-		answered, resolved sql.NullInt64
-	)
-	err := sc.Scan(&cp.ID, &cp.SessionID, &cp.IssueID, &cp.Identifier, &cp.RunID, &cp.Workflow, &cp.Activity,
-		&cp.CheckpointID, &cp.Name, &cp.Message, &options, &cp.Blocking, &cp.DefaultOption, &cp.AutoAdvanceMS,
-		&cp.Conditional, &issued, &cp.Answer, &cp.AnsweredBy, &cp.AnswerSource, &answered, &cp.Resolution, &resolved)
-	if err != nil {
-		return store.Checkpoint{}, err
-	}
-	if cp.Options, err = store.UnmarshalList[store.CheckpointOption](options); err != nil {
-		return store.Checkpoint{}, fmt.Errorf("checkpoint %d: options: %w", cp.ID, err)
-	}
-	cp.IssuedAt = fromMS(issued)
-	cp.AnsweredAt = fromNullMS(answered)
-	cp.ResolvedAt = fromNullMS(resolved)
-	return cp, nil
 }
 
 // remotePGIDExists reports whether the runs table has remote_pgid (remoteSchema or

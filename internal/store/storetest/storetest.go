@@ -47,6 +47,7 @@ func Test(t *testing.T, open Open) {
 		{"EventLogTailAndBounds", testEventTail},
 		{"TimesRoundTripInUTCMilliseconds", testTimes},
 	}
+	tests = append(tests, workflowTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
@@ -552,12 +553,17 @@ func events(from, n int) []store.Event {
 	return out
 }
 
-func messages(es []store.Event) []string {
-	out := make([]string, len(es))
-	for i, e := range es {
-		out[i] = e.Message
+// each returns f of every element of xs, for comparing lists by one field.
+func each[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
+}
+
+func messages(es []store.Event) []string {
+	return each(es, func(e store.Event) string { return e.Message })
 }
 
 func testEventTrim(t *testing.T, s store.Store) {
@@ -668,13 +674,7 @@ func testTimes(t *testing.T, s store.Store) {
 	}
 }
 
-func runIDs(runs []store.Run) []int64 {
-	ids := make([]int64, len(runs))
-	for i, r := range runs {
-		ids[i] = r.ID
-	}
-	return ids
-}
+func runIDs(runs []store.Run) []int64 { return each(runs, func(r store.Run) int64 { return r.ID }) }
 
 func testHolds(t *testing.T, s store.Store) {
 	ctx := context.Background()

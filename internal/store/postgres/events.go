@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"sortie/internal/store"
+	"sortie/internal/store/internal/sqlrow"
+)
+
+// sqlTrimEvents deletes every event of a run older than its MaxEventsPerRun-th newest
+// (the second argument is MaxEventsPerRun-1). With fewer events the subquery is NULL
+// and nothing is deleted.
+const sqlTrimEvents = `DELETE FROM run_events WHERE run_id = $1 AND id < (
+	SELECT id FROM run_events WHERE run_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)`
+
+// AppendEvents implements store.Store. The events go in one INSERT over arrays, in
+// their order, and the trim follows in the same batch: one round trip, and one
+// transaction, the batch's implicit one.
+func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	op := fmt.Sprintf("append %d events to run %d", len(events), runID)
+	// Events the trim would delete at once are not written at all.
+	if len(events) > store.MaxEventsPerRun {
+		events = events[len(events)-store.MaxEventsPerRun:]
+	}
+	times := make([]int64, len(events))
+	types := make([]string, len(events))
+	messages := make([]string, len(events))
+	for i, e := range events {
+		e.Type, e.Message = clean(e.Type), clean(e.Message)
+		e = e.Bounded()
+		times[i], types[i], messages[i] = sqlrow.MS(e.Time), e.Type, e.Message
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO run_events (run_id, time_ms, type, message)
+		SELECT $1, e.time_ms, e.type, e.message
+		FROM unnest($2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS e (time_ms, type, message, n)
+		ORDER BY e.n`, runID, times, types, messages)
+	b.Queue(sqlTrimEvents, runID, store.MaxEventsPerRun-1)
+	err := s.pool.SendBatch(ctx, b).Close()
+	switch {
+	case isForeignKeyViolation(err):
+		return fmt.Errorf("store: %s: run %w", op, store.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return nil
+}
+
+// RunEvents implements store.Reader.
+func (s *Store) RunEvents(ctx context.Context, runID int64, limit int) ([]store.Event, error) {
+	op := fmt.Sprintf("list events of run %d", runID)
+	if err := store.CheckLimit(op, limit); err != nil {
+		return nil, err
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT time_ms, type, message FROM (
+		SELECT id, time_ms, type, message FROM run_events WHERE run_id = $1 ORDER BY id DESC LIMIT $2
+	) AS newest ORDER BY id`, runID, limit)
+	out, err := collect(rows, func(row sqlrow.Scanner) (store.Event, error) {
+		var e store.Event
+		var t int64
+		err := row.Scan(&t, &e.Type, &e.Message)
+		e.Time = sqlrow.Time(t)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	return out, nil
+}
