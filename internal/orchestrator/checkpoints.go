@@ -129,6 +129,9 @@ type checkpoints struct {
 	// refused are the newest tracker answers refused per issue id (answerRefusal), for
 	// the issue page; at most maxRefused each.
 	refused map[string][]RefusedAnswer
+	// gen counts this daemon's changes to pending, so that a cluster's sync from the
+	// store (syncCheckpoints) never undoes a change made while it read.
+	gen uint64
 }
 
 // RefusedAnswer is a "/sortie choose" tracker comment that did not answer a checkpoint
@@ -221,6 +224,7 @@ func (o *Orchestrator) dropPending(issueID string) []store.Checkpoint {
 		if c.IssueID == issueID {
 			out = append(out, c)
 			delete(o.cp.pending, id)
+			o.cp.gen++
 			o.stopTimerLocked(id)
 		}
 	}
@@ -269,6 +273,7 @@ func (o *Orchestrator) CheckpointsArmed(c engine.Caller, rows []store.Checkpoint
 		o.cp.pending[r.ID] = r
 		o.scheduleAutoAdvanceLocked(r)
 	}
+	o.cp.gen++
 	o.cp.mu.Unlock()
 	for _, r := range rows {
 		o.report(Activity{Kind: ActivityCheckpoint, IssueID: c.IssueID, Identifier: c.Identifier, RunID: c.RunID,
@@ -281,6 +286,7 @@ func (o *Orchestrator) CheckpointResolved(c engine.Caller, row store.Checkpoint)
 	o.cp.mu.Lock()
 	delete(o.cp.pending, row.ID)
 	o.stopTimerLocked(row.ID)
+	o.cp.gen++
 	o.cp.mu.Unlock()
 	o.report(Activity{Kind: ActivityCheckpoint, IssueID: c.IssueID, Identifier: c.Identifier, RunID: c.RunID,
 		Result: "resolved", Message: row.CheckpointID + ": " + row.Resolution})
@@ -405,6 +411,7 @@ func (o *Orchestrator) answer(ctx context.Context, row store.Checkpoint, option,
 	o.cp.mu.Lock()
 	if _, ok := o.cp.pending[got.ID]; ok {
 		o.cp.pending[got.ID] = got
+		o.cp.gen++
 	}
 	o.stopTimerLocked(got.ID)
 	o.cp.mu.Unlock()

@@ -111,7 +111,12 @@ type adoption struct {
 	retries    []store.Retry
 	holds      []store.Hold
 	holdsOK    bool
-	err        error
+	// holdGen and cpGen are this daemon's change counters of holds and pending
+	// checkpoints when they were read: a sync is skipped when they moved since.
+	holdGen, cpGen uint64
+	checkpoints    []store.Checkpoint
+	checkpointsOK  bool
+	err            error
 }
 
 // stopLeaseLost: another daemon took the issue over (this daemon's lease lapsed).
@@ -238,8 +243,9 @@ func (o *Orchestrator) applyRenewal(ctx context.Context, r renewal) {
 
 // adopt takes over what dead daemons left (in the background, from a tick): their
 // runs' processes are stopped here, off the loop, and the runs handed to applyAdoption.
-func (o *Orchestrator) adopt(ctx context.Context) adoption {
-	var a adoption
+// holdGen is the loop's hold change counter, read on the loop when the tick starts.
+func (o *Orchestrator) adopt(ctx context.Context, holdGen uint64) adoption {
+	a := adoption{holdGen: holdGen}
 	a.runs, a.retries, a.err = o.opts.Cluster.Adopt(ctx)
 	if a.err != nil {
 		return a
@@ -247,6 +253,13 @@ func (o *Orchestrator) adopt(ctx context.Context) adoption {
 	a.remoteErrs = o.stopLeftRuns(ctx, a.runs)
 	holds, err := o.opts.Store.LoadHolds(ctx)
 	a.holds, a.holdsOK = holds, err == nil
+	if o.opts.Checkpoints != nil {
+		o.cp.mu.Lock()
+		a.cpGen = o.cp.gen
+		o.cp.mu.Unlock()
+		rows, err := o.opts.Checkpoints.PendingCheckpoints(ctx)
+		a.checkpoints, a.checkpointsOK = rows, err == nil
+	}
 	return a
 }
 
@@ -268,7 +281,8 @@ func (o *Orchestrator) applyAdoption(ctx context.Context, a adoption) {
 	if err := o.resumeLeftRuns(ctx, a.runs, a.remoteErrs); err != nil {
 		o.log.Error("marking taken-over runs interrupted failed", "error", err)
 	}
-	if !a.holdsOK {
+	o.syncCheckpoints(a)
+	if !a.holdsOK || a.holdGen != o.holdGen {
 		return
 	}
 	shared := make(map[string]store.Hold, len(a.holds))
@@ -293,6 +307,41 @@ func removeRunTmpOf(cfg *config.Config, runs []store.Run) {
 		dirs, _ := filepath.Glob(filepath.Join(runTmpRoot(cfg), "run-"+strconv.FormatInt(r.ID, 10)+"-*"))
 		for _, d := range dirs {
 			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// syncCheckpoints brings the pending checkpoints in memory in line with the shared ones:
+// armed, answered or resolved by another daemon's agents, dashboard or API. Answered on
+// another daemon, a checkpoint's held issue is resumed there; here it is only shown.
+func (o *Orchestrator) syncCheckpoints(a adoption) {
+	if !a.checkpointsOK {
+		return
+	}
+	o.cp.mu.Lock()
+	defer o.cp.mu.Unlock()
+	if o.cp.gen != a.cpGen {
+		return // changed here while it was read: the next poll syncs
+	}
+	shared := make(map[int64]bool, len(a.checkpoints))
+	for _, r := range a.checkpoints {
+		if r.IssueID == "" {
+			continue // a standalone session's
+		}
+		shared[r.ID] = true
+		old, ok := o.cp.pending[r.ID]
+		o.cp.pending[r.ID] = r
+		switch {
+		case !ok:
+			o.scheduleAutoAdvanceLocked(r)
+		case r.Answered() && !old.Answered():
+			o.stopTimerLocked(r.ID)
+		}
+	}
+	for id := range o.cp.pending {
+		if !shared[id] {
+			o.stopTimerLocked(id)
+			delete(o.cp.pending, id)
 		}
 	}
 }

@@ -186,6 +186,7 @@ func (o *Orchestrator) addHold(is tracker.Issue, ex workerExit, reason, msg stri
 	h := &hold{issueID: is.ID, identifier: is.Identifier, reason: reason, message: msg,
 		state: state, updatedAt: ex.updatedAt, since: o.clk.Now()}
 	o.holds[is.ID] = h
+	o.holdGen++
 	o.persistHold(h)
 	if reason == holdError || reason == holdRetries {
 		// The baseline of a failed run is the issue as it was at dispatch.
@@ -201,6 +202,7 @@ func (o *Orchestrator) liftHold(id, why string) {
 		return
 	}
 	delete(o.holds, id)
+	o.holdGen++
 	o.log.Info("hold lifted", "issue_identifier", h.identifier, "why", why)
 	o.deleteHold(id)
 	if c := o.opts.Cluster; c != nil {

@@ -152,6 +152,7 @@ type Orchestrator struct {
 	draining    bool
 	renewTimer  clock.Timer
 	renewedAt   time.Time // the last successful Cluster.Renew
+	holdGen     uint64    // counts changes to holds (a cluster's sync skips a stale read)
 	tmplCache   struct {
 		cfg  *config.Config
 		tmpl *prompt.Template

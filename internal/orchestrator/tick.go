@@ -41,6 +41,7 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 		ids = append(ids, id)
 	}
 	awaiting := o.awaitingIssues()
+	holdGen := o.holdGen
 	go func() {
 		if len(awaiting) > 0 {
 			o.readAnswers(ctx, awaiting)
@@ -50,7 +51,7 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 			res.reloadErr = o.opts.Reload()
 		}
 		if o.opts.Cluster != nil {
-			a := o.adopt(ctx)
+			a := o.adopt(ctx, holdGen)
 			res.adopted = &a
 		}
 		if len(ids) > 0 {
