@@ -13,6 +13,7 @@ import (
 type validateJSON struct {
 	Valid    bool          `json:"valid"`
 	Path     string        `json:"path"`
+	Database string        `json:"database"`
 	Errors   []problemJSON `json:"errors"`
 	Warnings []problemJSON `json:"warnings"`
 }

@@ -119,15 +119,21 @@ func (c *Cluster) Claim(ctx context.Context, r orchestrator.ClaimRequest) (orche
 			return err
 		}
 		var owner string
-		var live, held, orphan bool
+		var live, held, orphan, stale bool
 		var running, inState int
+		// stale: the issue was handed off after the candidate list the claim comes
+		// from was polled. The list still shows it in an active state; the next poll
+		// will not. Without this, every daemon would claim it once more, only for its
+		// worker's own read to find it gone.
 		err := tx.QueryRow(ctx, `SELECT
 			COALESCE((SELECT daemon_id FROM cluster_claims WHERE issue_id = $1 AND expires_at_ms > sortie_now_ms()), ''),
 			EXISTS (SELECT 1 FROM holds WHERE issue_id = $1),
 			EXISTS (SELECT 1 FROM runs WHERE issue_id = $1 AND status = 'running'),
+			EXISTS (SELECT 1 FROM runs WHERE issue_id = $1 AND status = 'handed_off'
+				AND ended_at_ms >= COALESCE((SELECT polled_at_ms FROM cluster_poller WHERE name = 'poller'), 0)),
 			(SELECT COUNT(*) FROM cluster_claims WHERE running AND issue_id <> $1 AND expires_at_ms > sortie_now_ms()),
 			(SELECT COUNT(*) FROM cluster_claims WHERE running AND issue_id <> $1 AND state = $2 AND expires_at_ms > sortie_now_ms())`,
-			r.IssueID, state).Scan(&owner, &held, &orphan, &running, &inState)
+			r.IssueID, state).Scan(&owner, &held, &orphan, &stale, &running, &inState)
 		if err != nil {
 			return err
 		}
@@ -135,6 +141,9 @@ func (c *Cluster) Claim(ctx context.Context, r orchestrator.ClaimRequest) (orche
 		switch {
 		case live && owner != c.id:
 			res.Why = "daemon " + owner + " holds its lease"
+			return nil
+		case !live && stale:
+			res.Why = "handed off since the candidate list was polled"
 			return nil
 		case !live && orphan:
 			// A run of a daemon whose lease lapsed: taken over (Adopt) before anyone

@@ -113,6 +113,42 @@ func TestClaim_RefusedWhileHeldForAHuman(t *testing.T) {
 	}
 }
 
+// An issue handed off after the published candidate list was polled is still active
+// in that list; it is not claimed again until a newer poll.
+func TestClaim_NotAgainFromAListOlderThanItsHandOff(t *testing.T) {
+	url, st := db(t)
+	a, b := join(t, url, "a"), join(t, url, "b")
+	ctx := context.Background()
+	ft := &fakeTracker{list: []tracker.Issue{{ID: "1", Identifier: "C-1", Title: "one", State: "Todo"}}}
+	ta := a.Tracker(ft, func() time.Duration { return time.Minute })
+	if _, err := ta.FetchCandidateIssues(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := claim(t, a, "1"); !r.OK {
+		t.Fatalf("first claim: %+v", r)
+	}
+	id, err := st.StartRun(ctx, store.Run{IssueID: "1", Identifier: "C-1", Attempt: 1, AgentKind: "mock", StartedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishRun(ctx, id, store.RunEnd{Status: store.StatusHandedOff, EndedAt: time.Now().Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if r := claim(t, b, "1"); r.OK || r.Why != "handed off since the candidate list was polled" {
+		t.Fatalf("claim from the list polled before the hand-off: %+v", r)
+	}
+	// A poll after the hand-off (a human moved it back to Todo, say) makes it claimable.
+	if _, err := a.pool.Exec(ctx, `UPDATE cluster_poller SET polled_at_ms = sortie_now_ms() + 2000`); err != nil {
+		t.Fatal(err)
+	}
+	if r := claim(t, b, "1"); !r.OK {
+		t.Fatalf("claim from a list polled after the hand-off: %+v", r)
+	}
+}
+
 func TestClaim_CapsHoldAcrossDaemons(t *testing.T) {
 	url, _ := db(t)
 	a, b := join(t, url, "a"), join(t, url, "b")

@@ -66,13 +66,14 @@ func (p *pollingTracker) FetchCandidateIssues(ctx context.Context) ([]tracker.Is
 	if !p.polledAt.IsZero() && time.Since(p.polledAt) < minPollGap {
 		return cloneIssues(p.last), nil
 	}
+	start := time.Now()
 	issues, err := p.Tracker.FetchCandidateIssues(ctx)
 	if err != nil {
-		p.c.publish(ctx, nil, err)
+		p.c.publish(ctx, nil, 0, err)
 		return nil, err
 	}
-	p.polledAt, p.last = time.Now(), cloneIssues(issues)
-	if err := p.c.publish(ctx, issues, nil); err != nil {
+	p.polledAt, p.last = start, cloneIssues(issues)
+	if err := p.c.publish(ctx, issues, time.Since(start), nil); err != nil {
 		p.c.log.Warn("cluster: publishing the candidate list failed; the other daemons wait for the next poll", "error", err)
 	} else {
 		p.c.Changed(ctx, "poll")
@@ -111,8 +112,10 @@ func (c *Cluster) lead(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// publish stores the poller's candidate list, or the error its poll met.
-func (c *Cluster) publish(ctx context.Context, issues []tracker.Issue, pollErr error) error {
+// publish stores the poller's candidate list, or the error its poll met. took is how
+// long the poll took: the list is dated from the poll's start (by the database's
+// clock), so that an issue handed off while it was read counts as handed off after it.
+func (c *Cluster) publish(ctx context.Context, issues []tracker.Issue, took time.Duration, pollErr error) error {
 	ctx, cancel := c.op(ctx)
 	defer cancel()
 	if pollErr != nil {
@@ -126,8 +129,8 @@ func (c *Cluster) publish(ctx context.Context, issues []tracker.Issue, pollErr e
 	if err != nil {
 		return err
 	}
-	_, err = c.pool.Exec(ctx, `UPDATE cluster_poller SET candidates = $2, polled_at_ms = sortie_now_ms(), error = ''
-		WHERE name = 'poller' AND daemon_id = $1`, c.id, b)
+	_, err = c.pool.Exec(ctx, `UPDATE cluster_poller SET candidates = $2, polled_at_ms = sortie_now_ms() - $3, error = ''
+		WHERE name = 'poller' AND daemon_id = $1`, c.id, b, took.Milliseconds())
 	return err
 }
 

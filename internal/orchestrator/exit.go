@@ -58,6 +58,11 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		case stopStall:
 			o.retryFailure(ctx, cfg, e, ex, retry, "stalled: no agent event within agent.stall_timeout_ms")
 		case stopShutdown:
+			if ex.notStarted && e.attempt == 0 && e.failures == 0 {
+				// Nothing ran and nothing is owed: the next poll finds the issue as before.
+				log.Info("not started: shutting down")
+				break
+			}
 			retry.kind, retry.attempt, retry.sessionID = retryResume, e.attempt, ex.sessionID
 			retry.failures = e.failures
 			retry.reason = "interrupted by shutdown"

@@ -138,13 +138,15 @@ type workerExit struct {
 	// awaiting is the unanswered workflow checkpoint the run stopped on, if any.
 	awaiting  *store.Checkpoint
 	handedOff bool
-	lastState string
-	updatedAt string
-	sessionID string
-	turns     int
-	usage     agent.Usage
-	costUSD   float64
-	workspace string
+	// notStarted: cancelled before the run had a row (while the issue was re-read).
+	notStarted bool
+	lastState  string
+	updatedAt  string
+	sessionID  string
+	turns      int
+	usage      agent.Usage
+	costUSD    float64
+	workspace  string
 }
 
 // Totals are the token and time totals of finished runs since the daemon started.

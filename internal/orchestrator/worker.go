@@ -115,7 +115,7 @@ func (w *worker) run(ctx context.Context) workerExit {
 			return ex
 		}
 		if ctx.Err() != nil {
-			ex.outcome = outcomeCancelled // stopped by the loop; no run row yet
+			ex.outcome, ex.notStarted = outcomeCancelled, true // stopped by the loop; no run row yet
 			return ex
 		}
 		ex.outcome, ex.err = outcomeFailed, fmt.Errorf("fetching issue before dispatch: %w", err)

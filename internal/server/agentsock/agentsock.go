@@ -411,14 +411,18 @@ const MaxPathLen = 107
 // SocketPath picks where the daemon's socket lives: `<dbPath>.run/agent.sock` beside
 // the database (the daemon's state) when the path fits, else in a per-user 0700
 // directory under the system's temporary directory, named after dbPath so that two
-// daemons never share it.
+// daemons never share it. When $TMPDIR is itself too long for a socket path, /tmp is
+// used instead.
 func SocketPath(dbPath string) string {
 	p := filepath.Join(dbPath+".run", "agent.sock")
 	if len(p) <= MaxPathLen {
 		return p
 	}
-	sum := shortHash(dbPath)
-	return filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()), sum+".sock")
+	name := filepath.Join(fmt.Sprintf("sortie-%d", os.Getuid()), shortHash(dbPath)+".sock")
+	if p := filepath.Join(os.TempDir(), name); len(p) <= MaxPathLen {
+		return p
+	}
+	return filepath.Join("/tmp", name)
 }
 
 func shortHash(s string) string {

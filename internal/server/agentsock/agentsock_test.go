@@ -197,6 +197,11 @@ func TestSocketPath(t *testing.T) {
 	if p == SocketPath(long+"x") {
 		t.Error("two state directories share a socket")
 	}
+	// A $TMPDIR too long for a socket path of its own falls back to /tmp.
+	t.Setenv("TMPDIR", "/"+strings.Repeat("t", 100))
+	if p := SocketPath(long); len(p) > MaxPathLen || !strings.HasPrefix(p, "/tmp/sortie-") {
+		t.Errorf("long state dir and long TMPDIR: %s (%d bytes)", p, len(p))
+	}
 }
 
 func TestFromEnv(t *testing.T) {
