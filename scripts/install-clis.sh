@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the agent CLIs the contract tests run (claude, copilot), at the versions pinned
+# Installs the agent CLIs the contract tests run (claude, copilot, codex, opencode), at the versions pinned
 # in scripts/clis/package-lock.json, into the git-ignored .tools/ folder. Does nothing when
 # .tools/ already holds exactly that lockfile's install. The same command serves CI and
 # developers: `scripts/install-clis.sh` (make clis).
@@ -10,7 +10,8 @@ dst="$root/.tools"
 stamp="$dst/.installed-lock"
 
 if [ -f "$stamp" ] && cmp -s "$stamp" "$src/package-lock.json" \
-	&& [ -x "$dst/node_modules/.bin/claude" ] && [ -x "$dst/node_modules/.bin/copilot" ]; then
+	&& [ -x "$dst/node_modules/.bin/claude" ] && [ -x "$dst/node_modules/.bin/copilot" ] \
+	&& [ -x "$dst/node_modules/.bin/codex" ] && [ -x "$dst/node_modules/.bin/opencode" ]; then
 	exit 0
 fi
 command -v npm >/dev/null || { echo "install-clis: npm not found; install Node.js 20+ to run the contract tests" >&2; exit 1; }
@@ -19,9 +20,10 @@ mkdir -p "$dst"
 cp "$src/package.json" "$src/package-lock.json" "$dst/"
 echo "install-clis: installing pinned agent CLIs into .tools/ (npm ci)" >&2
 (cd "$dst" && npm ci --no-audit --no-fund --loglevel=error)
-for bin in claude copilot; do
+for bin in claude copilot codex opencode; do
 	"$dst/node_modules/.bin/$bin" --version >/dev/null 2>&1 \
 		|| { echo "install-clis: $bin did not run after installing" >&2; exit 1; }
 done
 cp "$src/package-lock.json" "$stamp"
-echo "install-clis: claude $("$dst/node_modules/.bin/claude" --version), copilot $("$dst/node_modules/.bin/copilot" --version | head -1)" >&2
+echo "install-clis: claude $("$dst/node_modules/.bin/claude" --version), copilot $("$dst/node_modules/.bin/copilot" --version | head -1)," \
+	"codex $("$dst/node_modules/.bin/codex" --version), opencode $("$dst/node_modules/.bin/opencode" --version)" >&2

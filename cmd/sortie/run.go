@@ -315,7 +315,8 @@ func trackerConfig(cfg *config.Config) tracker.Config {
 	}
 	return tracker.Config{
 		Kind: cfg.Tracker.Kind, Endpoint: cfg.Tracker.Endpoint, APIKey: cfg.Tracker.APIKey,
-		Project: cfg.Tracker.Project, QueryFilter: cfg.Tracker.QueryFilter,
+		Project: cfg.Tracker.Project, Team: cfg.Tracker.Team, QueryFilter: cfg.Tracker.QueryFilter,
+		Provider:     cfg.Tracker.Provider,
 		ActiveStates: cfg.Tracker.ActiveStates, TerminalStates: cfg.Tracker.TerminalStates,
 		HandoffState: cfg.Tracker.HandoffState, Options: opts, WorkflowDir: cfg.Dir,
 		UserAgent: "sortie/" + version,

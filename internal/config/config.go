@@ -64,7 +64,8 @@ type TrackerConfig struct {
 	Kind        string // file, github or jira
 	Endpoint    string // adapter base URL; "" means the adapter's default
 	APIKey      string // secret: never log it
-	Project     string // Jira project key or GitHub owner/repo
+	Project     string // Jira project key, GitHub owner/repo or Linear project slug (tracker.project_slug)
+	Team        string // Linear team key (tracker.team_key); "" elsewhere
 	QueryFilter string // adapter-interpreted extra filter (JQL fragment, search qualifiers)
 	// ActiveStates and TerminalStates are matched case-insensitively everywhere.
 	ActiveStates, TerminalStates []string
@@ -76,6 +77,12 @@ type TrackerConfig struct {
 	// `file.path` of the `file:` block. "" when neither is set.
 	Path     string
 	Comments struct{ OnDispatch, OnCompletion, OnFailure bool }
+	// RequiredLabels are the labels an issue must all carry to be dispatched
+	// (tracker.required_labels), lower-cased and trimmed; empty: no requirement.
+	RequiredLabels []string
+	// Provider is tracker.provider as written (Symphony's adapter-owned object),
+	// preserved for the adapter; nil when absent.
+	Provider map[string]any
 }
 
 // HooksConfig is the `hooks:` section: shell scripts run in the workspace.

@@ -11,17 +11,23 @@ import (
 // WORKFLOW.md plus the adapter's own top-level block (e.g. `file:`), passed through as
 // Options. Paths in Options are relative to WorkflowDir.
 type Config struct {
-	Kind           string
-	Endpoint       string
-	APIKey         string
-	Project        string
+	Kind     string
+	Endpoint string
+	APIKey   string
+	Project  string
+	// Team scopes a tracker to one team (Linear's team key, tracker.team_key) where
+	// Project is empty; "" elsewhere.
+	Team           string
 	QueryFilter    string
 	ActiveStates   []string
 	TerminalStates []string
 	HandoffState   string
 	Options        map[string]any
-	WorkflowDir    string
-	UserAgent      string
+	// Provider is tracker.provider as written (Symphony's adapter-owned object),
+	// preserved unchanged for the adapter; nil when absent.
+	Provider    map[string]any
+	WorkflowDir string
+	UserAgent   string
 }
 
 // Meta describes what an adapter kind requires of the configuration.

@@ -38,7 +38,8 @@ func repoRoot() string {
 	return root
 }
 
-// Path returns the absolute path of the installed CLI name ("claude", "copilot").
+// Path returns the absolute path of the installed CLI name ("claude", "copilot", "codex",
+// "opencode").
 func Path(t testing.TB, name string) string {
 	t.Helper()
 	r := repoRoot()
@@ -60,3 +61,9 @@ func Claude(t testing.TB) string { return Path(t, "claude") }
 
 // Copilot returns the path of the pinned copilot CLI.
 func Copilot(t testing.TB) string { return Path(t, "copilot") }
+
+// Codex returns the path of the pinned codex CLI.
+func Codex(t testing.TB) string { return Path(t, "codex") }
+
+// OpenCode returns the path of the pinned opencode CLI.
+func OpenCode(t testing.TB) string { return Path(t, "opencode") }
