@@ -18,8 +18,12 @@ command -v npm >/dev/null || { echo "install-clis: npm not found; install Node.j
 
 mkdir -p "$dst"
 cp "$src/package.json" "$src/package-lock.json" "$dst/"
-echo "install-clis: installing pinned agent CLIs into .tools/ (npm ci)" >&2
-(cd "$dst" && npm ci --no-audit --no-fund --loglevel=error)
+echo "install-clis: installing pinned agent CLIs into .tools/" >&2
+# npm install, not npm ci: npm leaves the other platforms' binaries of opencode-ai out of
+# the lockfile it writes and then refuses that lockfile in npm ci. The versions are
+# still pinned: exact versions in package.json, and each CLI pins its own platform
+# packages exactly.
+(cd "$dst" && npm install --no-audit --no-fund --loglevel=error)
 for bin in claude copilot codex opencode; do
 	"$dst/node_modules/.bin/$bin" --version >/dev/null 2>&1 \
 		|| { echo "install-clis: $bin did not run after installing" >&2; exit 1; }
