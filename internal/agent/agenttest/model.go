@@ -1,0 +1,81 @@
+package agenttest
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Model is a scripted model API that an agent CLI talks to, in whatever dialect the CLI
+// speaks (Anthropic Messages, OpenAI Responses, ...). A case scripts it before the
+// adapter is built, one response per call, in the order the CLI will ask for them; a
+// turn's script ends with Reply, Fail or Stall. Implementations must be safe for
+// concurrent use: Received and WaitStall are called while a turn runs.
+type Model interface {
+	// Reply answers with text and nothing to do: the turn ends. A dialect whose CLI
+	// needs a tool call to end a turn (Copilot's task_complete in autopilot mode) adds
+	// it here.
+	Reply(text string)
+	// Shell answers with one call of the CLI's shell tool running command in the
+	// workspace. The CLI sends the result back, which the next scripted response
+	// answers.
+	Shell(command string)
+	// CallMCP answers with one call of tool on the MCP server named server in the
+	// session's MCP configuration, with args (nil for none).
+	CallMCP(server, tool string, args map[string]any)
+	// Fail answers with an HTTP error of status carrying message, marked as not worth
+	// retrying, for as many requests as the CLI makes for it (a CLI may retry a few
+	// times; it must then give up).
+	Fail(status int, message string)
+	// Stall answers with a response that starts and then never completes, until the
+	// client goes away.
+	Stall()
+	// WaitStall blocks until a stalled response has begun, and fails t when none has
+	// after d.
+	WaitStall(t testing.TB, d time.Duration)
+	// Received returns the requests the model has answered so far, oldest first.
+	Received() []Request
+}
+
+// Request is what one model request carried, dialect-neutral.
+type Request struct {
+	// Messages are the conversation's messages as sent, oldest first.
+	Messages []Message
+	// ToolResults are the results of tool calls the request carries, oldest first.
+	ToolResults []ToolResult
+}
+
+// Message is one message of a request: its role ("user", "assistant", ...) and its
+// text blocks joined by newlines. Tool calls and results are not text.
+type Message struct {
+	Role string
+	Text string
+}
+
+// ToolResult is the result of one tool call as the CLI reported it to the model.
+type ToolResult struct {
+	Text    string
+	IsError bool
+}
+
+// Transcript is every message of r as "role: text", one per line.
+func (r Request) Transcript() string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		b.WriteString(m.Role)
+		b.WriteString(": ")
+		b.WriteString(m.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// UserText reports whether a user message of r contains s.
+func (r Request) UserText(s string) bool {
+	for _, m := range r.Messages {
+		if m.Role == "user" && strings.Contains(m.Text, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,49 @@
+package copilot
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
+	"sortie/internal/agent/agenttest/sidecar"
+	"sortie/internal/testkit/clis"
+	"sortie/internal/testkit/fakemodel"
+)
+
+// The test binary is also the sortie-tools sidecar the agenttest suite's MCP case
+// writes into .sortie/mcp.json; this runs before TestMain.
+func init() { sidecar.Main() }
+
+// TestAgentContract runs the contract suite every adapter passes (internal/agent/agenttest)
+// against the real copilot CLI in BYOK mode and the fake Anthropic API.
+func TestAgentContract(t *testing.T) {
+	agenttest.Run(t, agenttest.Harness{
+		Command: copilotCLI,
+		NewModel: func(t *testing.T) agenttest.Model {
+			return agenttest.NewAnthropic(t, agenttest.AnthropicTools{
+				Shell:   "bash",
+				MCPTool: func(server, tool string) string { return server + "-" + tool },
+				// In autopilot mode the CLI asks the model to continue until it calls
+				// task_complete.
+				Finish: func(text string) fakemodel.ToolUse { return done(text) },
+			})
+		},
+		NewAdapter: func(t *testing.T, command string, _ agenttest.Model) (agent.Adapter, error) {
+			a, err := New(agent.Config{Kind: Kind, Command: command, ReadTimeout: 60 * time.Second})
+			if err != nil {
+				return nil, err
+			}
+			a.(*adapter).gh = filepath.Join(t.TempDir(), "no-gh") // never the machine's gh login
+			return a, nil
+		},
+		Env: func(t *testing.T, ws string, m agenttest.Model) []string {
+			return clis.CopilotEnv(os.Environ(), m.(*agenttest.Anthropic).Server.URL, t.TempDir(), cliCache)
+		},
+		Sidecar:          sidecar.Server(t),
+		SessionIDs:       agenttest.IDFromFirstTurn,
+		BookkeepingTools: []string{"task_complete"},
+	})
+}
