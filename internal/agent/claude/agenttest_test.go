@@ -18,7 +18,7 @@ func init() { sidecar.Main() }
 // against the real claude CLI and the fake Anthropic API.
 func TestAgentContract(t *testing.T) {
 	agenttest.Run(t, agenttest.Harness{
-		Command: clis.Claude,
+		Command: func(t *testing.T) string { return clis.Claude(t) },
 		NewModel: func(t *testing.T) agenttest.Model {
 			return agenttest.NewAnthropic(t, agenttest.AnthropicTools{
 				Shell:   "Bash",
