@@ -12,6 +12,7 @@ import (
 
 	// Adapters register themselves by kind.
 	_ "sortie/internal/agent/claude"
+	_ "sortie/internal/agent/codex"
 	_ "sortie/internal/agent/copilot"
 	_ "sortie/internal/tracker/file"
 	_ "sortie/internal/tracker/github"

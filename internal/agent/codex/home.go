@@ -1,0 +1,248 @@
+package codex
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"sortie/internal/agent"
+	"sortie/internal/runas"
+)
+
+// The isolated CODEX_HOME. Every run of one workflow shares one directory that Sortie
+// owns, so that the operator's ~/.codex/config.toml (a profile, a sandbox setting, an
+// MCP server that fails to start) cannot change or break runs, while threads persist
+// there between runs and daemon restarts for thread/resume.
+
+// homeDir is the CODEX_HOME of runs of the workflow in workflowDir for the agent's
+// environment env: $XDG_CACHE_HOME/sortie/codex/<key>, else ~/.cache/..., else below
+// the temporary directory. The key is the start of the SHA-256 of the directory, so
+// that two workflows never share threads or configuration.
+func homeDir(env []string, workflowDir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(workflowDir)))
+	key := hex.EncodeToString(sum[:6])
+	base := agent.EnvValue(env, "XDG_CACHE_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		if home := agent.EnvValue(env, "HOME"); home != "" && filepath.IsAbs(home) {
+			base = filepath.Join(home, ".cache")
+		}
+	}
+	if base == "" {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "sortie", "codex", key)
+}
+
+// prepareHome creates home (0700, owned by owner when not nil), writes config.toml and
+// copies the user's ChatGPT login when no API key is set. It returns notes worth an
+// operator's attention.
+func prepareHome(home string, owner *runas.User, cfg []byte, env []string) ([]string, error) {
+	if err := owner.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("creating CODEX_HOME %s: %w", home, err)
+	}
+	if err := writeFileAtomic(filepath.Join(home, "config.toml"), cfg, owner); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", filepath.Join(home, "config.toml"), err)
+	}
+	var notes []string
+	if agent.EnvValue(env, "OPENAI_API_KEY") != "" || agent.EnvValue(env, "CODEX_API_KEY") != "" {
+		return nil, nil
+	}
+	userHome := agent.EnvValue(env, "HOME")
+	if userHome == "" {
+		return nil, nil
+	}
+	src := filepath.Join(userHome, ".codex", "auth.json")
+	dst := filepath.Join(home, "auth.json")
+	si, err := os.Stat(src)
+	if err != nil {
+		return nil, nil
+	}
+	// Codex refreshes the tokens of a ChatGPT login in place: a copy newer than the
+	// user's file holds fresher tokens and is kept.
+	if di, err := os.Stat(dst); err == nil && !si.ModTime().After(di.ModTime()) {
+		return nil, nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return []string{fmt.Sprintf("codex: cannot read %s to log in (%v); set OPENAI_API_KEY or CODEX_API_KEY", src, err)}, nil
+	}
+	if err := writeFileAtomic(dst, data, owner); err != nil {
+		return nil, fmt.Errorf("copying %s into CODEX_HOME: %w", src, err)
+	}
+	notes = append(notes, "codex: no OPENAI_API_KEY or CODEX_API_KEY; using a copy of "+src+" in "+home)
+	return notes, nil
+}
+
+// writeFileAtomic writes data to path (0600) through a temporary file and a rename, so
+// that a codex starting at the same time never reads half a file.
+func writeFileAtomic(path string, data []byte, owner *runas.User) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".sortie-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := owner.Chown(f.Name()); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// configTOML is the config.toml Sortie writes: no update check, no analytics, no
+// feedback, the workflow's model providers. Everything per thread (model, sandbox,
+// approval policy, MCP servers) goes in thread/start instead.
+func (o options) configTOML() []byte {
+	var b bytes.Buffer
+	b.WriteString("# Written by sortie for its codex runs; rewritten at every session start.\n")
+	b.WriteString("# Configure codex in WORKFLOW.md's codex: block instead (docs/agents/codex.md).\n")
+	b.WriteString("check_for_update_on_startup = false\n")
+	if o.ModelProvider != "" {
+		fmt.Fprintf(&b, "model_provider = %s\n", tomlString(o.ModelProvider))
+	}
+	if o.Model != "" {
+		fmt.Fprintf(&b, "model = %s\n", tomlString(o.Model))
+	}
+	b.WriteString("\n[analytics]\nenabled = false\n")
+	b.WriteString("\n[feedback]\nenabled = false\n")
+	for _, id := range slices.Sorted(maps.Keys(o.ModelProviders)) {
+		fmt.Fprintf(&b, "\n[model_providers.%s]\n", tomlKey(id))
+		p, ok := o.ModelProviders[id].(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(p)) {
+			fmt.Fprintf(&b, "%s = %s\n", tomlKey(k), tomlValue(p[k]))
+		}
+	}
+	return b.Bytes()
+}
+
+// tomlKey is k bare when TOML allows it, else quoted.
+func tomlKey(k string) string {
+	if k != "" && strings.IndexFunc(k, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}) < 0 {
+		return k
+	}
+	return tomlString(k)
+}
+
+// tomlString is s as a TOML basic string; JSON's escapes are all valid TOML escapes.
+func tomlString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// tomlValue renders a YAML-decoded value: strings, numbers, booleans, lists and
+// mappings (as inline tables).
+func tomlValue(v any) string {
+	switch t := v.(type) {
+	case string:
+		return tomlString(t)
+	case bool:
+		return strconv.FormatBool(t)
+	case int:
+		return strconv.Itoa(t)
+	case int64:
+		return strconv.FormatInt(t, 10)
+	case uint64:
+		return strconv.FormatUint(t, 10)
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case []any:
+		parts := make([]string, len(t))
+		for i, x := range t {
+			parts[i] = tomlValue(x)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		parts := make([]string, 0, len(t))
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			parts = append(parts, tomlKey(k)+" = "+tomlValue(t[k]))
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	case nil:
+		return `""`
+	}
+	return tomlString(fmt.Sprint(v))
+}
+
+// mcpServers reads a claude-style MCP configuration ({"mcpServers": {name: {command,
+// args, env, cwd} | {url, headers}}}, what the daemon writes to .sortie/mcp.json) and
+// returns it as codex's mcp_servers table.
+func mcpServers(path string) (map[string]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	if err != nil {
+		return nil, err
+	}
+	var raw struct {
+		Servers map[string]struct {
+			Type    string            `json:"type"`
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+			Cwd     string            `json:"cwd"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := map[string]any{}
+	for name, s := range raw.Servers {
+		e := map[string]any{}
+		switch {
+		case s.Command != "":
+			e["command"] = s.Command
+			if len(s.Args) > 0 {
+				e["args"] = s.Args
+			}
+			if len(s.Env) > 0 {
+				e["env"] = s.Env
+			}
+			if s.Cwd != "" {
+				e["cwd"] = s.Cwd
+			}
+		case s.URL != "":
+			e["url"] = s.URL
+			if len(s.Headers) > 0 {
+				e["http_headers"] = s.Headers
+			}
+		default:
+			return nil, fmt.Errorf("%s: MCP server %q has neither a command nor a url", path, name)
+		}
+		out[name] = e
+	}
+	return out, nil
+}
