@@ -2,6 +2,7 @@ package agenttest
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -78,4 +79,27 @@ func (r Request) UserText(s string) bool {
 		}
 	}
 	return false
+}
+
+// Homes hands out one HOME directory per Model, for a harness whose CLI keeps its
+// sessions under HOME: every session of a case (a resume included) must share one, as
+// they share one on a real machine. The zero value is ready to use.
+type Homes struct {
+	mu   sync.Mutex
+	dirs map[Model]string
+}
+
+// Of returns m's HOME, created under t's temporary directory on first use.
+func (h *Homes) Of(t testing.TB, m Model) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dirs == nil {
+		h.dirs = map[Model]string{}
+	}
+	if d, ok := h.dirs[m]; ok {
+		return d
+	}
+	d := t.TempDir()
+	h.dirs[m] = d
+	return d
 }

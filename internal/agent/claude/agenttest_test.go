@@ -17,6 +17,8 @@ func init() { sidecar.Main() }
 // TestAgentContract runs the contract suite every adapter passes (internal/agent/agenttest)
 // against the real claude CLI and the fake Anthropic API.
 func TestAgentContract(t *testing.T) {
+	// One HOME per case, shared by its sessions: the CLI keeps its conversations there.
+	var homes agenttest.Homes
 	agenttest.Run(t, agenttest.Harness{
 		Command: func(t *testing.T) string { return clis.Claude(t) },
 		NewModel: func(t *testing.T) agenttest.Model {
@@ -30,7 +32,7 @@ func TestAgentContract(t *testing.T) {
 				Options: map[string]any{"permission_mode": "bypassPermissions", "model": model}})
 		},
 		Env: func(t *testing.T, ws string, m agenttest.Model) []string {
-			env := clis.ClaudeEnv(os.Environ(), m.(*agenttest.Anthropic).Server.URL, t.TempDir())
+			env := clis.ClaudeEnv(os.Environ(), m.(*agenttest.Anthropic).Server.URL, homes.Of(t, m))
 			// MCP tools offered directly rather than behind the tool search, and time
 			// for the sidecar to start on a loaded machine.
 			return append(env, "ENABLE_TOOL_SEARCH=false", "MCP_TIMEOUT=60000")

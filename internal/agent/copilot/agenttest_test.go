@@ -20,6 +20,8 @@ func init() { sidecar.Main() }
 // TestAgentContract runs the contract suite every adapter passes (internal/agent/agenttest)
 // against the real copilot CLI in BYOK mode and the fake Anthropic API.
 func TestAgentContract(t *testing.T) {
+	// One HOME per case, shared by its sessions: the CLI keeps its conversations there.
+	var homes agenttest.Homes
 	agenttest.Run(t, agenttest.Harness{
 		Command: copilotCLI,
 		NewModel: func(t *testing.T) agenttest.Model {
@@ -40,7 +42,7 @@ func TestAgentContract(t *testing.T) {
 			return a, nil
 		},
 		Env: func(t *testing.T, ws string, m agenttest.Model) []string {
-			return clis.CopilotEnv(os.Environ(), m.(*agenttest.Anthropic).Server.URL, t.TempDir(), cliCache)
+			return clis.CopilotEnv(os.Environ(), m.(*agenttest.Anthropic).Server.URL, homes.Of(t, m), cliCache)
 		},
 		Sidecar:          sidecar.Server(t),
 		SessionIDs:       agenttest.IDFromFirstTurn,
