@@ -51,6 +51,10 @@ type wireData struct {
 	ToolCallID string `json:"toolCallId"`
 	ToolName   string `json:"toolName"`
 	Success    *bool  `json:"success"`
+	// ShellExecution is on a shell tool's completion: the command's exit code.
+	ShellExecution *struct {
+		ExitCode *int `json:"exitCode"`
+	} `json:"shellExecution"`
 
 	// session.warning, session.info, session.error, session.task_complete,
 	// session.autopilot_stopped, assistant.turn_retry
@@ -252,10 +256,16 @@ func (t *translator) toolStart(d *wireData) {
 }
 
 // toolComplete emits the tool_result of a finished tool call, timed from its start.
-// success is the only error signal (spec: no error text, unlike claude-code); a missing
-// success counts as a failure.
+// success is the error signal (spec: no error text, unlike claude-code); a missing
+// success counts as a failure. A shell command that exits non-zero is a failure too:
+// CLI 1.0.102 reports it as success with shellExecution.exitCode set, where claude-code
+// reports is_error, and an operator counts it as a failed tool call either way.
 func (t *translator) toolComplete(d *wireData) {
-	ev := agent.Event{Type: agent.EventToolResult, ToolName: "unknown", ToolError: d.Success == nil || !*d.Success}
+	failed := d.Success == nil || !*d.Success
+	if se := d.ShellExecution; se != nil && se.ExitCode != nil && *se.ExitCode != 0 {
+		failed = true
+	}
+	ev := agent.Event{Type: agent.EventToolResult, ToolName: "unknown", ToolError: failed}
 	if in, ok := t.inflight[d.ToolCallID]; ok {
 		delete(t.inflight, d.ToolCallID)
 		ev.ToolName = in.name
