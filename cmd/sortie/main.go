@@ -17,6 +17,7 @@ import (
 	_ "sortie/internal/tracker/file"
 	_ "sortie/internal/tracker/github"
 	_ "sortie/internal/tracker/jira"
+	_ "sortie/internal/tracker/linear"
 )
 
 // Set by the build (-ldflags -X).
