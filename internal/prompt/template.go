@@ -88,17 +88,50 @@ func newTemplateError(kind ErrorKind, name string, firstLine int, err error) *Te
 type Template struct {
 	name      string
 	firstLine int
-	tmpl      *template.Template
+	engine    Engine
+	tmpl      *template.Template // EngineGo
+	liquid    *liquidTemplate    // EngineLiquid
 }
 
 // Parse parses src, the prompt template body of the workflow file name, whose first
-// line is line firstLine of that file (1 when the file has no front matter). The
-// template language is Go text/template with missingkey=error and exactly three
-// functions: toJSON, join and lower. Errors are *TemplateError of kind ErrParse with
-// the line in the workflow file.
+// line is line firstLine of that file (1 when the file has no front matter), in the
+// dialect DetectEngine finds. It is ParseEngine with EngineAuto.
 func Parse(name, src string, firstLine int) (*Template, error) {
+	return ParseEngine(name, src, firstLine, EngineAuto)
+}
+
+// ParseEngine parses src like Parse in the dialect engine (prompt.engine of the front
+// matter), or the detected one for EngineAuto.
+//
+// The Go dialect is text/template with missingkey=error and exactly three functions:
+// toJSON, join and lower. The Liquid dialect is strict: an unknown variable, field or
+// filter is an error here when the data's shape shows it, else at render
+// (liquidcheck.go). Errors are *TemplateError of kind ErrParse with the line in the
+// workflow file.
+func ParseEngine(name, src string, firstLine int, engine Engine) (*Template, error) {
 	if firstLine < 1 {
 		firstLine = 1
+	}
+	if engine == EngineAuto {
+		e, mixed := detect(src)
+		if mixed != nil {
+			// Name the lines of the file, as the error's own line does.
+			mixed.goAt.line += firstLine - 1
+			mixed.liquidAt.line += firstLine - 1
+			return nil, &TemplateError{Kind: ErrParse, Name: name, Line: mixed.line(), Err: mixed}
+		}
+		engine = e
+	}
+	switch engine {
+	case EngineGo:
+	case EngineLiquid:
+		lt, err := parseLiquid(name, src, firstLine)
+		if err != nil {
+			return nil, err
+		}
+		return &Template{name: name, firstLine: firstLine, engine: engine, liquid: lt}, nil
+	default:
+		return nil, &TemplateError{Kind: ErrParse, Name: name, Err: fmt.Errorf("unknown template engine %q (known: go, liquid)", engine)}
 	}
 	t, err := template.New(name).Option("missingkey=error").Funcs(funcs()).Parse(src)
 	if err != nil {
@@ -111,11 +144,14 @@ func Parse(name, src string, firstLine int) (*Template, error) {
 			printNilAsEmpty(tt.Tree, tt.Tree.Root)
 		}
 	}
-	return &Template{name: name, firstLine: firstLine, tmpl: t}, nil
+	return &Template{name: name, firstLine: firstLine, engine: engine, tmpl: t}, nil
 }
 
 // Name returns the name the template was parsed with.
 func (t *Template) Name() string { return t.name }
+
+// Engine returns the dialect the template was parsed in.
+func (t *Template) Engine() Engine { return t.engine }
 
 // Render executes the template against d. A reference to a key the data does not have
 // (`{{ .issue.nonexistent }}`), a call with wrong arguments, or output beyond
@@ -127,6 +163,12 @@ func (t *Template) Render(d Data) (string, error) {
 		return "", &TemplateError{Kind: ErrRender, Name: t.name, Err: err}
 	}
 	buf := &limitedBuffer{max: MaxPromptBytes}
+	if t.liquid != nil {
+		if err := t.liquid.render(t.name, buf, data); err != nil {
+			return "", err
+		}
+		return buf.String(), nil
+	}
 	if err := t.tmpl.Execute(buf, data); err != nil {
 		return "", newTemplateError(ErrRender, t.name, t.firstLine, err)
 	}
