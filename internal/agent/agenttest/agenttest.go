@@ -103,6 +103,10 @@ type Harness struct {
 	// begin, a process to exit. 0 means 4 minutes. It is a bound against hangs, never
 	// an assertion on speed.
 	Patience time.Duration
+	// ProcessPerSession: the adapter keeps one CLI process for the whole session
+	// (codex's app-server) instead of one per turn, so Session.PID may stay set
+	// between turns; StopSession must still leave nothing.
+	ProcessPerSession bool
 	// Parallel runs the cases in parallel with each other.
 	Parallel bool
 }
@@ -158,6 +162,8 @@ type suite struct {
 	ad     agent.Adapter
 	ws     string
 	marker string
+	// stopped are the sessions already stopped: StopSession is called once per session.
+	stopped map[*agent.Session]bool
 }
 
 // setup gives the case a fresh model and workspace; script then fills the model,
@@ -192,14 +198,25 @@ func (s *suite) start(t *testing.T, p agent.StartParams) *agent.Session {
 	if err != nil {
 		t.Fatalf("StartSession: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.h.Patience)
-		defer cancel()
-		if err := s.ad.StopSession(ctx, sess); err != nil {
-			t.Errorf("StopSession: %v", err)
-		}
-	})
+	t.Cleanup(func() { s.stop(t, sess) })
 	return sess
+}
+
+// stop stops a session started by start, once: now, or when the test ends.
+func (s *suite) stop(t *testing.T, sess *agent.Session) {
+	t.Helper()
+	if s.stopped == nil {
+		s.stopped = map[*agent.Session]bool{}
+	}
+	if s.stopped[sess] {
+		return
+	}
+	s.stopped[sess] = true
+	ctx, cancel := context.WithTimeout(context.Background(), s.h.Patience)
+	defer cancel()
+	if err := s.ad.StopSession(ctx, sess); err != nil {
+		t.Errorf("StopSession: %v", err)
+	}
 }
 
 // outcome is what one RunTurn produced.
@@ -248,7 +265,7 @@ func (s *suite) turn(t *testing.T, ctx context.Context, sess *agent.Session, n i
 	if ctx.Err() == context.DeadlineExceeded {
 		t.Fatalf("turn %d did not end within %s (the suite's patience); events: %v", n, s.h.Patience, o.types())
 	}
-	checkTurn(t, n, sess, o)
+	checkTurn(t, n, sess, o, s.h.ProcessPerSession)
 	return o
 }
 
@@ -257,9 +274,9 @@ var terminal = []agent.EventType{agent.EventTurnCompleted, agent.EventTurnFailed
 	agent.EventTurnEndedWithError, agent.EventTurnInputRequired, agent.EventStartupFailed}
 
 // checkTurn checks the invariants of every turn: one terminal event, last, matching the
-// result; every event stamped with a time and the turn's process; no process recorded
-// on the session once the turn is over.
-func checkTurn(t *testing.T, n int, sess *agent.Session, o outcome) {
+// result; every event stamped with a time and the turn's process; unless the process
+// lives as long as the session, none recorded on the session once the turn is over.
+func checkTurn(t *testing.T, n int, sess *agent.Session, o outcome, perSession bool) {
 	t.Helper()
 	if len(o.events) == 0 {
 		t.Fatalf("turn %d: no events (result %s, %v); a turn always ends with a terminal event", n, o.res.ExitReason, o.err)
@@ -285,7 +302,7 @@ func checkTurn(t *testing.T, n int, sess *agent.Session, o outcome) {
 			t.Errorf("turn %d: %s event has pid %d, the turn's is %d", n, e.Type, e.PID, o.res.PID)
 		}
 	}
-	if sess.PID != 0 {
+	if sess.PID != 0 && !perSession {
 		t.Errorf("turn %d: Session.PID = %d after RunTurn returned; want 0 when no turn runs", n, sess.PID)
 	}
 }
@@ -371,6 +388,9 @@ func (s *suite) continuation(t *testing.T) {
 	})
 
 	s.sub(t, CaseResumeByID, func(t *testing.T) {
+		// As the orchestrator does for a run's next attempt: the old session is
+		// stopped, a new one resumes it by id.
+		s.stop(t, sess)
 		p := s.params()
 		p.ResumeSessionID = sess.ID
 		again := s.start(t, p)
@@ -407,7 +427,7 @@ func (s *suite) toolResults(o outcome) []agent.Event {
 // one tool_result event with its duration and error flag.
 func (s *suite) shellTool(t *testing.T) {
 	s.setup(t)
-	s.model.Shell("sleep 1; printf agenttest > agenttest-ok.txt")
+	s.model.Shell("sleep 0.3; printf agenttest > agenttest-ok.txt")
 	s.model.Shell("printf agenttest-boom >&2; exit 3")
 	s.model.Reply("Ran both.")
 	s.build(t)
@@ -432,9 +452,11 @@ func (s *suite) shellTool(t *testing.T) {
 	if !failed.ToolError {
 		t.Errorf("the command that exited 3 has a tool_result without ToolError (message %q)", failed.Message)
 	}
-	// The first command sleeps a second: a duration measured around it cannot be less.
-	if ok.ToolDurationMS < 1000 {
-		t.Errorf("the succeeding command's duration = %d ms; it ran `sleep 1`, so at least 1000", ok.ToolDurationMS)
+	// The first command sleeps 0.3 s, so it has a duration. The suite does not hold
+	// the figure to the sleep: a CLI may report its own measure (codex 0.169.0 reports
+	// about 280 ms for it), which the adapter passes on.
+	if ok.ToolDurationMS <= 0 {
+		t.Errorf("the succeeding command's duration = %d ms; it ran `sleep 0.3`, so more than 0", ok.ToolDurationMS)
 	}
 	if failed.ToolDurationMS < 0 {
 		t.Errorf("the failing command's duration = %d ms", failed.ToolDurationMS)
@@ -592,7 +614,7 @@ func (s *suite) cancel(t *testing.T) {
 	case <-time.After(s.h.Patience):
 		t.Fatalf("RunTurn did not return within %s of its context being cancelled", s.h.Patience)
 	}
-	checkTurn(t, 1, sess, o)
+	checkTurn(t, 1, sess, o, s.h.ProcessPerSession)
 	if agent.KindOf(o.err) != agent.ErrTurnCancelled || o.res.ExitReason != agent.EventTurnCancelled {
 		t.Fatalf("turn = %s, %v; want turn_cancelled", o.res.ExitReason, o.err)
 	}
