@@ -23,6 +23,9 @@ type Gates struct {
 	// set, the daemon answers the session query, and grants the capability. Offer
 	// tracker_api and notify_operator.
 	TrackerAPI, NotifyOperator bool
+	// LinearGraphQL: as TrackerAPI, and the daemon's tracker is Linear (the
+	// linear_graphql capability). Offers linear_graphql.
+	LinearGraphQL bool
 	// Workflows: the daemon grants the workflows capability (it has a workflow
 	// library, workflows.dir), or the sidecar runs its own engine (--workflows).
 	// Offers the twelve workflow tools (spec/workflow-tools-api.md).
@@ -44,6 +47,7 @@ func SessionGates(env map[string]string, caps agentsock.Capabilities) Gates {
 	g := Gates{Workspace: e.Workspace != ""}
 	if e.AgentSocket != "" && e.AgentToken != "" {
 		g.Runs, g.TrackerAPI, g.NotifyOperator, g.Workflows = caps.Runs, caps.TrackerAPI, caps.NotifyOperator, caps.Workflows
+		g.LinearGraphQL = caps.LinearGraphQL
 	}
 	return g
 }
@@ -61,6 +65,9 @@ func Offered(g Gates) []string {
 	}
 	if g.TrackerAPI {
 		names = append(names, tools.NameTracker)
+	}
+	if g.LinearGraphQL {
+		names = append(names, tools.NameLinearGraphQL)
 	}
 	if g.NotifyOperator {
 		names = append(names, tools.NameNotify)

@@ -20,6 +20,7 @@ func TestOffered(t *testing.T) {
 		{Gates{Runs: true}, []string{"workspace_history", "cost_budget"}},
 		{Gates{Workspace: true, Runs: true}, []string{"sortie_status", "workspace_history", "cost_budget"}},
 		{Gates{TrackerAPI: true}, []string{"tracker_api"}},
+		{Gates{TrackerAPI: true, LinearGraphQL: true}, []string{"tracker_api", "linear_graphql"}},
 		{Gates{NotifyOperator: true}, []string{"notify_operator"}},
 		{Gates{Workspace: true, Runs: true, TrackerAPI: true, NotifyOperator: true}, []string{"sortie_status", "workspace_history", "cost_budget", "tracker_api", "notify_operator"}},
 		{Gates{Workflows: true}, engine.Names()},
@@ -43,7 +44,7 @@ func TestToolDocs(t *testing.T) {
 	if docs[1].InputSchema != nil || docs[1].Description == "" {
 		t.Errorf("sortie_status doc = %+v; want a description and no schema (it takes no arguments)", docs[1])
 	}
-	all := Gates{Workspace: true, Runs: true, TrackerAPI: true, NotifyOperator: true, Workflows: true}
+	all := Gates{Workspace: true, Runs: true, TrackerAPI: true, LinearGraphQL: true, NotifyOperator: true, Workflows: true}
 	if got := ToolDocs(Offered(all)); len(got) != len(tools.Specs())+len(engine.Specs()) {
 		t.Errorf("ToolDocs of every tool returned %d docs, want %d", len(got), len(tools.Specs())+len(engine.Specs()))
 	}

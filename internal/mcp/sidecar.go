@@ -132,6 +132,7 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 			}
 			s.Gates.TrackerAPI = info.Capabilities.TrackerAPI
 			s.Gates.NotifyOperator = info.Capabilities.NotifyOperator
+			s.Gates.LinearGraphQL = info.Capabilities.LinearGraphQL
 			if !s.Gates.TrackerAPI {
 				log.Info("tracker_api not offered: the daemon grants no tracker_api capability (no tracker project configured)")
 			}
@@ -193,6 +194,8 @@ func Start(ctx context.Context, o Options) (*Sidecar, error) {
 			t = tools.NewTracker(daemon, e.ToolTimeout)
 		case tools.NameNotify:
 			t = tools.NewNotify(daemon, e.ToolTimeout)
+		case tools.NameLinearGraphQL:
+			t = tools.NewLinearGraphQL(daemon, e.ToolTimeout)
 		default:
 			i := slices.IndexFunc(workflowTools, func(w tools.Tool) bool { return w.Spec().Name == name })
 			if i < 0 {

@@ -66,7 +66,7 @@ func (t *ToolService) Info() agentsock.SessionInfo {
 	cfg := t.Config()
 	return agentsock.SessionInfo{
 		Capabilities: agentsock.Capabilities{TrackerAPI: t.Issues != nil, NotifyOperator: t.Deliver != nil,
-			Workflows: t.Workflows != nil, Runs: t.History != nil},
+			Workflows: t.Workflows != nil, Runs: t.History != nil, LinearGraphQL: t.linear() != nil},
 		TrackerKind: cfg.Tracker.Kind,
 		Project:     cfg.Tracker.Project,
 	}

@@ -64,6 +64,7 @@ func TestSpecs_SchemaPropertiesAreTheDecodedFields(t *testing.T) {
 	decoded := map[string]any{
 		NameStatus: struct{}{}, NameHistory: struct{}{}, NameBudget: struct{}{},
 		NameTracker: agentsock.TrackerRequest{}, NameNotify: agentsock.NotifyRequest{},
+		NameLinearGraphQL: agentsock.LinearGraphQLRequest{},
 	}
 	for _, s := range Specs() {
 		v, ok := decoded[s.Name]

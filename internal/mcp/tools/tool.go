@@ -111,7 +111,7 @@ type Result struct {
 // Specs returns the specs of every tool this package implements, in the order the
 // sidecar registers them.
 func Specs() []Spec {
-	return []Spec{StatusSpec, HistorySpec, BudgetSpec, TrackerSpec, NotifySpec}
+	return []Spec{StatusSpec, HistorySpec, BudgetSpec, TrackerSpec, LinearGraphQLSpec, NotifySpec}
 }
 
 // noArgsSchema is the input schema of a tool that takes no arguments: the agent sends {}.

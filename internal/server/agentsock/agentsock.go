@@ -18,6 +18,7 @@
 //	POST /v1/workflow  WorkflowRequest → Reply whose data is a WorkflowResult
 //	POST /v1/runs      RunsRequest     → Reply whose data is []RunRecord
 //	POST /v1/spend     {}              → Reply whose data is a Spend
+//	POST /v1/linear_graphql LinearGraphQLRequest → Reply whose data is Linear's answer
 //
 // Every answer is a Reply (status 200), except an unknown, revoked or missing token
 // (401 with a Reply whose error kind is "unauthorized") and a malformed request (400,
@@ -73,6 +74,9 @@ type Capabilities struct {
 	// Runs: the daemon serves the issue's run history and spend (RunHistory), for
 	// workspace_history and cost_budget.
 	Runs bool `json:"runs"`
+	// LinearGraphQL: the tracker is Linear and the daemon answers
+	// POST /v1/linear_graphql (LinearGraphQLHandler).
+	LinearGraphQL bool `json:"linear_graphql,omitempty"`
 }
 
 // SessionInfo answers GET /v1/session: who the token is for and what it may call.
@@ -215,6 +219,7 @@ func Listen(path string, h Handler) (*Server, error) {
 	mux.HandleFunc("POST /v1/workflow", s.workflow)
 	mux.HandleFunc("POST /v1/runs", s.runs)
 	mux.HandleFunc("POST /v1/spend", s.spend)
+	mux.HandleFunc("POST /v1/linear_graphql", s.linearGraphQL)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil

@@ -46,7 +46,7 @@ type AgentError struct {
 	Message string
 }
 
-func (e *AgentError) Error() string { return e.Kind + ": " + e.Message }
+func (e *AgentError) Error() string { return e.Message }
 
 // AgentErrorKind is the error kind the tool reports.
 func (e *AgentError) AgentErrorKind() string { return e.Kind }

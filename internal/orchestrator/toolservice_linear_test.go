@@ -1,0 +1,130 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"sortie/internal/config"
+	"sortie/internal/server/agentsock"
+	"sortie/internal/testkit/fakelinear"
+	"sortie/internal/tracker"
+	_ "sortie/internal/tracker/linear"
+)
+
+// linearService is a ToolService on the Linear adapter against a fake Linear, served on
+// a real agent socket, and a client holding a token for issue's session.
+func linearService(t *testing.T) (*fakelinear.Server, *fakelinear.Issue, *fakelinear.Issue, *agentsock.Client, *ToolService, *atomic.Int32) {
+	t.Helper()
+	f := fakelinear.New(t, nil)
+	f.AddTeam("ENG", "Engineering")
+	mine := f.AddIssue("ENG", "mine", "In Progress", nil)
+	other := f.AddIssue("ENG", "other", "Todo", nil)
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Tracker.Kind, c.Tracker.Endpoint, c.Tracker.APIKey = "linear", f.URL, fakelinear.Key
+	})
+	trk, err := tracker.New(tracker.Config{Kind: "linear", Endpoint: f.URL, APIKey: fakelinear.Key, Team: "ENG",
+		ActiveStates: cfg.Tracker.ActiveStates, TerminalStates: cfg.Tracker.TerminalStates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refreshed atomic.Int32
+	svc := &ToolService{Config: func() *config.Config { return cfg }, Issues: trk, Refresh: func() { refreshed.Add(1) }}
+	srv, err := agentsock.Listen(filepath.Join(t.TempDir(), "a.sock"), svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	tok := srv.Grant(agentsock.Session{IssueID: mine.ID, Identifier: mine.Identifier, RunID: 1})
+	return f, mine, other, agentsock.Dial(srv.Path(), tok), svc, &refreshed
+}
+
+func TestLinearGraphQL_OfferedOnlyWithLinear(t *testing.T) {
+	_, _, _, c, _, _ := linearService(t)
+	info, err := c.Session(context.Background())
+	if err != nil || !info.Capabilities.LinearGraphQL {
+		t.Fatalf("a Linear daemon grants linear_graphql: %+v %v", info, err)
+	}
+	svc, _, _ := toolService(t, nil) // the in-memory tracker
+	if svc.Info().Capabilities.LinearGraphQL {
+		t.Fatal("linear_graphql granted without a Linear tracker")
+	}
+	if _, e := svc.LinearGraphQL(context.Background(), sess, agentsock.LinearGraphQLRequest{Query: "{ viewer { id } }"}); e == nil || e.Kind != "unsupported_operation" {
+		t.Fatalf("got %v, want unsupported_operation", e)
+	}
+}
+
+func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
+	f, mine, other, c, svc, refreshed := linearService(t)
+	var movedTo string
+	svc.AgentMoved = func(id, state string) {
+		if id == mine.ID {
+			movedTo = state
+		}
+	}
+	ctx := context.Background()
+
+	data, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{Query: `query($id: String!) { issue(id: $id) { title } }`,
+		Variables: json.RawMessage(`{"id":"` + other.Identifier + `"}`)})
+	if err != nil || !strings.Contains(string(data), `"other"`) {
+		t.Fatalf("query: %s %v", data, err)
+	}
+
+	states, _ := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{Query: `{ workflowStates { nodes { id name } } }`})
+	var ws struct {
+		Data struct {
+			WorkflowStates struct{ Nodes []struct{ ID, Name string } }
+		}
+	}
+	json.Unmarshal(states, &ws)
+	var review string
+	for _, s := range ws.Data.WorkflowStates.Nodes {
+		if s.Name == "In Review" {
+			review = s.ID
+		}
+	}
+	_, err = c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{
+		Query:     `mutation($s: String!) { issueUpdate(id: "` + mine.ID + `", input: {stateId: $s}) { success } }`,
+		Variables: json.RawMessage(`{"s":"` + review + `"}`)})
+	if err != nil || movedTo != "In Review" || refreshed.Load() != 1 {
+		t.Fatalf("state change: %v, AgentMoved %q, refreshed %d", err, movedTo, refreshed.Load())
+	}
+
+	for name, q := range map[string]string{
+		"project_scope_violation": `mutation { commentCreate(input: {issueId: "` + other.ID + `", body: "x"}) { success } }`,
+		"forbidden_operation":     `mutation { issueDelete(id: "` + mine.ID + `") { success } }`,
+		"invalid_input":           `query {`,
+	} {
+		_, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{Query: q})
+		var e *agentsock.Error
+		if !errors.As(err, &e) || e.Kind != name {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	if len(f.Comments(other.ID)) != 0 {
+		t.Fatal("the agent reached another issue")
+	}
+
+	// A comment the agent posts is by the daemon's account: it can never answer a
+	// checkpoint.
+	if _, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{
+		Query: `mutation { commentCreate(input: {issueId: "` + mine.ID + `", body: "/sortie choose yes"}) { success } }`}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := svc.Issues.FetchIssueComments(ctx, mine.ID)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("comments: %v %v", cs, err)
+	}
+	acc, _ := tracker.As[tracker.Account](svc.Issues)
+	self, err := acc.Self(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := answerRefusal(svc.Config(), self, cs[0]); why == "" {
+		t.Fatal("a comment posted through linear_graphql would answer a checkpoint")
+	}
+}
