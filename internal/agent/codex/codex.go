@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"sortie/internal/agent"
@@ -467,8 +468,8 @@ func (t *turn) connError(doing string, err error) error {
 	if errors.Is(err, errCancelled) {
 		return agent.Errorf(agent.ErrTurnCancelled, "codex (pid %d): turn cancelled while %s", t.pid, doing)
 	}
-	if !errors.Is(err, errExited) {
-		// A failed write: the app-server is gone or no longer reads.
+	if !errors.Is(err, errExited) && !errors.Is(err, syscall.EPIPE) {
+		// A write that did not finish: the app-server no longer reads.
 		return &agent.Error{Kind: agent.ErrPortExit, Message: fmt.Sprintf("codex (pid %d): %s", t.pid, doing), Err: err}
 	}
 	exit := t.a.drop(t.st, t.c)
@@ -476,9 +477,11 @@ func (t *turn) connError(doing string, err error) error {
 	if exit.Code == 127 {
 		kind = agent.ErrNotFound
 	}
-	if t.c.stopped {
+	t.st.mu.Lock()
+	if t.st.stopped {
 		kind = agent.ErrTurnCancelled // StopSession ended it
 	}
+	t.st.mu.Unlock()
 	msg := fmt.Sprintf("codex (pid %d): the app-server exited (%s) while %s", t.pid, exit, doing)
 	if t.c.readErr != nil {
 		msg = fmt.Sprintf("codex (pid %d): reading its output: %v (%s)", t.pid, t.c.readErr, exit)

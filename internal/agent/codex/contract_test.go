@@ -6,9 +6,12 @@ package codex
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,9 +123,29 @@ func describe(events []agent.Event) string {
 	return b.String()
 }
 
-// groupGone reports whether no process is left in the process group pgid.
+// groupGone reports whether no live process is left in the process group pgid. Killed
+// processes may stay zombies until their new parent reaps them, which kill(-pgid, 0)
+// would still count: /proc tells their state.
 func groupGone(pgid int) bool {
-	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return true
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// After the command's closing parenthesis: state ppid pgrp ...
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			return false
+		}
+	}
+	return true
 }
 
 func TestContract_TwoTurnsInOneThread(t *testing.T) {
@@ -131,6 +154,7 @@ func TestContract_TwoTurnsInOneThread(t *testing.T) {
 		fakemodel.ResponsesReply{Text: "The word was PAPAYA.", Usage: fakemodel.Usage{InputTokens: 150, OutputTokens: 9, CacheReadInputTokens: 100}},
 	)
 	s := r.start(t, agent.StartParams{})
+	r.capture(t, "two_turns.jsonl")
 	ctx := context.Background()
 	o1 := r.turn(t, ctx, s, 1, "Remember the word PAPAYA.")
 	mustComplete(t, o1)
@@ -172,5 +196,274 @@ func TestContract_TwoTurnsInOneThread(t *testing.T) {
 			t.Errorf("session_started = %+v, want one with the thread id", st)
 		}
 	}
-	r.capture(t, "two_turns.jsonl")
+}
+
+// mcpConfig writes a claude-style MCP configuration, as the daemon's .sortie/mcp.json,
+// naming the test binary as the sortie-tools server.
+func mcpConfig(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"sortie-tools": map[string]any{
+		"command": self, "args": []string{}, "env": map[string]string{mcpServerEnv: "1"},
+	}}})
+	p := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestContract_ShellToolCallInTheWorkspace(t *testing.T) {
+	r := newRig(t, nil,
+		fakemodel.ResponsesReply{Text: "Writing the file.", FunctionCalls: []fakemodel.FunctionCall{{Name: "exec_command",
+			Arguments: map[string]any{"cmd": "printf sortie > out.txt"}}},
+			Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 20, CacheReadInputTokens: 7}},
+		fakemodel.ResponsesReply{Text: "Done.", Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 30, CacheReadInputTokens: 3}},
+	)
+	s := r.start(t, agent.StartParams{})
+	r.capture(t, "shell_tool.jsonl")
+	o := r.turn(t, context.Background(), s, 1, "Create out.txt.")
+	mustComplete(t, o)
+	data, err := os.ReadFile(filepath.Join(r.ws, "out.txt"))
+	if err != nil || string(data) != "sortie" {
+		t.Fatalf("out.txt = %q, %v; codex did not run the command in the workspace; events: %s", data, err, describe(o.events))
+	}
+	tools := o.of(agent.EventToolResult)
+	if len(tools) != 1 || tools[0].ToolName != "exec_command" || tools[0].ToolError || !strings.Contains(tools[0].Message, "printf sortie") {
+		t.Fatalf("tool_result events = %+v, want one successful exec_command", tools)
+	}
+	reqs := r.model.Responses()
+	if len(reqs) != 2 {
+		t.Fatalf("model requests = %d, want 2", len(reqs))
+	}
+	if out, ok := reqs[1].LastFunctionOutput(); !ok || out.CallID == "" {
+		t.Errorf("function output sent back = %+v, %v", out, ok)
+	}
+	// Two model responses, each with its own figures; the thread's totals are their sums.
+	want := agent.Usage{Input: 300, Output: 50, Total: 350, CacheRead: 10}
+	if o.res.Usage != want {
+		t.Errorf("turn usage = %+v, want %+v", o.res.Usage, want)
+	}
+	if u := o.of(agent.EventTokenUsage); len(u) != 2 || u[1].Usage != want || u[0].Model != clis.CodexModel {
+		t.Errorf("token_usage = %+v, want two updates ending at %+v", u, want)
+	}
+	for _, e := range o.events {
+		if e.PID != o.res.PID || e.PID == 0 {
+			t.Fatalf("event %s has pid %d, turn pid %d", e.Type, e.PID, o.res.PID)
+		}
+	}
+}
+
+func TestContract_MCPToolCallToSortieTools(t *testing.T) {
+	r := newRig(t, nil,
+		fakemodel.ResponsesReply{FunctionCalls: []fakemodel.FunctionCall{{Namespace: "mcp__sortie_tools", Name: "ping",
+			Arguments: map[string]any{"text": "hello"}}}},
+		fakemodel.ResponsesReply{Text: "The server said pong."},
+	)
+	s := r.start(t, agent.StartParams{MCPConfigPath: mcpConfig(t)})
+	r.capture(t, "mcp_tool.jsonl")
+	o := r.turn(t, context.Background(), s, 1, "Ping the server.")
+	mustComplete(t, o)
+	tools := o.of(agent.EventToolResult)
+	if len(tools) != 1 || tools[0].ToolName != "mcp__sortie-tools__ping" || tools[0].ToolError {
+		t.Fatalf("tool_result events = %+v, want one successful mcp__sortie-tools__ping; events: %s", tools, describe(o.events))
+	}
+	reqs := r.model.Responses()
+	if len(reqs) != 2 {
+		t.Fatalf("model requests = %d, want 2", len(reqs))
+	}
+	if out, ok := reqs[1].LastFunctionOutput(); !ok || !strings.Contains(out.Text, "pong: hello") {
+		t.Errorf("function output sent back = %+v, want the server's pong", out)
+	}
+}
+
+func TestContract_ApprovalRequestIsAutoApproved(t *testing.T) {
+	r := newRig(t, map[string]any{"approval_policy": "untrusted"},
+		fakemodel.ResponsesReply{FunctionCalls: []fakemodel.FunctionCall{{Name: "exec_command",
+			Arguments: map[string]any{"cmd": "printf yes > approved.txt"}}}},
+		fakemodel.ResponsesReply{Text: "Approved and done."},
+	)
+	s := r.start(t, agent.StartParams{})
+	r.capture(t, "approval.jsonl")
+	o := r.turn(t, context.Background(), s, 1, "Write approved.txt.")
+	mustComplete(t, o)
+	if ap := o.of(agent.EventApprovalAutoApproved); len(ap) == 0 || !strings.Contains(ap[0].Message, "printf yes") {
+		t.Fatalf("approval_auto_approved = %+v, want the command's approval; events: %s", ap, describe(o.events))
+	}
+	if data, err := os.ReadFile(filepath.Join(r.ws, "approved.txt")); err != nil || string(data) != "yes" {
+		t.Errorf("approved.txt = %q, %v: the approved command did not run", data, err)
+	}
+}
+
+func TestContract_UserInputRequestFailsTheTurn(t *testing.T) {
+	// Codex 0.169.0 offers request_user_input outside Plan mode only behind a feature,
+	// which a workflow could turn on through codex.config.
+	r := newRig(t, map[string]any{"config": map[string]any{"features": map[string]any{"default_mode_request_user_input": true}}},
+		fakemodel.ResponsesReply{FunctionCalls: []fakemodel.FunctionCall{{Name: "request_user_input",
+			Arguments: map[string]any{"questions": []any{map[string]any{"id": "branch", "header": "Branch", "question": "Which branch?",
+				"options": []any{map[string]any{"label": "main", "description": "the default"}, map[string]any{"label": "dev", "description": "the other"}}}}}}}},
+		fakemodel.ResponsesReply{Text: "I will wait."},
+	)
+	s := r.start(t, agent.StartParams{})
+	r.capture(t, "user_input.jsonl")
+	o := r.turn(t, context.Background(), s, 1, "Ask me which branch.")
+	if agent.KindOf(o.err) != agent.ErrTurnInputRequired || o.res.ExitReason != agent.EventTurnInputRequired {
+		t.Fatalf("turn = %s, %v; want turn_input_required; events: %s", o.res.ExitReason, o.err, describe(o.events))
+	}
+	if !strings.Contains(o.err.Error(), "Which branch?") {
+		t.Errorf("error %q does not carry the question", o.err)
+	}
+	// Codex was answered and the turn interrupted: the app-server is still usable.
+	o2 := r.turn(t, context.Background(), s, 2, "Carry on with main.")
+	mustComplete(t, o2)
+	if o2.res.PID != o.res.PID {
+		t.Errorf("pid %d → %d: the app-server was restarted after the input request", o.res.PID, o2.res.PID)
+	}
+}
+
+func TestContract_MCPElicitationFailsTheTurn(t *testing.T) {
+	// Under "never", codex declines elicitations itself; a policy that lets them through
+	// reaches the adapter's.
+	r := newRig(t, map[string]any{"approval_policy": "on-request"},
+		fakemodel.ResponsesReply{FunctionCalls: []fakemodel.FunctionCall{{Namespace: "mcp__sortie_tools", Name: "ask",
+			Arguments: map[string]any{"text": "deploy"}}}},
+		fakemodel.ResponsesReply{Text: "No answer."},
+	)
+	s := r.start(t, agent.StartParams{MCPConfigPath: mcpConfig(t)})
+	r.capture(t, "elicitation.jsonl")
+	o := r.turn(t, context.Background(), s, 1, "Ask the server.")
+	if agent.KindOf(o.err) != agent.ErrTurnInputRequired || o.res.ExitReason != agent.EventTurnInputRequired {
+		t.Fatalf("turn = %s, %v; want turn_input_required; events: %s", o.res.ExitReason, o.err, describe(o.events))
+	}
+	if !strings.Contains(o.err.Error(), "Which branch?") {
+		t.Errorf("error %q does not carry the server's question", o.err)
+	}
+}
+
+func TestContract_CancelMidTurnLeavesNoProcess(t *testing.T) {
+	r := newRig(t, nil, fakemodel.ResponsesReply{Stall: true}, fakemodel.ResponsesReply{Text: "Back again."})
+	s := r.start(t, agent.StartParams{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan turnOutcome, 1)
+	go func() { done <- r.turn(t, ctx, s, 1, "Think for a long time.") }()
+	r.model.WaitStall(t, 60e9)
+	cancel()
+	o := <-done
+	if agent.KindOf(o.err) != agent.ErrTurnCancelled || o.res.ExitReason != agent.EventTurnCancelled {
+		t.Fatalf("turn = %s, %v; want turn_cancelled; events: %s", o.res.ExitReason, o.err, describe(o.events))
+	}
+	if o.res.PID == 0 || !groupGone(o.res.PID) {
+		t.Fatalf("process group %d still has processes after the cancelled turn", o.res.PID)
+	}
+	// The session goes on: the next turn starts another app-server and resumes the thread.
+	thread := s.ID
+	o2 := r.turn(t, context.Background(), s, 2, "Are you there?")
+	mustComplete(t, o2)
+	if s.ID != thread || o2.res.PID == o.res.PID {
+		t.Errorf("after the cancel: thread %s → %s, pid %d → %d; want the same thread in a new app-server", thread, s.ID, o.res.PID, o2.res.PID)
+	}
+	if st := o2.of(agent.EventSessionStarted); len(st) != 1 || !strings.Contains(st[0].Message, "resuming thread "+thread) {
+		t.Errorf("session_started = %+v, want the thread resumed", st)
+	}
+	r.adapter.StopSession(context.Background(), s)
+	if !groupGone(o2.res.PID) {
+		t.Errorf("process group %d still has processes after StopSession", o2.res.PID)
+	}
+	after := r.turn(t, context.Background(), s, 3, "again")
+	if agent.KindOf(after.err) != agent.ErrTurnCancelled {
+		t.Errorf("turn after StopSession = %v, want turn_cancelled", after.err)
+	}
+}
+
+func TestContract_ModelErrorFailsTheTurn(t *testing.T) {
+	cases := []struct {
+		name  string
+		reply fakemodel.ResponsesReply
+		want  string // in the error
+	}{
+		// Codex replaces a 5xx's message with its own and classifies it.
+		{"500", fakemodel.ResponsesReply{Status: 500, ErrorMessage: "upstream exploded", Times: 4}, "internalServerError"},
+		{"400", fakemodel.ResponsesReply{Status: 400, ErrorMessage: "bad tool schema", Times: 4}, "bad tool schema"},
+		{"failed response", fakemodel.ResponsesReply{Failed: true, ErrorMessage: "the model gave up", Times: 4}, "the model gave up"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, nil, c.reply)
+			s := r.start(t, agent.StartParams{})
+			if c.name == "500" {
+				r.capture(t, "model_error_500.jsonl")
+			}
+			o := r.turn(t, context.Background(), s, 1, "hello")
+			if agent.KindOf(o.err) != agent.ErrTurnFailed || o.res.ExitReason != agent.EventTurnFailed {
+				t.Fatalf("turn = %s, %v; want turn_failed; events: %s", o.res.ExitReason, o.err, describe(o.events))
+			}
+			if !strings.Contains(o.err.Error(), c.want) {
+				t.Errorf("error %q does not say %q", o.err, c.want)
+			}
+		})
+	}
+}
+
+func TestContract_MissingBinary(t *testing.T) {
+	a, err := New(agent.Config{Kind: Kind, Command: filepath.Join(t.TempDir(), "no-such-codex")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir()}); agent.KindOf(err) != agent.ErrNotFound {
+		t.Fatalf("StartSession = %v, want agent_not_found", err)
+	}
+	if _, err := a.(agent.Versioner).Version(context.Background()); agent.KindOf(err) != agent.ErrNotFound {
+		t.Fatalf("Version = %v, want agent_not_found", err)
+	}
+	// Symphony's codex.command runs through bash -lc: a missing CLI is the shell's 127.
+	home := t.TempDir()
+	a, err = New(agent.Config{Kind: Kind, Options: map[string]any{"command": "no-such-codex-cli app-server"}, WorkflowDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), Env: clis.CodexEnv(os.Environ(), home)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.StopSession(context.Background(), s)
+	res, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "hi", TurnNumber: 1})
+	if agent.KindOf(err) != agent.ErrNotFound || res.ExitReason != agent.EventStartupFailed {
+		t.Fatalf("RunTurn = %s, %v; want startup_failed with agent_not_found", res.ExitReason, err)
+	}
+}
+
+func TestContract_VersionIsThePinnedCLI(t *testing.T) {
+	r := newRig(t, nil)
+	v, err := r.adapter.Version(context.Background())
+	if err != nil || !strings.Contains(v, "0.169.0") {
+		t.Fatalf("Version = %q, %v; want codex-cli 0.169.0", v, err)
+	}
+}
+
+func TestContract_ResumeByIDInANewSession(t *testing.T) {
+	r := newRig(t, nil,
+		fakemodel.ResponsesReply{Text: "Noted: PAPAYA."},
+		fakemodel.ResponsesReply{Text: "Still PAPAYA."},
+	)
+	s := r.start(t, agent.StartParams{})
+	o1 := r.turn(t, context.Background(), s, 1, "Remember the word PAPAYA.")
+	mustComplete(t, o1)
+	r.adapter.StopSession(context.Background(), s)
+	if !groupGone(o1.res.PID) {
+		t.Fatalf("process group %d still has processes after StopSession", o1.res.PID)
+	}
+	again := r.start(t, agent.StartParams{ResumeSessionID: s.ID})
+	o2 := r.turn(t, context.Background(), again, 1, "And now?")
+	mustComplete(t, o2)
+	if again.ID != s.ID {
+		t.Errorf("resumed session id %q, want %q", again.ID, s.ID)
+	}
+	reqs := r.model.Responses()
+	if tr := reqs[len(reqs)-1].Transcript(); !strings.Contains(tr, "Noted: PAPAYA.") {
+		t.Errorf("the resumed turn's request lacks the first turn; transcript:\n%s", tr)
+	}
 }

@@ -197,8 +197,9 @@ func (tr *translator) notification(m message) {
 				ID     string `json:"id"`
 				Status string `json:"status"`
 				Error  *struct {
-					Message           string `json:"message"`
-					AdditionalDetails string `json:"additionalDetails"`
+					Message           string          `json:"message"`
+					Info              json.RawMessage `json:"codexErrorInfo"`
+					AdditionalDetails string          `json:"additionalDetails"`
 				} `json:"error"`
 			} `json:"turn"`
 		}
@@ -214,12 +215,16 @@ func (tr *translator) notification(m message) {
 			if e.AdditionalDetails != "" {
 				end.Message += " (" + e.AdditionalDetails + ")"
 			}
+			if info := errorInfo(e.Info); info != "" {
+				end.Message += " [" + info + "]"
+			}
 		}
 		tr.end = end
 	case "error":
 		var p struct {
 			Error struct {
-				Message string `json:"message"`
+				Message string          `json:"message"`
+				Info    json.RawMessage `json:"codexErrorInfo"`
 			} `json:"error"`
 			WillRetry bool `json:"willRetry"`
 		}
@@ -227,6 +232,9 @@ func (tr *translator) notification(m message) {
 			return
 		}
 		msg := "codex error: " + p.Error.Message
+		if info := errorInfo(p.Error.Info); info != "" {
+			msg += " [" + info + "]"
+		}
 		if p.WillRetry {
 			msg += " (retrying)"
 		} else {
@@ -271,6 +279,24 @@ func (tr *translator) notification(m message) {
 			tr.emit(agent.Event{Type: agent.EventOtherMessage, Message: m.Method})
 		}
 	}
+}
+
+// errorInfo is codex's classification of an error (codexErrorInfo: "internalServerError",
+// {"httpConnectionFailed":{"httpStatusCode":500}}, ...) in one line, "" when absent.
+func errorInfo(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return agent.Truncate(s, 200)
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return ""
+	}
+	return agent.Excerpt(buf.Bytes(), 200)
 }
 
 // tokens takes an absolute thread total: the session's usage moves by what the thread
@@ -358,21 +384,22 @@ func (tr *translator) itemCompleted(m message) {
 	delete(tr.started, it.ID)
 }
 
-// tool emits the tool_result of a completed item: its duration is the one codex
-// measured, else the item's own start and end, else the time since item/started.
+// tool emits the tool_result of a completed item. Its duration is the longest of what
+// codex measured (durationMs, which for exec_command 0.169.0 starts after the command
+// was spawned and can fall short of it), the item's own start and end, and the time
+// since item/started reached us.
 func (tr *translator) tool(it item, name string, failed bool, msg string) {
-	var d int64 = -1
-	switch {
-	case it.DurationMs != nil && *it.DurationMs >= 0:
-		d = *it.DurationMs
-	case it.StartedAtMs != nil && it.CompletedAtMs != nil && *it.CompletedAtMs >= *it.StartedAtMs:
-		d = *it.CompletedAtMs - *it.StartedAtMs
-	default:
-		if t, ok := tr.started[it.ID]; ok {
-			d = tr.now().Sub(t).Milliseconds()
-		}
+	var d int64
+	if it.DurationMs != nil {
+		d = max(d, *it.DurationMs)
 	}
-	tr.emit(agent.Event{Type: agent.EventToolResult, ToolName: agent.Truncate(name, 200), ToolDurationMS: max(d, 0),
+	if it.StartedAtMs != nil && it.CompletedAtMs != nil {
+		d = max(d, *it.CompletedAtMs-*it.StartedAtMs)
+	}
+	if t, ok := tr.started[it.ID]; ok {
+		d = max(d, tr.now().Sub(t).Milliseconds())
+	}
+	tr.emit(agent.Event{Type: agent.EventToolResult, ToolName: agent.Truncate(name, 200), ToolDurationMS: d,
 		ToolError: failed, Message: agent.Truncate(msg, maxMessage)})
 }
 
@@ -390,11 +417,12 @@ func (tr *translator) request(m message) *message {
 	var p struct {
 		Command   string          `json:"command"`
 		Reason    string          `json:"reason"`
-		Questions []struct{}      `json:"questions"`
+		Questions []struct {
+			Question string `json:"question"`
+		} `json:"questions"`
 		Message   string          `json:"message"`
 		Server    string          `json:"serverName"`
 		Tool      string          `json:"tool"`
-		Cmd       json.RawMessage `json:"-"`
 	}
 	json.Unmarshal(m.Params, &p) // what cannot be read only leaves the message shorter
 	switch m.Method {
@@ -415,10 +443,25 @@ func (tr *translator) request(m message) *message {
 		tr.approve("file change", "", p.Reason)
 		return result(map[string]any{"decision": "approved"})
 	case "item/tool/requestUserInput":
-		tr.needInput(m.Method, fmt.Sprintf("codex asked the user %d question(s) (item/tool/requestUserInput)", len(p.Questions)))
+		var qs []string
+		for _, q := range p.Questions {
+			qs = append(qs, q.Question)
+		}
+		tr.needInput(m.Method, "the agent asked the user: "+strings.Join(qs, " / "))
 		// No answers: the tool call comes back empty to the model, and the turn is ended.
 		return result(map[string]any{"answers": map[string]any{}})
 	case "mcpServer/elicitation/request":
+		var meta struct {
+			Meta struct {
+				Kind string `json:"codex_approval_kind"`
+			} `json:"_meta"`
+		}
+		json.Unmarshal(m.Params, &meta)
+		if meta.Meta.Kind == "mcp_tool_call_approval" {
+			// Codex asking whether an MCP tool may run is an approval, not a question.
+			tr.approve("MCP tool call", "", p.Message)
+			return result(map[string]any{"action": "accept", "content": map[string]any{}, "_meta": nil})
+		}
 		tr.needInput(m.Method, fmt.Sprintf("MCP server %s asked for input: %s", p.Server, p.Message))
 		return result(map[string]any{"action": "cancel", "content": nil, "_meta": nil})
 	case "item/tool/call":

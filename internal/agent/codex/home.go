@@ -242,6 +242,10 @@ func mcpServers(path string) (map[string]any, error) {
 		default:
 			return nil, fmt.Errorf("%s: MCP server %q has neither a command nor a url", path, name)
 		}
+		// Codex 0.169.0 asks before every MCP tool call, through an elicitation, and
+		// under approval_policy never refuses the call outright: the daemon's own
+		// servers are trusted like its shell, so their tools run without asking.
+		e["default_tools_approval_mode"] = "approve"
 		out[name] = e
 	}
 	return out, nil

@@ -115,6 +115,10 @@ type notification struct {
 	Params any    `json:"params,omitempty"`
 }
 
+// eofGrace is how long stop waits for the app-server to exit after the end of its
+// input before it signals the process group.
+const eofGrace = 2 * time.Second
+
 // stop ends the app-server and its whole process group (SIGTERM, then SIGKILL after the
 // grace period) and returns how it ended. Safe to call more than once, from any
 // goroutine, and after the process ended by itself.
@@ -125,7 +129,19 @@ func (c *conn) stop() proc.Exit {
 		default:
 			c.stopped = true
 		}
+		// End of input first: the app-server then shuts down by itself, releasing its
+		// threads in order. Killed instead, the CLI's native process may still be
+		// dying when the next app-server resumes the thread, which codex 0.169.0
+		// refuses ("thread ... already has an active writer").
 		c.stdin.Close()
+		if c.stopped {
+			t := time.NewTimer(eofGrace)
+			select {
+			case <-c.p.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		c.p.Stop()
 		close(c.closed)
 		c.exit = c.p.Wait()

@@ -8,13 +8,18 @@ import (
 	"testing"
 )
 
-// capture writes what the app-server wrote during the test to testdata/name, with the
-// machine's paths and ids made stable, when the tests run with -update.
+// capture makes the test write what the app-server wrote during it to testdata/name
+// when it ends, with the machine's paths and ids made stable, when the tests run with
+// -update.
 func (r *rig) capture(t *testing.T, name string) {
 	t.Helper()
 	if !*update {
 		return
 	}
+	t.Cleanup(func() { r.write(t, name) })
+}
+
+func (r *rig) write(t *testing.T, name string) {
 	r.mu.Lock()
 	data := bytes.Join(r.lines, []byte("\n"))
 	r.mu.Unlock()

@@ -63,8 +63,11 @@ type ResponsesReply struct {
 
 // FunctionCall is a function_call output item. CallID defaults to a unique call_ id.
 type FunctionCall struct {
-	CallID    string
-	Name      string
+	CallID string
+	Name   string
+	// Namespace, when set, is the namespace tool the function belongs to (a tool of
+	// type "namespace" in the request, such as codex's mcp__<server> for an MCP server).
+	Namespace string
 	Arguments any // marshalled to the item's arguments string; nil is {}
 	// ArgumentsFrom, when set, builds the arguments from the request being answered
 	// instead of Arguments. If it fails, the request is answered 400
@@ -338,10 +341,14 @@ func (s *ResponsesServer) items(r ResponsesReply, req ResponsesRequest) ([]map[s
 		if err != nil {
 			return nil, fmt.Errorf("function_call %s: its arguments are not JSON: %w", fc.Name, err)
 		}
-		out = append(out, map[string]any{
+		call := map[string]any{
 			"type": "function_call", "id": s.id("fc"), "call_id": id, "name": fc.Name,
 			"arguments": string(raw), "status": "completed",
-		})
+		}
+		if fc.Namespace != "" {
+			call["namespace"] = fc.Namespace
+		}
+		out = append(out, call)
 	}
 	return out, nil
 }
