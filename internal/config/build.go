@@ -13,7 +13,7 @@ import (
 
 // typedKeys are the top-level keys with typed fields in Config. Every other top-level key
 // is kept in Config.Extensions.
-var typedKeys = []string{"tracker", "polling", "workspace", "hooks", "agent", "db_path", "server", "logging", "worker", "token_rates", "workflows", "notify_operator", "database_url", "cluster"}
+var typedKeys = []string{"tracker", "polling", "workspace", "hooks", "agent", "db_path", "server", "logging", "worker", "token_rates", "workflows", "notify_operator", "database_url", "cluster", "prompt"}
 
 // knownExtensionKeys are untyped top-level keys that other parts of Sortie read, so they
 // draw no unknown_key warning. Adapter blocks named after a kind are known too.
@@ -21,7 +21,7 @@ var knownExtensionKeys = []string{"ci_feedback", "self_review", "reactions", "no
 
 // Known sub-keys per section; anything else draws an unknown_sub_key warning.
 var (
-	trackerKeys   = []string{"kind", "endpoint", "api_key", "project", "active_states", "terminal_states", "query_filter", "handoff_state", "in_progress_state", "comments", "path"}
+	trackerKeys   = []string{"kind", "endpoint", "api_key", "project", "project_slug", "team_key", "active_states", "terminal_states", "required_labels", "provider", "query_filter", "handoff_state", "in_progress_state", "comments", "path"}
 	commentsKeys  = []string{"on_dispatch", "on_completion", "on_failure"}
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
@@ -33,6 +33,11 @@ var (
 	workerKeys    = []string{"ssh_hosts", "max_concurrent_agents_per_host", "ssh_strict_host_key_checking"}
 	tokenRateKeys = []string{"input_per_mtok", "output_per_mtok", "cache_read_per_mtok"}
 	workflowsKeys = []string{"dir", "workflow", "answerers"}
+	promptKeys    = []string{"engine"}
+	// codexKeys are the keys of the `codex:` block (Symphony's, plus the model keys):
+	// the codex adapter reads the block as its options (internal/agent/codex, whose
+	// list this must match), and config maps the two timeouts the orchestrator applies.
+	codexKeys = []string{"approval_policy", "codex_home", "command", "config", "effort", "model", "model_provider", "model_providers", "read_timeout_ms", "stall_timeout_ms", "thread_sandbox", "turn_sandbox_policy", "turn_timeout_ms"}
 )
 
 // builder turns the decoded front matter (after environment overrides) into a Config,
@@ -46,6 +51,9 @@ type builder struct {
 	// Such values are not $-expanded, and problems with them name the variable.
 	sources  map[string]string
 	problems []Problem
+	// secrets are environment variables the configuration reads as credentials by
+	// default (LINEAR_API_KEY), beyond the $VAR references secretEnv finds.
+	secrets []string
 }
 
 func (b *builder) add(severity, check, field, msg string) {
@@ -310,6 +318,8 @@ func (b *builder) build(raw map[string]any) *Config {
 	b.buildWorkflows(cfg, raw)
 	b.buildNotifyOperator(cfg, raw)
 	b.buildCluster(cfg, raw)
+	b.buildPrompt(cfg, raw)
+	b.buildCodex(cfg, raw)
 
 	for _, k := range sortedKeys(raw) {
 		if slices.Contains(typedKeys, k) {
@@ -351,9 +361,18 @@ func (b *builder) buildTracker(cfg *Config, raw map[string]any) {
 	t.Endpoint = b.ref(sec, "tracker.endpoint")
 	t.APIKey = b.apiKey(sec)
 	t.Project = b.ref(sec, "tracker.project")
+	t.RequiredLabels = b.requiredLabels(sec)
+	if v, ok := b.value(sec, "tracker.provider"); ok {
+		if m, isMap := v.(map[string]any); isMap {
+			t.Provider = m
+		} else {
+			b.invalid("tracker.provider", "must be a map (the tracker adapter's own settings)", v)
+		}
+	}
 	t.QueryFilter = b.ref(sec, "tracker.query_filter")
 	t.ActiveStates = b.stringList(sec, "tracker.active_states")
 	t.TerminalStates = b.stringList(sec, "tracker.terminal_states")
+	b.buildLinear(t, sec)
 	t.HandoffState = b.optionalState(sec, "tracker.handoff_state")
 	t.InProgressState = b.optionalState(sec, "tracker.in_progress_state")
 	if p, ok := b.str(sec, "tracker.path"); ok {
@@ -479,6 +498,10 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	a.Kind, _ = b.str(sec, "agent.kind")
 	if a.Kind == "" && !b.failed("agent.kind") {
 		a.Kind = DefaultAgentKind
+		// A Symphony WORKFLOW.md has no agent.kind: its `codex:` block says the agent.
+		if _, ok := raw["codex"]; ok {
+			a.Kind = "codex"
+		}
 	}
 	a.Command, _ = b.str(sec, "agent.command")
 	b.buildSandbox(&a.Sandbox, sec)

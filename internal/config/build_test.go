@@ -174,11 +174,11 @@ func TestLoad_Errors(t *testing.T) {
 		want string
 	}{
 		{"tracker kind is required", "tracker: {active_states: [a]}\nagent: {kind: mock}\n", nil,
-			"config: tracker.kind: is required; set it to one of file, github, jira"},
-		{"unknown tracker kind lists the known ones", "tracker: {kind: linear, active_states: [a]}\nagent: {kind: mock}\n", nil,
-			`config: tracker.kind: unknown tracker kind; known kinds: file, github, jira (got "linear")`},
-		{"unknown agent kind lists the known ones", minimalWith("agent: {kind: codex}\n"), nil,
-			`config: agent.kind: unknown agent kind; known kinds: claude-code, copilot-cli, mock (got "codex")`},
+			"config: tracker.kind: is required; set it to one of file, github, jira, linear"},
+		{"unknown tracker kind lists the known ones", "tracker: {kind: asana, active_states: [a]}\nagent: {kind: mock}\n", nil,
+			`config: tracker.kind: unknown tracker kind; known kinds: file, github, jira, linear (got "asana")`},
+		{"unknown agent kind lists the known ones", minimalWith("agent: {kind: aider}\n"), nil,
+			`config: agent.kind: unknown agent kind; known kinds: claude-code, codex, copilot-cli, mock, opencode (got "aider")`},
 		{"active and terminal states both empty", "tracker: {kind: file, path: x.json}\nagent: {kind: mock}\n", nil,
 			"config: tracker: active_states and terminal_states are both empty; list at least one state"},
 		{"jira needs a project", "tracker: {kind: jira, api_key: k, active_states: [a]}\nagent: {kind: mock}\n", nil,
@@ -398,7 +398,7 @@ func TestLoad_ErrorListsEachProblemOnItsOwnLine(t *testing.T) {
 		t.Fatalf("Load error = %v (%T), want *ValidationError", err, err)
 	}
 	want := "config: " + path + ": 2 problems:\n" +
-		`config: tracker.kind: unknown tracker kind; known kinds: file, github, jira (got "nope")` + "\n" +
+		`config: tracker.kind: unknown tracker kind; known kinds: file, github, jira, linear (got "nope")` + "\n" +
 		"config: agent.max_sessions: must be non-negative (got -1)"
 	if err.Error() != want {
 		t.Errorf("error text:\n got %q\nwant %q", err.Error(), want)
@@ -429,7 +429,7 @@ func TestLoad_NoFrontMatterNeedsTrackerKind(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "WORKFLOW.md", "Just a prompt\n")
 	cfg, problems := Check(path, Options{Env: fakeEnv(baseEnv())})
-	if cfg != nil || !hasProblem(problems, SeverityError, "config: tracker.kind: is required; set it to one of file, github, jira") {
+	if cfg != nil || !hasProblem(problems, SeverityError, "config: tracker.kind: is required; set it to one of file, github, jira, linear") {
 		t.Errorf("want tracker.kind required, got:\n%s", problemLines(problems))
 	}
 }

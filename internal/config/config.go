@@ -47,6 +47,9 @@ type Config struct {
 	// on which it starts.
 	Prompt     string
 	PromptLine int
+	// PromptEngine is prompt.engine: "go" or "liquid", or "" to detect the template's
+	// dialect from the template itself (prompt.DetectEngine).
+	PromptEngine string
 
 	// SecretEnv names the environment variables that hold credentials: those referenced
 	// as $VAR or ${VAR} in tracker.api_key, tracker.endpoint, and keys of extension blocks
@@ -61,7 +64,7 @@ type Config struct {
 
 // TrackerConfig is the `tracker:` section.
 type TrackerConfig struct {
-	Kind        string // file, github or jira
+	Kind        string // file, github, jira or linear
 	Endpoint    string // adapter base URL; "" means the adapter's default
 	APIKey      string // secret: never log it
 	Project     string // Jira project key, GitHub owner/repo or Linear project slug (tracker.project_slug)
@@ -93,7 +96,9 @@ type HooksConfig struct {
 
 // AgentConfig is the `agent:` section.
 type AgentConfig struct {
-	Kind    string // claude-code (default), copilot-cli or mock
+	// Kind is claude-code (the default), copilot-cli, codex (the default when a
+	// `codex:` block is present, as in Symphony's WORKFLOW.md), opencode or mock.
+	Kind    string
 	Command string // the CLI to run; claude for claude-code and copilot for copilot-cli when empty
 
 	TurnTimeout     time.Duration // one turn (default 1h)
@@ -225,8 +230,8 @@ func (c *Config) TrackerPath() string {
 // Known adapter kinds. Registries elsewhere decide what actually runs; these lists let a
 // WORKFLOW.md be validated offline with a message that names the alternatives.
 var (
-	agentKinds   = []string{"claude-code", "copilot-cli", "mock"}
-	trackerKinds = []string{"file", "github", "jira"}
+	agentKinds   = []string{"claude-code", "codex", "copilot-cli", "mock", "opencode"}
+	trackerKinds = []string{"file", "github", "jira", "linear"}
 	// defaultCommands are the CLIs run when agent.command is empty (the adapter specs).
 	defaultCommands = map[string]string{"claude-code": "claude", "copilot-cli": "copilot"}
 )
@@ -257,4 +262,16 @@ const (
 	DefaultSSHStrictHostKey    = "accept-new"
 	DefaultDBName              = ".sortie.db"
 	DefaultWorkspaceDirName    = "sortie_workspaces"
+	// DefaultLinearEndpoint is tracker.endpoint for tracker.kind linear.
+	DefaultLinearEndpoint = "https://api.linear.app/graphql"
+	// LinearAPIKeyEnv is the variable tracker.api_key defaults to for tracker.kind
+	// linear, as in Symphony. It is a secret like any tracker key.
+	LinearAPIKeyEnv = "LINEAR_API_KEY"
+)
+
+// Linear's default states, used when tracker.active_states or tracker.terminal_states
+// is absent for tracker.kind linear (Symphony's defaults).
+var (
+	linearActiveStates   = []string{"Todo", "In Progress"}
+	linearTerminalStates = []string{"Closed", "Cancelled", "Canceled", "Duplicate", "Done"}
 )

@@ -148,10 +148,12 @@ func loadUnlessUnchanged(path string, opts Options, applied *[sha256.Size]byte) 
 
 	cfg.Path, cfg.Dir = abs, filepath.Dir(abs)
 	cfg.Prompt, cfg.PromptLine = doc.Prompt, doc.PromptLine
-	if src := sources["tracker.api_key"]; src != "" && !slices.Contains(secrets, src) {
-		secrets = append(secrets, src)
-		slices.Sort(secrets)
+	for _, name := range append(b.secrets, sources["tracker.api_key"]) {
+		if name != "" && !slices.Contains(secrets, name) {
+			secrets = append(secrets, name)
+		}
 	}
+	slices.Sort(secrets)
 	cfg.SecretEnv = secrets
 	cfg.Warnings = filterProblems(r.problems, SeverityWarning)
 	r.cfg = cfg

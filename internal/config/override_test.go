@@ -150,8 +150,8 @@ func TestLoad_OverrideErrorsNameTheVariable(t *testing.T) {
 			`config: agent.max_sessions: must be non-negative (got "-1") (from SORTIE_AGENT_MAX_SESSIONS)`},
 		{"bool", map[string]string{"SORTIE_TRACKER_COMMENTS_ON_FAILURE": "yes"},
 			`config: tracker.comments.on_failure: must be true, false, 1 or 0 (got "yes") (from SORTIE_TRACKER_COMMENTS_ON_FAILURE)`},
-		{"kind", map[string]string{"SORTIE_AGENT_KIND": "codex"},
-			`config: agent.kind: unknown agent kind; known kinds: claude-code, copilot-cli, mock (got "codex") (from SORTIE_AGENT_KIND)`},
+		{"kind", map[string]string{"SORTIE_AGENT_KIND": "aider"},
+			`config: agent.kind: unknown agent kind; known kinds: claude-code, codex, copilot-cli, mock, opencode (got "aider") (from SORTIE_AGENT_KIND)`},
 		{"in-progress state", map[string]string{"SORTIE_TRACKER_IN_PROGRESS_STATE": "Nope"},
 			`config: tracker.in_progress_state: "Nope" is not in active_states; reconciliation would immediately cancel the worker (from SORTIE_TRACKER_IN_PROGRESS_STATE)`},
 	}

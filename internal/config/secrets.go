@@ -33,6 +33,9 @@ func secretEnv(raw map[string]any) []string {
 				addRefs(s)
 			}
 		}
+		// tracker.provider is the adapter's own object: its secret-looking keys are
+		// credentials as in an extension block.
+		walkSecrets("provider", tracker["provider"], false, addRefs, 0)
 	}
 	if server, ok := raw["server"].(map[string]any); ok {
 		if s, ok := server["auth_token"].(string); ok {

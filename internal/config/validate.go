@@ -51,6 +51,13 @@ func (b *builder) validateTrackerKind(cfg *Config) {
 		if t.Kind == "jira" && t.Project != "" && !b.failed("tracker.project") && !jiraKeyRE.MatchString(t.Project) {
 			b.invalid("tracker.project", "must be a Jira project key: a letter, then letters, digits or _ (for example PROJ)", t.Project)
 		}
+	case "linear":
+		if t.Project == "" && t.Team == "" && !b.failed("tracker.project_slug") && !b.failed("tracker.team_key") && !b.failed("tracker.project") {
+			b.errorf("tracker.project_slug", "is required for tracker.kind linear, or tracker.team_key; set it to the project's slug (the last part of its Linear URL)")
+		}
+		if t.APIKey == "" && !b.failed("tracker.api_key") {
+			b.errorf("tracker.api_key", "is required for tracker.kind linear; set the environment variable %s, or set tracker.api_key", LinearAPIKeyEnv)
+		}
 	case "file":
 		if cfg.Tracker.Path == "" && !b.failed("tracker.path") && !b.failed("file.path") {
 			b.errorf("tracker.path", "is required for tracker.kind file; set tracker.path (or file.path) to the issues JSON file")
