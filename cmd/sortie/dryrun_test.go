@@ -91,3 +91,35 @@ func snapshotFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestDryRun_NamesAMissingRequiredLabel: tracker.required_labels keeps an issue without
+// every label from dispatch, and the dry run says which label it lacks.
+func TestDryRun_NamesAMissingRequiredLabel(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "issues.json", `[
+  {"id": "1", "identifier": "A-1", "title": "ready", "priority": 1, "state": "Todo", "labels": ["Agent", "backend"]},
+  {"id": "2", "identifier": "A-2", "title": "half", "priority": 2, "state": "Todo", "labels": ["agent"]}
+]
+`)
+	wf := writeFile(t, dir, "WORKFLOW.md", `---
+tracker:
+  kind: file
+  path: issues.json
+  active_states: [Todo]
+  terminal_states: [Done]
+  required_labels: [agent, " Backend "]
+agent:
+  kind: mock
+---
+Work on {{ issue.identifier }}.
+`)
+	r := runSortie(t, dir, nil, "--dry-run", wf)
+	if r.code != exitOK {
+		t.Fatalf("--dry-run: want exit 0, got:\n%s", r)
+	}
+	row := regexp.MustCompile(`(?m)^\s+A-2\s+Todo\s{2,}skip: missing required label "backend"$`)
+	if !row.MatchString(r.stdout) || !regexp.MustCompile(`(?m)^\s+A-1\s+Todo\s{2,}dispatch$`).MatchString(r.stdout) {
+		t.Fatalf("--dry-run: want A-1 dispatched and A-2 skipped for its missing label, got:\n%s", r.stdout)
+	}
+}

@@ -2,7 +2,9 @@ package orchestrator
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,6 +166,7 @@ const (
 	whyRetrying      = "waiting for a retry"
 	whyHeld          = "held for a human"
 	whyBlocked       = "blocked by "
+	whyMissingLabel  = "missing required label "
 )
 
 // eligible returns "" when issue may be dispatched now (slots aside), else why not.
@@ -177,6 +180,9 @@ func (o *Orchestrator) eligible(cfg *config.Config, is tracker.Issue) string {
 	if !isActive(cfg, is.State) {
 		return whyNotActive
 	}
+	if label, ok := missingLabel(cfg.Tracker.RequiredLabels, is.Labels); ok {
+		return whyMissingLabel + strconv.Quote(label)
+	}
 	if _, ok := o.running[is.ID]; ok {
 		return whyRunning
 	}
@@ -187,6 +193,21 @@ func (o *Orchestrator) eligible(cfg *config.Config, is tracker.Issue) string {
 		return whyHeld + " (" + h.reason + ")"
 	}
 	return blockedBy(cfg, is)
+}
+
+// missingLabel returns the first of required (tracker.required_labels, lower-cased and
+// trimmed) that labels lacks. Labels compare case- and whitespace-insensitively, and a
+// blank required label matches no label (Symphony's rule).
+func missingLabel(required, labels []string) (string, bool) {
+	for _, want := range required {
+		found := want != "" && slices.ContainsFunc(labels, func(l string) bool {
+			return strings.EqualFold(strings.TrimSpace(l), want)
+		})
+		if !found {
+			return want, true
+		}
+	}
+	return "", false
 }
 
 // blockedBy returns "" when no blocker is unfinished, else the reason naming them.
