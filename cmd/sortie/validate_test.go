@@ -126,9 +126,9 @@ func TestValidate_ReportsEachProblemWithItsField(t *testing.T) {
 		},
 		{
 			name:     "unknown agent kind lists the known ones",
-			workflow: strings.Replace(badBase, "kind: mock", "kind: codex", 1) + "---\nhi\n",
+			workflow: strings.Replace(badBase, "kind: mock", "kind: aider", 1) + "---\nhi\n",
 			wantCode: exitFailure, severity: "error", field: "agent.kind",
-			message: []string{"unknown agent kind", "claude-code, copilot-cli, mock", `(got "codex")`},
+			message: []string{"unknown agent kind", "claude-code, codex, copilot-cli, mock, opencode", `(got "aider")`},
 		},
 		{
 			name:     "unknown tracker kind lists the known ones",
@@ -381,5 +381,55 @@ func TestValidate_DatabaseURLNeverShowsItsPassword(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A Symphony WORKFLOW.md validates cleanly as its users wrote it (Linear, the codex:
+// block, a Liquid prompt), as does the shipped Symphony example; without LINEAR_API_KEY
+// the variable is named.
+func TestValidate_SymphonyWorkflows(t *testing.T) {
+	t.Parallel()
+	for _, wf := range []string{
+		filepath.Join("..", "..", "internal", "config", "testdata", "symphony", "WORKFLOW.md"),
+		filepath.Join("..", "..", "examples", "symphony", "WORKFLOW.md"),
+	} {
+		t.Run(wf, func(t *testing.T) {
+			t.Parallel()
+			tmp := t.TempDir()
+			env := testEnv(tmp, "LINEAR_API_KEY=lin_api_example", "HOME="+tmp)
+			v := parseValidateJSON(t, runSortie(t, "", env, "validate", "--format", "json", wf))
+			if !v.Valid || len(v.Warnings) > 0 {
+				t.Fatalf("validate %s: want valid with no warnings, got %+v", wf, v)
+			}
+			bare := runSortie(t, "", testEnv(tmp, "LINEAR_API_KEY=", "HOME="+tmp), "validate", wf)
+			if bare.code != exitFailure || !strings.Contains(bare.stderr, "LINEAR_API_KEY") {
+				t.Fatalf("validate %s without LINEAR_API_KEY: want exit %d naming it, got:\n%s", wf, exitFailure, bare)
+			}
+		})
+	}
+}
+
+// Template errors carry the WORKFLOW.md line in both dialects, and prompt.engine picks
+// the dialect where the template alone would not.
+func TestValidate_TemplateErrorsNameTheFileLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const front = "---\ntracker: {kind: file, path: issues.json, active_states: [Todo]}\nagent: {kind: mock}\n%s---\nIntro.\n\n%s\n"
+	tests := []struct {
+		name, extra, body, want string
+	}{
+		{"go", "", "{{ .issue.title }} {{ upper .issue.title }}", `prompt: template parse error in %s (line 7): function "upper" not defined`},
+		{"liquid variable", "", "{{ issue.title }} {{ issue.nope }}", `prompt: template parse error in %s (line 7): unknown variable issue.nope`},
+		{"liquid filter", "", "{% if attempt %}\n{{ issue.title | shout }}{% endif %}", `prompt: template parse error in %s (line 8): unknown filter "shout"`},
+		{"mixed", "", "{{ .issue.title }}\n{% if attempt %}x{% endif %}", `prompt: template parse error in %s (line 8): the template mixes Go-template syntax (line 7`},
+		{"engine settles it", "prompt: {engine: liquid}\n", "{{ \"x\" | shout }}", `prompt: template parse error in %s (line 8): unknown filter "shout"`},
+	}
+	for _, tt := range tests {
+		wf := writeFile(t, dir, tt.name+".md", strings.Replace(strings.Replace(front, "%s", tt.extra, 1), "%s", tt.body, 1))
+		r := runSortie(t, dir, nil, "validate", wf)
+		want := "error: prompt: " + strings.TrimPrefix(strings.Replace(tt.want, "%s", wf, 1), "prompt: ")
+		if r.code != exitFailure || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: want exit %d and %q, got:\n%s", tt.name, exitFailure, want, r)
+		}
 	}
 }

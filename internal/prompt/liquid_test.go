@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -229,5 +230,42 @@ func TestLiquid_ConcurrentRender(t *testing.T) {
 		if out := <-done; !strings.HasPrefix(out, "P-1 ") {
 			t.Errorf("concurrent Render = %q", out)
 		}
+	}
+}
+
+// The shipped Symphony example renders its first turn, a retry and a continuation turn.
+func TestLiquid_SymphonyExampleRenders(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "symphony", "WORKFLOW.md")
+	body, firstLine := splitWorkflow(t, path, false)
+	tmpl, err := Parse(path, body, firstLine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := tmpl.Render(Data{Issue: sampleIssue(), Run: Run{TurnNumber: 1, MaxTurns: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"You are working on a Linear ticket `PROJ-42`: Add retry", "Labels: backend, reliability",
+		"Ticket: https://tracker.example.com/browse/PROJ-42", "The webhook handler fails silently.", "- PROJ-41 (In Review)"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first turn lacks %q:\n%s", want, first)
+		}
+	}
+	if strings.Contains(first, "retry attempt") || strings.Contains(first, "The prompt is Liquid") {
+		t.Errorf("first turn shows the retry line or the comment:\n%s", first)
+	}
+	retry, err := tmpl.Render(Data{Issue: sampleIssueBare(), Attempt: 2, Run: Run{TurnNumber: 1, MaxTurns: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(retry, "This is retry attempt #2;") || !strings.Contains(retry, "No description provided.") || strings.Contains(retry, "blocked by") {
+		t.Errorf("retry of a bare issue:\n%s", retry)
+	}
+	later, err := tmpl.Render(Data{Issue: sampleIssue(), Run: Run{TurnNumber: 3, MaxTurns: 20, IsContinuation: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(later, "Turn 3 of 20 on `PROJ-42`") || strings.Contains(later, "Linear ticket") {
+		t.Errorf("continuation turn:\n%s", later)
 	}
 }
