@@ -446,8 +446,8 @@ func TestContract_VersionIsThePinnedCLI(t *testing.T) {
 
 func TestContract_ResumeByIDInANewSession(t *testing.T) {
 	r := newRig(t, nil,
-		fakemodel.ResponsesReply{Text: "Noted: PAPAYA."},
-		fakemodel.ResponsesReply{Text: "Still PAPAYA."},
+		fakemodel.ResponsesReply{Text: "Noted: PAPAYA.", Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 10}},
+		fakemodel.ResponsesReply{Text: "Still PAPAYA.", Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20}},
 	)
 	s := r.start(t, agent.StartParams{})
 	o1 := r.turn(t, context.Background(), s, 1, "Remember the word PAPAYA.")
@@ -457,10 +457,16 @@ func TestContract_ResumeByIDInANewSession(t *testing.T) {
 		t.Fatalf("process group %d still has processes after StopSession", o1.res.PID)
 	}
 	again := r.start(t, agent.StartParams{ResumeSessionID: s.ID})
+	r.capture(t, "resume.jsonl")
 	o2 := r.turn(t, context.Background(), again, 1, "And now?")
 	mustComplete(t, o2)
 	if again.ID != s.ID {
 		t.Errorf("resumed session id %q, want %q", again.ID, s.ID)
+	}
+	// Codex restates the thread's totals from the earlier session on resume; only the
+	// new turn's figures count for the new session.
+	if want := (agent.Usage{Input: 200, Output: 20, Total: 220}); o2.res.Usage != want {
+		t.Errorf("resumed session's usage = %+v, want %+v", o2.res.Usage, want)
 	}
 	reqs := r.model.Responses()
 	if tr := reqs[len(reqs)-1].Transcript(); !strings.Contains(tr, "Noted: PAPAYA.") {

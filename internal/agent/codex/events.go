@@ -169,11 +169,19 @@ func (tr *translator) notification(m message) {
 	case "thread/tokenUsage/updated":
 		var p struct {
 			ThreadID   string `json:"threadId"`
+			TurnID     string `json:"turnId"`
 			TokenUsage struct {
 				Total tokenTotals `json:"total"`
 			} `json:"tokenUsage"`
 		}
 		if !tr.decode(m, &p) || (tr.threadID != "" && p.ThreadID != tr.threadID) {
+			return
+		}
+		if tr.turnID == "" || p.TurnID != tr.turnID {
+			// Codex 0.169.0 restates a resumed thread's totals, under the turn that
+			// last changed them, before the new turn starts: the figures of an earlier
+			// run, which only set the mark the turn's own updates count from.
+			tr.mark = p.TokenUsage.Total
 			return
 		}
 		tr.tokens(p.TokenUsage.Total)
@@ -271,7 +279,7 @@ func (tr *translator) notification(m message) {
 				Message: agent.Truncate(fmt.Sprintf("MCP server %s: %s: %s", p.Name, p.Status, p.Error), maxMessage)})
 		}
 	case "model/rerouted":
-		tr.emit(agent.Event{Type: agent.EventNotification, Message: agent.Truncate("codex model/rerouted: "+string(m.Params), maxMessage)})
+		tr.emit(agent.Event{Type: agent.EventNotification, Message: "codex model/rerouted: " + agent.Excerpt(m.Params, maxMessage)})
 	case "thread/compacted":
 		tr.emit(agent.Event{Type: agent.EventNotification, Message: "codex compacted the thread's context"})
 	default:
@@ -415,14 +423,14 @@ func (tr *translator) request(m message) *message {
 		return reply
 	}
 	var p struct {
-		Command   string          `json:"command"`
-		Reason    string          `json:"reason"`
+		Command   string `json:"command"`
+		Reason    string `json:"reason"`
 		Questions []struct {
 			Question string `json:"question"`
 		} `json:"questions"`
-		Message   string          `json:"message"`
-		Server    string          `json:"serverName"`
-		Tool      string          `json:"tool"`
+		Message string `json:"message"`
+		Server  string `json:"serverName"`
+		Tool    string `json:"tool"`
 	}
 	json.Unmarshal(m.Params, &p) // what cannot be read only leaves the message shorter
 	switch m.Method {
