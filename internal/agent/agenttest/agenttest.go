@@ -14,6 +14,7 @@
 package agenttest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -107,6 +108,10 @@ type Harness struct {
 	// (codex's app-server) instead of one per turn, so Session.PID may stay set
 	// between turns; StopSession must still leave nothing.
 	ProcessPerSession bool
+	// ModelErrorStatus is the HTTP status of CaseModelError's error, marked as not worth
+	// retrying (X-Should-Retry: false); 0 means 500. A CLI that retries a 5xx whatever
+	// the header says needs a 4xx here.
+	ModelErrorStatus int
 	// Parallel runs the cases in parallel with each other.
 	Parallel bool
 }
@@ -436,7 +441,12 @@ func (s *suite) shellTool(t *testing.T) {
 	mustComplete(t, 1, o)
 
 	if b, err := os.ReadFile(filepath.Join(s.ws, "agenttest-ok.txt")); err != nil || string(b) != "agenttest" {
-		t.Errorf("agenttest-ok.txt = %q, %v: the shell tool did not run the command in the workspace", b, err)
+		var sent []ToolResult
+		if reqs := s.model.Received(); len(reqs) > 0 {
+			sent = reqs[len(reqs)-1].ToolResults
+		}
+		t.Errorf("agenttest-ok.txt = %q, %v: the shell tool did not run the command in the workspace; tool results sent to the model: %+v",
+			b, err, sent)
 	}
 	tools := s.toolResults(o)
 	if len(tools) != 2 {
@@ -513,12 +523,13 @@ func (s *suite) usageGrows(t *testing.T) {
 	}
 }
 
-// modelError: the model answers an HTTP error the CLI must not retry forever; the turn
+// modelError: the model answers an HTTP error the CLI must not retry forever (500 unless
+// the harness says otherwise); the turn
 // fails with a retryable error, and the API's message reaches the operator.
 func (s *suite) modelError(t *testing.T) {
 	const msg = "agenttest: the model is down"
 	s.setup(t)
-	s.model.Fail(500, msg)
+	s.model.Fail(cmp.Or(s.h.ModelErrorStatus, 500), msg)
 	s.build(t)
 	sess := s.start(t, s.params())
 	o := s.turn(t, context.Background(), sess, 1, "hello")
