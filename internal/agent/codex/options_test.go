@@ -45,7 +45,7 @@ func TestOptions_SymphonyBlock(t *testing.T) {
 	raw := map[string]any{
 		"command": "codex app-server", "approval_policy": "never", "thread_sandbox": "workspace-write",
 		"turn_sandbox_policy": map[string]any{"type": "workspaceWrite", "writableRoots": []any{"/ws"}, "networkAccess": false},
-		"read_timeout_ms": 7000, "turn_timeout_ms": 120000, "stall_timeout_ms": 300000,
+		"read_timeout_ms":     7000, "turn_timeout_ms": 120000, "stall_timeout_ms": 300000,
 		"model": "gpt-6.1-sol", "effort": "high", "personality": "friendly", "codex_home": "state/codex",
 	}
 	o, warnings, err := parseOptions(raw, "/wf")
