@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"sortie/internal/tracker"
@@ -77,7 +76,6 @@ type Tracker struct {
 
 	selfMu sync.Mutex
 	self   *tracker.Identity // the key's account, once known (Self)
-	sent   atomic.Int64      // requests attempted, for tests
 }
 
 // New builds a Linear tracker from cfg: Project is a project's slugId (or its URL),
