@@ -91,7 +91,8 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 		case "turn_timeout_ms":
 			o.TurnTimeout, err = optionMillis(v)
 		case "stall_timeout_ms":
-			o.StallTimeout, err = optionMillis(v)
+			// Symphony: 0 or less turns stall detection off, so a negative value is valid.
+			o.StallTimeout, err = optionSignedMillis(v)
 		default:
 			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
 		}
@@ -161,6 +162,25 @@ func optionMillis(v any) (time.Duration, error) {
 	n, err := agent.OptionCount(v)
 	if err != nil {
 		return 0, fmt.Errorf("must be a non-negative number of milliseconds (got %s)", agent.DescribeValue(v))
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// optionSignedMillis is a whole number of milliseconds that may be negative.
+func optionSignedMillis(v any) (time.Duration, error) {
+	switch n := v.(type) {
+	case int:
+		return time.Duration(n) * time.Millisecond, nil
+	case int64:
+		return time.Duration(n) * time.Millisecond, nil
+	case float64:
+		if n == float64(int64(n)) {
+			return time.Duration(int64(n)) * time.Millisecond, nil
+		}
+	}
+	n, err := agent.OptionCount(v)
+	if err != nil {
+		return 0, fmt.Errorf("must be a whole number of milliseconds (got %s)", agent.DescribeValue(v))
 	}
 	return time.Duration(n) * time.Millisecond, nil
 }

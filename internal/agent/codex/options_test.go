@@ -22,6 +22,7 @@ func TestOptions_Errors(t *testing.T) {
 		{"sandbox type", map[string]any{"thread_sandbox": 3}, "codex.thread_sandbox: must be a string (got 3)"},
 		{"turn sandbox policy type", map[string]any{"turn_sandbox_policy": "workspaceWrite"}, "codex.turn_sandbox_policy: must be a mapping"},
 		{"turn sandbox policy without type", map[string]any{"turn_sandbox_policy": map[string]any{"networkAccess": true}}, "codex.turn_sandbox_policy: must have a type"},
+		{"stall timeout", map[string]any{"stall_timeout_ms": "never"}, "codex.stall_timeout_ms: must be a whole number of milliseconds"},
 		{"timeout", map[string]any{"read_timeout_ms": -1}, "codex.read_timeout_ms: must be a non-negative number of milliseconds (got -1)"},
 		{"turn timeout", map[string]any{"turn_timeout_ms": "soon"}, "codex.turn_timeout_ms: must be a non-negative number"},
 		{"effort", map[string]any{"effort": "extreme"}, `codex.effort: unknown value "extreme"`},
@@ -57,6 +58,9 @@ func TestOptions_SymphonyBlock(t *testing.T) {
 	}
 	if o.CodexHome != "/wf/state/codex" || o.ApprovalPolicy != "never" || o.TurnSandboxPolicy["type"] != "workspaceWrite" {
 		t.Errorf("options = %+v", o)
+	}
+	if o, _, err := parseOptions(map[string]any{"stall_timeout_ms": -1}, ""); err != nil || o.StallTimeout >= 0 {
+		t.Errorf("stall_timeout_ms -1 = %v, %v; Symphony's way to turn stall detection off must be accepted", o.StallTimeout, err)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "codex.personality: unknown key, ignored") {
 		t.Errorf("warnings = %q, want one for personality", warnings)
