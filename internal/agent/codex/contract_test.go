@@ -473,3 +473,15 @@ func TestContract_ResumeByIDInANewSession(t *testing.T) {
 		t.Errorf("the resumed turn's request lacks the first turn; transcript:\n%s", tr)
 	}
 }
+
+func TestContract_SilenceFailsWithTurnTimeout(t *testing.T) {
+	r := newRig(t, map[string]any{"turn_timeout_ms": 1500}, fakemodel.ResponsesReply{Stall: true})
+	s := r.start(t, agent.StartParams{})
+	o := r.turn(t, context.Background(), s, 1, "Think for a long time.")
+	if agent.KindOf(o.err) != agent.ErrTurnTimeout || o.res.ExitReason != agent.EventTurnFailed {
+		t.Fatalf("turn = %s, %v; want turn_failed with turn_timeout; events: %s", o.res.ExitReason, o.err, describe(o.events))
+	}
+	if !groupGone(o.res.PID) {
+		t.Errorf("process group %d still has processes after the timed-out turn", o.res.PID)
+	}
+}
