@@ -95,7 +95,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	}
 	opts := config.Options{EnvFile: f.envFile}
 	validateTemplate := func(c *config.Config) error {
-		_, err := prompt.Parse(c.Path, c.Prompt, c.PromptLine)
+		_, err := prompt.ParseEngine(c.Path, c.Prompt, c.PromptLine, prompt.Engine(c.PromptEngine))
 		return err
 	}
 	if err := hideEnviron(); err != nil {

@@ -399,7 +399,7 @@ func (o *Orchestrator) template(cfg *config.Config) (*prompt.Template, error) {
 	if o.tmplCache.cfg == cfg {
 		return o.tmplCache.tmpl, o.tmplCache.err
 	}
-	t, err := prompt.Parse(cfg.Path, cfg.Prompt, cfg.PromptLine)
+	t, err := prompt.ParseEngine(cfg.Path, cfg.Prompt, cfg.PromptLine, prompt.Engine(cfg.PromptEngine))
 	o.tmplCache.cfg, o.tmplCache.tmpl, o.tmplCache.err = cfg, t, err
 	return t, err
 }

@@ -17,6 +17,7 @@ func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
 		o.log.Warn("refreshing running issue states failed; workers keep running", "error", res.statesErr)
 		return
 	}
+	o.reconcileLabels(cfg, res)
 	for id, state := range res.states {
 		e, ok := o.running[id]
 		if !ok {
@@ -58,6 +59,25 @@ func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
 				o.log.Info("issue left the active states: stopping its agent", "issue_identifier", e.issue.Identifier, "state", state)
 				o.stopWorker(e, stopInactive)
 			}
+		}
+	}
+}
+
+// reconcileLabels stops, without cleanup, the agents of running issues that lost one of
+// tracker.required_labels: the poll's candidate list shows them still active but no
+// longer routable (Symphony's rule). Issues absent from the list are reconcile's.
+func (o *Orchestrator) reconcileLabels(cfg *config.Config, res tickResult) {
+	if len(cfg.Tracker.RequiredLabels) == 0 || res.candidatesErr != nil {
+		return
+	}
+	for _, is := range res.candidates {
+		e, ok := o.running[is.ID]
+		if !ok || e.stop != stopNone || e.progress.snapshot().finishing {
+			continue
+		}
+		if label, missing := missingLabel(cfg.Tracker.RequiredLabels, is.Labels); missing {
+			o.log.Info("issue lost a required label: stopping its agent", "issue_identifier", is.Identifier, "label", label)
+			o.stopWorker(e, stopInactive)
 		}
 	}
 }

@@ -214,3 +214,36 @@ func TestReconcile_TrackerOutageKeepsAgentsRunning(t *testing.T) {
 		t.Fatalf("OUT-1 run statuses = %v, want [cancelled]", got)
 	}
 }
+
+// tracker.required_labels: a running issue that loses a required label is stopped, its
+// workspace kept, and not dispatched again while the label is missing.
+func TestReconcile_LosingARequiredLabelStopsAgentAndKeepsWorkspace(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Tracker.RequiredLabels = []string{"sortie"}
+		c.Extensions = map[string]any{"mock": hangingAgent}
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
+	is := issue("LBL-1", "Todo")
+	is.Labels = []string{"sortie"}
+	h.trk.Put(is)
+	h.start()
+	h.awaitEvent("LBL-1", agent.EventSessionStarted)
+
+	is.Labels = []string{"other"}
+	h.trk.Put(is)
+	h.advance(cfg.Polling.Interval) // the next poll reconciles
+	o := h.awaitStep(StepExit, "LBL-1")
+	if !settled(o.Snapshot, "LBL-1") {
+		t.Fatalf("after the stop: %s, want LBL-1 released", describe(o.Snapshot))
+	}
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := h.statuses("LBL-1"); !slices.Equal(got, []store.RunStatus{store.StatusCancelled}) {
+		t.Fatalf("run statuses = %v, want [cancelled] (one run, not dispatched again without the label)", got)
+	}
+	if _, err := os.Stat(filepath.Join(workspacePath(t, cfg, "LBL-1"), ".mock-agent")); err != nil {
+		t.Fatalf("workspace content: %v, want the workspace kept", err)
+	}
+	requireNoProcessLeft(t, h, "LBL-1")
+}
