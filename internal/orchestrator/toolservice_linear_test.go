@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -34,7 +35,13 @@ func linearService(t *testing.T) (*fakelinear.Server, *fakelinear.Issue, *fakeli
 	}
 	var refreshed atomic.Int32
 	svc := &ToolService{Config: func() *config.Config { return cfg }, Issues: trk, Refresh: func() { refreshed.Add(1) }}
-	srv, err := agentsock.Listen(filepath.Join(t.TempDir(), "a.sock"), svc)
+	// A short directory: t.TempDir() paths can exceed the socket path limit.
+	dir, err := os.MkdirTemp("", "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	srv, err := agentsock.Listen(filepath.Join(dir, "a.sock"), svc)
 	if err != nil {
 		t.Fatal(err)
 	}
