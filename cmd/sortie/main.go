@@ -14,6 +14,7 @@ import (
 	_ "sortie/internal/agent/claude"
 	_ "sortie/internal/agent/codex"
 	_ "sortie/internal/agent/copilot"
+	_ "sortie/internal/agent/opencode"
 	_ "sortie/internal/tracker/file"
 	_ "sortie/internal/tracker/github"
 	_ "sortie/internal/tracker/jira"

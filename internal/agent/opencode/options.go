@@ -1,0 +1,315 @@
+package opencode
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"sortie/internal/agent"
+)
+
+// options is the validated `opencode:` block of WORKFLOW.md (docs/agents/opencode.md
+// has the table).
+type options struct {
+	Model   string // --model provider/model
+	Agent   string // --agent
+	Variant string // --variant
+	// Permission is OpenCode's `permission` configuration (a string such as "allow",
+	// or a mapping by tool), nil when the block has none.
+	Permission any
+	// Config is inline OpenCode configuration merged under the adapter's own (mcp, and
+	// permission when set); nil for none.
+	Config map[string]any
+	// ConfigFile is an OpenCode configuration file (JSON or JSONC) the CLI loads as
+	// OPENCODE_CONFIG, absolute; over SSH, a path on the SSH host.
+	ConfigFile string
+	// configFilePermission: the file sets `permission` (read when the file is local).
+	configFilePermission bool
+	// MCPConfig is the operator's claude-style {"mcpServers":{...}} file, absolute.
+	// The daemon merges it into .sortie/mcp.json; the adapter reads it only when a
+	// session has no generated file.
+	MCPConfig string
+	// StateDir holds OpenCode's isolated configuration, data and state; "" for the
+	// default under the user's cache directory (stateRoot).
+	StateDir string
+}
+
+var optionKeys = []string{"agent", "config", "config_file", "mcp_config", "model", "permission", "state_dir", "variant"}
+
+// permissionActions are the values OpenCode takes for a permission.
+var permissionActions = []string{"allow", "ask", "deny"}
+
+// maxConfigFile bounds the operator's OpenCode configuration file.
+const maxConfigFile = 1 << 20
+
+// parseOptions validates the block. A wrong type or value is an error naming the key;
+// an unknown key is returned as a warning, so that an existing WORKFLOW.md keeps
+// starting.
+func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
+	var o options
+	var problems, warnings []string
+	abs := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) && workflowDir != "" {
+			return filepath.Join(workflowDir, p)
+		}
+		return p
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[k]
+		at := Kind + "." + k
+		var err error
+		switch k {
+		case "model":
+			if o.Model, err = asWord(v); err == nil && o.Model != "" && !validModel(o.Model) {
+				err = fmt.Errorf("must be provider/model, as in anthropic/claude-sonnet-4-5 (got %q)", o.Model)
+			}
+		case "agent":
+			o.Agent, err = asWord(v)
+		case "variant":
+			o.Variant, err = asWord(v)
+		case "permission":
+			o.Permission, err = asPermission(v)
+		case "config":
+			o.Config, err = asConfig(v)
+			if err == nil {
+				if _, ok := mcpOf(o.Config)[ToolsServer]; ok {
+					err = fmt.Errorf("mcp.%s: the server name is reserved for Sortie's own tools; rename it", ToolsServer)
+				}
+			}
+		case "config_file":
+			o.ConfigFile, err = agent.OptionString(v)
+			o.ConfigFile = abs(o.ConfigFile)
+		case "mcp_config":
+			o.MCPConfig, err = agent.OptionString(v)
+			o.MCPConfig = abs(o.MCPConfig)
+		case "state_dir":
+			o.StateDir, err = agent.OptionString(v)
+			o.StateDir = abs(o.StateDir)
+		default:
+			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
+		}
+		if err != nil {
+			problems = append(problems, at+": "+err.Error())
+		}
+	}
+	if o.ConfigFile != "" && len(problems) == 0 {
+		perm, err := readConfigFile(o.ConfigFile)
+		switch {
+		case err == nil:
+			o.configFilePermission = perm
+		case os.IsNotExist(err):
+			// Perhaps a path on the SSH hosts: the CLI reads it there.
+			warnings = append(warnings, fmt.Sprintf("%s.config_file: %s does not exist here; OpenCode on an SSH host reads it there, a local run fails", Kind, o.ConfigFile))
+		default:
+			problems = append(problems, fmt.Sprintf("%s.config_file: %v", Kind, err))
+		}
+	}
+	if len(problems) > 0 {
+		return options{}, warnings, fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return o, warnings, nil
+}
+
+// autoApprove reports whether turns run with --auto: only when the operator configured
+// no permission at all, since --auto approves every request a configuration asks about.
+func (o options) autoApprove() bool {
+	if o.Permission != nil || o.configFilePermission {
+		return false
+	}
+	_, inline := o.Config["permission"]
+	return !inline
+}
+
+// validModel: provider/model, both parts non-empty.
+func validModel(s string) bool {
+	p, m, ok := strings.Cut(s, "/")
+	return ok && p != "" && m != "" && !strings.ContainsAny(s, " \t\n")
+}
+
+// asWord is a string that becomes the value of a flag of its own: it must not start
+// with '-', which the CLI would read as another flag.
+func asWord(v any) (string, error) {
+	s, err := agent.OptionString(v)
+	if err == nil && strings.HasPrefix(s, "-") {
+		return "", fmt.Errorf("must not start with '-' (got %q)", s)
+	}
+	return s, err
+}
+
+// asPermission is OpenCode's permission setting: one action for everything, or a
+// mapping (by tool, and by pattern within a tool).
+func asPermission(v any) (any, error) {
+	switch p := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		s, err := agent.OptionEnum(p, permissionActions)
+		if err != nil || s == "" {
+			return nil, err
+		}
+		return s, nil
+	case map[string]any, map[any]any:
+		m, err := jsonValue(p, "")
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("must be allow, ask, deny or a mapping by tool (got %s)", agent.DescribeValue(v))
+}
+
+// asConfig is inline OpenCode configuration: a mapping.
+func asConfig(v any) (map[string]any, error) {
+	switch v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any, map[any]any:
+		m, err := jsonValue(v, "")
+		if err != nil {
+			return nil, err
+		}
+		return m.(map[string]any), nil
+	}
+	return nil, fmt.Errorf("must be a mapping of OpenCode configuration (got %s)", agent.DescribeValue(v))
+}
+
+// jsonValue converts a value the YAML decoder made into one encoding/json can write:
+// mappings with string keys, lists, scalars. at is the path for an error.
+func jsonValue(v any, at string) (any, error) {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			c, err := jsonValue(x, join(at, k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case map[any]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s: key %v is not a string", strings.TrimPrefix(join(at, "?"), "."), k)
+			}
+			c, err := jsonValue(x, join(at, ks))
+			if err != nil {
+				return nil, err
+			}
+			out[ks] = c
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			c, err := jsonValue(x, fmt.Sprintf("%s[%d]", at, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case nil, string, bool, int, int64, uint64, float64:
+		return t, nil
+	}
+	return nil, fmt.Errorf("%s: unsupported value %s", at, agent.DescribeValue(v))
+}
+
+func join(at, k string) string {
+	if at == "" {
+		return k
+	}
+	return at + "." + k
+}
+
+// readConfigFile reads the operator's OpenCode configuration file, JSON or JSONC, and
+// reports whether it sets `permission`. A file that is not an object is an error; one
+// that names Sortie's reserved MCP server is too.
+func readConfigFile(path string) (permission bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err != nil {
+		return false, err
+	}
+	if len(b) > maxConfigFile {
+		return false, fmt.Errorf("%s: larger than 1 MiB", path)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(stripJSONC(b), &doc); err != nil {
+		return false, fmt.Errorf("%s: not an OpenCode configuration (JSON or JSONC): %v", path, err)
+	}
+	if _, ok := mcpOf(doc)[ToolsServer]; ok {
+		return false, fmt.Errorf("%s: mcp.%s: the server name is reserved for Sortie's own tools; rename it", path, ToolsServer)
+	}
+	_, permission = doc["permission"]
+	return permission, nil
+}
+
+// stripJSONC turns JSONC into JSON: comments (// and /* */) outside strings become
+// spaces, and commas before a closing bracket or brace are dropped.
+func stripJSONC(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	inString, escaped := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			out = append(out, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString = true
+			out = append(out, c)
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			for i < len(b) && b[i] != '\n' {
+				i++
+			}
+			out = append(out, '\n')
+		case c == '/' && i+1 < len(b) && b[i+1] == '*':
+			i += 2
+			for i+1 < len(b) && (b[i] != '*' || b[i+1] != '/') {
+				i++
+			}
+			i++ // past the '/'
+			out = append(out, ' ')
+		case c == ']' || c == '}':
+			// Drop a trailing comma: the last non-space byte written.
+			j := len(out) - 1
+			for j >= 0 && (out[j] == ' ' || out[j] == '\t' || out[j] == '\n' || out[j] == '\r') {
+				j--
+			}
+			if j >= 0 && out[j] == ',' {
+				out[j] = ' '
+			}
+			out = append(out, c)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// mcpOf is the `mcp` mapping of an OpenCode configuration, nil when it has none.
+func mcpOf(cfg map[string]any) map[string]any {
+	m, _ := cfg["mcp"].(map[string]any)
+	return m
+}
