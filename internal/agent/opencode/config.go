@@ -169,6 +169,14 @@ func prepareState(root string, env []string, owner *runas.User) (vars, write []s
 		}
 		return filepath.Join(home, fallback)
 	}
+	// The cache stays the agent user's own (models list, downloaded tools); a confined
+	// CLI that cannot create it there exits at once (1.18.33: EACCES, mkdir).
+	if cache := orig("XDG_CACHE_HOME", ".cache"); cache != "" {
+		d := filepath.Join(cache, "opencode")
+		if err := owner.MkdirAll(d, 0o700); err == nil {
+			write = append(write, d)
+		}
+	}
 	links := []struct{ from, to string }{
 		{filepath.Join(orig("XDG_DATA_HOME", ".local/share"), "opencode", "auth.json"), filepath.Join(dirs["XDG_DATA_HOME"], "opencode", "auth.json")},
 		{filepath.Join(orig("XDG_CONFIG_HOME", ".config"), "git"), filepath.Join(dirs["XDG_CONFIG_HOME"], "git")},

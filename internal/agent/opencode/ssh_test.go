@@ -1,0 +1,130 @@
+package opencode
+
+// SSH mode against a real sshd on 127.0.0.1 with throw-away keys (internal/testkit/sshd),
+// the real opencode CLI on the "remote" side and the fake Anthropic API behind it. The
+// adapter's configuration travels in the remote command line (env OPENCODE_CONFIG_CONTENT=…).
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sortie/internal/agent"
+	"sortie/internal/agent/proc/proctest"
+	"sortie/internal/testkit/clis"
+	"sortie/internal/testkit/fakemodel"
+	"sortie/internal/testkit/sshd"
+)
+
+// sshHostile is a prompt that must reach the model byte for byte: quotes, command
+// substitutions, operators, a glob, newlines, backslashes, non-ASCII, a leading dash.
+const sshHostile = "- Fix it's \"bug\" $(touch PWNED) `touch PWNED` ; touch PWNED && echo $HOME | cat *\n" +
+	"second line with '\\'' and \\ backslash, tab\there, é 🚀"
+
+// sshAdapter is an adapter whose agent.command, run by the remote shell, is the pinned
+// opencode CLI with a private HOME, configured to talk to fm.
+func sshAdapter(t *testing.T, fm *fakemodel.Server) (agent.Adapter, *sshd.Agent) {
+	t.Helper()
+	remoteCLI := sshd.NewAgent(t, clis.OpenCode(t), clis.OpenCodeEnv(nil, t.TempDir(), sharedCache))
+	a, err := New(agent.Config{Kind: Kind, Command: remoteCLI.Command, Options: map[string]any{"config": clis.OpenCodeConfig(fm.URL)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.(*adapter).grace = time.Second
+	return a, remoteCLI
+}
+
+func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
+	fx := sshd.Start(t)
+	fm := fakemodel.Start(t,
+		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: "bash", Input: map[string]any{"command": "pwd > where.txt", "description": "record"}}}},
+		fakemodel.Reply{Text: "recorded"},
+	)
+	a, remoteCLI := sshAdapter(t, fm)
+	root := t.TempDir()
+	workspace := filepath.Join(root, "ws 'it''s' \"q\" $(touch PWNED) `touch PWNED`; & é")
+	if err := os.Mkdir(workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: workspace, SSHHost: fx.Host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.StopSession(context.Background(), s)
+	var events []agent.Event
+	res, err := a.RunTurn(t.Context(), s, agent.TurnParams{Prompt: sshHostile, TurnNumber: 1, OnEvent: func(e agent.Event) { events = append(events, e) }})
+	if err != nil || res.ExitReason != agent.EventTurnCompleted {
+		t.Fatalf("RunTurn = %s, %v; events %v", res.ExitReason, err, describe(events))
+	}
+	if !strings.HasPrefix(s.ID, "ses_") {
+		t.Errorf("session id = %q, want the remote CLI's", s.ID)
+	}
+	want := []string{"run", "--format", "json", "--title=sortie " + filepath.Base(workspace), "--auto"}
+	if got := remoteCLI.Argv(t); !slices.Equal(got, want) {
+		t.Errorf("remote argv = %q, want %q", got, want)
+	}
+	reqs := fm.Messages()
+	if len(reqs) != 2 || reqs[0].Messages[0].Text() != sshHostile {
+		t.Fatalf("requests = %d; the first user message must be the prompt byte for byte", len(reqs))
+	}
+	where, err := os.ReadFile(filepath.Join(workspace, "where.txt"))
+	if err != nil || strings.TrimSpace(string(where)) != workspace {
+		t.Errorf("remote pwd = %q, %v; want the workspace %q", where, err, workspace)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(root, "*", "PWNED")); len(matches) > 0 {
+		t.Errorf("a hostile string ran a command: %v", matches)
+	}
+	if _, err := os.Stat(filepath.Join(root, "PWNED")); err == nil {
+		t.Errorf("a hostile string ran a command in %s", root)
+	}
+}
+
+func TestSSH_MissingRemoteBinaryIsAgentNotFound(t *testing.T) {
+	fx := sshd.Start(t)
+	a, err := New(agent.Config{Kind: Kind, Command: filepath.Join(fx.Dir, "no-such-opencode")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: fx.Host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.StopSession(context.Background(), s)
+	res, err := a.RunTurn(t.Context(), s, agent.TurnParams{Prompt: "hello"})
+	if agent.KindOf(err) != agent.ErrNotFound || res.ExitReason != agent.EventTurnFailed {
+		t.Fatalf("RunTurn = %s, %v; want turn_failed with agent_not_found", res.ExitReason, err)
+	}
+}
+
+// Cancelling a turn stops the CLI on the remote host too, not only the local ssh.
+func TestSSH_CancelStopsTheRemoteAgent(t *testing.T) {
+	fx := sshd.Start(t)
+	fm := fakemodel.Start(t, fakemodel.Reply{Stall: true})
+	a, _ := sshAdapter(t, fm)
+	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: fx.Host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.StopSession(context.Background(), s)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.RunTurn(ctx, s, agent.TurnParams{Prompt: "hang", TurnNumber: 1})
+		done <- err
+	}()
+	fm.WaitStall(t, time.Minute)
+	if len(proctest.WithEnv(t, fm.URL)) == 0 {
+		t.Fatal("no remote opencode process found while the model stalls; the check below would prove nothing")
+	}
+	cancel()
+	if err := <-done; agent.KindOf(err) != agent.ErrTurnCancelled {
+		t.Fatalf("RunTurn = %v, want turn_cancelled", err)
+	}
+	if left := proctest.WithEnv(t, fm.URL); len(left) > 0 {
+		t.Errorf("remote opencode processes still running after the cancelled turn returned: %v", left)
+	}
+}
