@@ -108,6 +108,10 @@ type currentTracker struct{ o *Orchestrator }
 
 func (c currentTracker) get() tracker.Tracker { return c.o.adapters.Load().Tracker }
 
+// Unwrap returns the tracker in force, so that tracker.As finds its optional
+// interfaces (linear_graphql's AgentGraphQL, Account) through this indirection.
+func (c currentTracker) Unwrap() tracker.Tracker { return c.get() }
+
 // FetchCandidateIssues implements tracker.Tracker.
 func (c currentTracker) FetchCandidateIssues(ctx context.Context) ([]tracker.Issue, error) {
 	return c.get().FetchCandidateIssues(ctx)

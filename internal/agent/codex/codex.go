@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -136,6 +137,13 @@ type session struct {
 	home  string         // CODEX_HOME
 	mcp   map[string]any // mcp_servers for the thread's configuration
 	notes []string       // said as notifications at the start of the first turn
+	// landlocked: Sortie confines the app-server with Landlock (agent.sandbox). Codex's
+	// own sandbox cannot run inside it: its bubblewrap needs mounts, which Landlock
+	// forbids to a confined process, and 0.169.0's Landlock fallback refuses
+	// workspace-write without bubblewrap. So codex runs its commands unsandboxed
+	// (danger-full-access) inside Sortie's confinement, which holds them to the
+	// workspace (docs/agents/codex.md, "Sandboxes").
+	landlocked bool
 
 	mu      sync.Mutex
 	conn    *conn // the running app-server, nil before the first turn and after a stop
@@ -187,14 +195,29 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	if err != nil {
 		return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "codex", Err: err}
 	}
-	st := &session{home: home, notes: notes, started: p.ResumeSessionID != ""}
+	st := &session{home: home, notes: notes, started: p.ResumeSessionID != "", landlocked: p.Confine != nil}
+	if st.landlocked && cmp(a.opts.ThreadSandbox, DefaultThreadSandbox) != "danger-full-access" {
+		st.notes = append(st.notes, "codex: Sortie's Landlock confinement holds this session to its workspace; codex's own sandbox ("+
+			cmp(a.opts.ThreadSandbox, DefaultThreadSandbox)+") cannot run inside it and is off")
+	}
 	if p.MCPConfigPath != "" {
 		if st.mcp, err = mcpServers(p.MCPConfigPath); err != nil {
 			return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "codex: reading the MCP configuration", Err: err}
 		}
 	}
+	// Confined, the CLI's installation must be readable. With codex.command the program
+	// started is bash; the installation to grant is that of the command line's first
+	// word (codex, found on the agent's PATH as bash will find it).
+	installed := exe
+	if a.opts.Command != "" {
+		if first := strings.Fields(a.opts.Command); len(first) > 0 {
+			if p, err := lookPathIn(first[0], env); err == nil {
+				installed = p
+			}
+		}
+	}
 	st.cmd = proc.Command{Path: exe, Args: args, Dir: p.Workspace, Env: env, Grace: a.grace,
-		Wrap: agent.LocalWrap(p, exe, []string{home}, []string{home}), Credential: p.RunAs.Credential(), CgroupFD: p.Supervise.Cgroup()}
+		Wrap: agent.LocalWrap(p, installed, []string{home}, []string{home}), Credential: p.RunAs.Credential(), CgroupFD: p.Supervise.Cgroup()}
 	return &agent.Session{ID: p.ResumeSessionID, Workspace: p.Workspace, Internal: st}, nil
 }
 
@@ -372,6 +395,9 @@ func (t *turn) handshake(ctx context.Context) (string, error) {
 	if len(t.st.mcp) > 0 {
 		config["mcp_servers"] = t.st.mcp
 	}
+	if t.st.landlocked {
+		params["sandbox"] = "danger-full-access"
+	}
 	if len(config) > 0 {
 		params["config"] = config
 	}
@@ -501,7 +527,9 @@ func (t *turn) run(ctx context.Context, prompt string) (agent.TurnResult, error)
 		"threadId": t.s.ID,
 		"input":    []any{map[string]any{"type": "text", "text": prompt, "text_elements": []any{}}},
 	}
-	if t.a.opts.TurnSandboxPolicy != nil {
+	if t.st.landlocked {
+		params["sandboxPolicy"] = map[string]any{"type": "dangerFullAccess"}
+	} else if t.a.opts.TurnSandboxPolicy != nil {
 		params["sandboxPolicy"] = t.a.opts.TurnSandboxPolicy
 	}
 	if t.a.opts.Effort != "" {
@@ -636,4 +664,27 @@ func stderrOf(c *conn) string {
 		return ""
 	}
 	return agent.Tail(string(bytes.ToValidUTF8([]byte(c.p.Stderr().String()), []byte("\uFFFD"))), 1024)
+}
+
+// lookPathIn finds name as a shell would with the PATH of env: a name with a slash is
+// taken as it is.
+func lookPathIn(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
 }
