@@ -79,8 +79,8 @@ Fix {{ .issue.identifier }}: {{ .issue.title }}.
 	if want := (store.Tokens{Input: 3100, Output: 95, Total: 3195, CacheRead: 40}); run.Tokens != want {
 		t.Errorf("run tokens = %+v, want %+v (what the fake model reported)", run.Tokens, want)
 	}
-	if run.CostUSD <= 0 {
-		t.Errorf("run cost = %v, want the CLI's step costs", run.CostUSD)
+	if run.CostUSD <= 0 || run.Model != clis.OpenCodeModel {
+		t.Errorf("run cost = %v, model %q; want the CLI's step costs and %s", run.CostUSD, run.Model, clis.OpenCodeModel)
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "issues.json")); err != nil || !strings.Contains(string(data), `"Review"`) {
 		t.Errorf("issues.json after the run: %s (%v); want O-1 in Review", data, err)

@@ -221,7 +221,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	if st.target != nil {
 		t.name = "ssh to " + st.target.Host
 	}
-	t.tr = newTranslator(t.emit, st.usage, st.cost, a.opts.Model)
+	t.tr = newTranslator(t.emit, st.usage, st.cost, a.opts.modelName())
 
 	args := a.args(s.ID, s.Workspace)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), st.program[1:]...), args...),

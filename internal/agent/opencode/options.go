@@ -125,6 +125,16 @@ func (o options) autoApprove() bool {
 	return !inline
 }
 
+// modelName is the model events name: opencode.model, else the inline configuration's
+// `model`; "" when neither says (the CLI's output does not name it).
+func (o options) modelName() string {
+	if o.Model != "" {
+		return o.Model
+	}
+	m, _ := o.Config["model"].(string)
+	return m
+}
+
 // validModel: provider/model, both parts non-empty.
 func validModel(s string) bool {
 	p, m, ok := strings.Cut(s, "/")

@@ -107,3 +107,15 @@ func TestArgs(t *testing.T) {
 		t.Errorf("continued session args = %q, want %q", got, want)
 	}
 }
+
+func TestModelName_FromTheBlockOrItsConfig(t *testing.T) {
+	if got := (options{Model: "a/b", Config: map[string]any{"model": "c/d"}}).modelName(); got != "a/b" {
+		t.Errorf("modelName = %q, want opencode.model", got)
+	}
+	if got := (options{Config: map[string]any{"model": "c/d"}}).modelName(); got != "c/d" {
+		t.Errorf("modelName = %q, want the inline configuration's model", got)
+	}
+	if got := (options{}).modelName(); got != "" {
+		t.Errorf("modelName = %q, want none", got)
+	}
+}
