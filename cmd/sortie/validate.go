@@ -65,6 +65,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		if _, err := tracker.New(trackerConfig(cfg)); err != nil {
 			problems = append(problems, trackerProblem(err))
 		}
+		problems = append(problems, agentProblems(cfg, problems)...)
 		problems = append(problems, libraryProblems(cfg.Workflows)...)
 		if cfg.Cluster.Enabled() {
 			// What the driver itself makes of the URL, without connecting; its
@@ -176,4 +177,30 @@ func libraryProblems(w config.WorkflowsConfig) []config.Problem {
 		}
 	}
 	return ps
+}
+
+// agentProblems builds the agent adapter as the daemon would, without running its CLI,
+// and reports what it refuses in its block (`claude-code:`, `codex:`, ...) as an error
+// and what it ignores as a warning, unless the configuration already named that key.
+func agentProblems(cfg *config.Config, known []config.Problem) []config.Problem {
+	if _, ok := agent.Lookup(cfg.Agent.Kind); !ok {
+		return nil // reported above
+	}
+	a, err := agent.New(agentConfig(cfg))
+	if err != nil {
+		return []config.Problem{{Severity: config.SeverityError, Check: "agent", Field: cfg.Agent.Kind, Message: err.Error()}}
+	}
+	w, ok := a.(agent.Warner)
+	if !ok {
+		return nil
+	}
+	var out []config.Problem
+	for _, msg := range w.Warnings() {
+		field, _, _ := strings.Cut(msg, ":")
+		if slices.ContainsFunc(known, func(p config.Problem) bool { return p.Field == field }) {
+			continue
+		}
+		out = append(out, config.Problem{Severity: config.SeverityWarning, Check: "agent", Field: cfg.Agent.Kind, Message: msg})
+	}
+	return out
 }

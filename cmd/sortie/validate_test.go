@@ -162,6 +162,18 @@ func TestValidate_ReportsEachProblemWithItsField(t *testing.T) {
 			message: []string{"unknown top-level key"},
 		},
 		{
+			name:     "a key the agent adapter refuses is an error naming it",
+			workflow: badBase + "mock:\n  scirpt: [success]\n---\nhi\n",
+			wantCode: exitFailure, severity: "error", field: "mock",
+			message: []string{"mock.scirpt: unknown key"},
+		},
+		{
+			name:     "a key the agent adapter ignores is a warning naming it",
+			workflow: strings.Replace(badBase, "kind: mock", "kind: claude-code", 1) + "claude-code:\n  permision_mode: plan\n---\nhi\n",
+			wantCode: exitOK, severity: "warning", field: "claude-code",
+			message: []string{"permision_mode"},
+		},
+		{
 			name:     "template error names its WORKFLOW.md line",
 			workflow: badBase + "---\nYou are working on {{ .issue.identifier }}.\n\nThen {{ if }} this.\n",
 			mark:     "{{ if }}",
