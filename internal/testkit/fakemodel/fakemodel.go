@@ -1,26 +1,27 @@
-// Package fakemodel is an Anthropic Messages API on 127.0.0.1 for tests that run the
-// real coding-agent CLIs (claude, copilot in BYOK mode) without a network. It plays a
-// script of replies — text, tool_use blocks (with fixed inputs or inputs built from the
-// request they answer), usage figures, HTTP errors with retry-after, a stream that
-// stalls, a malformed stream — over SSE or plain JSON, and records every request so
-// that a test can assert on what the CLI sent: the model, the system prompt, the tools
-// offered and the tool_result blocks it returned.
+// Package fakemodel is a model API on 127.0.0.1 for tests that run the real
+// coding-agent CLIs without a network, in two dialects: the Anthropic Messages API
+// (Server, for claude and copilot in BYOK mode) and the OpenAI Responses API
+// (ResponsesServer in responses.go, for codex). Each plays a script of replies — text,
+// tool calls (with fixed inputs or inputs built from the request they answer), usage
+// figures, HTTP errors with retry-after, a stream that stalls, a malformed stream — over
+// SSE or plain JSON, and records every request so that a test can assert on what the
+// CLI sent: the model, the system prompt, the tools offered and the tool results it
+// returned. The plumbing both share (script, recording, stalls) is in core.go.
 //
-// Endpoints: POST /v1/messages (streaming and not), POST /v1/messages/count_tokens,
-// GET /v1/models, and HEAD or GET on anything else (connectivity probes) answers 200.
+// Endpoints of Server: POST /v1/messages (streaming and not), POST
+// /v1/messages/count_tokens, GET /v1/models, and HEAD or GET on anything else
+// (connectivity probes) answers 200.
 package fakemodel
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -179,30 +180,19 @@ type Server struct {
 	// Stalled receives the index of each stalling reply when its stall begins.
 	Stalled chan int
 
-	srv     *httptest.Server
-	closing chan struct{}
-	once    sync.Once
-
-	mu       sync.Mutex
-	script   []Reply
-	next     int // index into script
-	repeated int // how many times script[next] has been served
-	def      Reply
-	requests []Request
-	toolSeq  int
-	msgSeq   int
+	core[Request, Reply]
+	// tools and messages number toolu_ and msg_ ids. A message id is not derived from
+	// the number of recorded requests: two concurrent requests would share it, and the
+	// CLIs' usage accounting counts each message id once.
+	tools, messages counter
 }
 
 // New starts a fake serving script, then the default reply ("done", end_turn) once the
 // script is used up. Close it when done; Start does that for a test.
 func New(script ...Reply) *Server {
-	s := &Server{
-		Stalled: make(chan int, 16),
-		closing: make(chan struct{}),
-		script:  script,
-		def:     Reply{Text: "done"},
-	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &Server{Stalled: make(chan int, 16)}
+	s.script = queue[Reply]{script: script, def: Reply{Text: "done"}}
+	s.start(s.serve, s.Stalled, "reply")
 	s.URL = s.srv.URL
 	return s
 }
@@ -216,33 +206,24 @@ func Start(t testing.TB, script ...Reply) *Server {
 }
 
 // Close releases stalled streams and shuts the server down.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		close(s.closing)
-		s.srv.CloseClientConnections()
-		s.srv.Close()
-	})
-}
+func (s *Server) Close() { s.close() }
 
 // SetDefault replaces the reply used once the script is exhausted.
-func (s *Server) SetDefault(r Reply) {
-	s.mu.Lock()
-	s.def = r
-	s.mu.Unlock()
-}
+func (s *Server) SetDefault(r Reply) { s.script.setDefault(r) }
 
 // Push appends replies to the script.
-func (s *Server) Push(r ...Reply) {
-	s.mu.Lock()
-	s.script = append(s.script, r...)
-	s.mu.Unlock()
-}
+func (s *Server) Push(r ...Reply) { s.script.push(r...) }
 
 // Requests returns a copy of every request recorded so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
+func (s *Server) Requests() []Request { return s.requests.all() }
+
+// Remaining is how many scripted replies have not been served.
+func (s *Server) Remaining() int { return s.script.remaining() }
+
+// WaitStall waits for the next stall to begin, or fails t after d.
+func (s *Server) WaitStall(t testing.TB, d time.Duration) int {
+	t.Helper()
+	return s.waitStall(t, d)
 }
 
 // Messages returns the recorded POST /v1/messages requests.
@@ -256,17 +237,6 @@ func (s *Server) Messages() []Request {
 	return out
 }
 
-// Remaining is how many scripted replies have not been served.
-func (s *Server) Remaining() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for i := s.next; i < len(s.script); i++ {
-		n += max(s.script[i].Times, 1)
-	}
-	return n - s.repeated
-}
-
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Reply: -1}
@@ -274,105 +244,53 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 		if err := parseMessages(body, &req); err != nil {
-			s.record(req)
+			s.requests.record(req)
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "fakemodel: "+err.Error(), "")
 			return
 		}
-		idx, reply := s.take()
+		idx, reply := s.script.take()
 		req.Reply = idx
 		var blocks []map[string]any
 		if reply.Status == 0 || reply.Status == http.StatusOK {
 			var err error
 			if blocks, err = s.blocks(reply, req); err != nil {
 				req.ScriptError = err.Error()
-				s.record(req)
+				s.requests.record(req)
 				writeError(w, http.StatusBadRequest, "invalid_request_error", "fakemodel: "+err.Error(), "")
 				return
 			}
 		}
-		s.record(req)
+		s.requests.record(req)
 		s.answer(w, r.Context(), req, idx, reply, blocks)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		s.record(req)
+		s.requests.record(req)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"input_tokens":%d}`, max(len(body)/4, 1))
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
-		s.record(req)
+		s.requests.record(req)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"data":[{"type":"model","id":"claude-sonnet-4-5","display_name":"Claude Sonnet 4.5","created_at":"2025-09-29T00:00:00Z"}],"has_more":false,"first_id":"claude-sonnet-4-5","last_id":"claude-sonnet-4-5"}`)
 	case r.Method == http.MethodHead || r.Method == http.MethodGet:
-		s.record(req)
+		s.requests.record(req)
 		w.WriteHeader(http.StatusOK)
 	default:
-		s.record(req)
+		s.requests.record(req)
 		writeError(w, http.StatusNotFound, "not_found_error", "fakemodel: no route for "+r.Method+" "+r.URL.Path, "")
 	}
-}
-
-func (s *Server) record(r Request) {
-	s.mu.Lock()
-	s.requests = append(s.requests, r)
-	s.mu.Unlock()
-}
-
-// take returns the next scripted reply and its index, or -1 and the default.
-func (s *Server) take() (int, Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.next >= len(s.script) {
-		return -1, s.def
-	}
-	idx, r := s.next, s.script[s.next]
-	s.repeated++
-	if s.repeated >= max(r.Times, 1) {
-		s.next++
-		s.repeated = 0
-	}
-	return idx, r
-}
-
-func (s *Server) toolID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.toolSeq++
-	return fmt.Sprintf("toolu_fake%04d", s.toolSeq)
-}
-
-// messageID returns a fresh msg_ id. It is not derived from the number of recorded
-// requests: two concurrent requests would share it, and the CLIs' usage accounting
-// counts each message id once.
-func (s *Server) messageID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.msgSeq++
-	return fmt.Sprintf("msg_fake%04d", s.msgSeq)
 }
 
 // answer writes reply r (built into blocks unless it is an error status) to req.
 func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request, idx int, r Reply, blocks []map[string]any) {
 	if r.Status != 0 && r.Status != http.StatusOK {
-		typ := r.ErrorType
-		if typ == "" {
-			typ = errorType(r.Status)
-		}
-		msg := r.ErrorMessage
-		if msg == "" {
-			msg = fmt.Sprintf("fakemodel: scripted %d", r.Status)
-		}
 		if r.NoRetry {
 			w = finalError{w}
 		}
-		writeError(w, r.Status, typ, msg, r.RetryAfter)
+		writeError(w, r.Status, cmp.Or(r.ErrorType, errorType(r.Status)),
+			cmp.Or(r.ErrorMessage, fmt.Sprintf("fakemodel: scripted %d", r.Status)), r.RetryAfter)
 		return
 	}
-	model := r.Model
-	if model == "" {
-		model = req.Model
-	}
-	usage := r.Usage
-	if usage == (Usage{}) {
-		usage = DefaultUsage
-	}
+	model := cmp.Or(r.Model, req.Model)
+	usage := cmp.Or(r.Usage, DefaultUsage)
 	stop := r.StopReason
 	if stop == "" {
 		stop = "end_turn"
@@ -380,7 +298,7 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request,
 			stop = "tool_use"
 		}
 	}
-	msgID := s.messageID()
+	msgID := s.messages.id("msg")
 
 	if !req.Stream {
 		if r.Stall {
@@ -401,69 +319,52 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req Request,
 		return
 	}
 
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	send := func(event string, data any) {
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
+	events := startEvents(w)
 	if r.Malformed {
-		io.WriteString(w, "event: message_start\ndata: {\"type\": \"message_start\", \"message\": {not json\n\n")
-		if fl != nil {
-			fl.Flush()
-		}
+		events.raw("event: message_start\ndata: {\"type\": \"message_start\", \"message\": {not json\n\n")
 		return
 	}
-	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+	events.send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": msgID, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": usageJSON(usage, 1),
 	}})
 	if r.Stall {
-		send("ping", map[string]any{"type": "ping"})
+		events.send("ping", map[string]any{"type": "ping"})
 		s.stall(ctx, idx)
 		return
 	}
 	for i, b := range blocks {
 		switch b["type"] {
 		case "text":
-			send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+			events.send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "text", "text": ""}})
-			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+			events.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
 				"delta": map[string]any{"type": "text_delta", "text": b["text"]}})
 		case "tool_use":
-			send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+			events.send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
 			in, _ := json.Marshal(b["input"])
-			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+			events.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
 				"delta": map[string]any{"type": "input_json_delta", "partial_json": string(in)}})
 		}
-		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		events.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
-	send("message_delta", map[string]any{"type": "message_delta",
+	events.send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": usage.OutputTokens}})
-	send("message_stop", map[string]any{"type": "message_stop"})
+	events.send("message_stop", map[string]any{"type": "message_stop"})
 }
 
 // blocks builds the content blocks of reply r to req.
 func (s *Server) blocks(r Reply, req Request) ([]map[string]any, error) {
 	var out []map[string]any
 	if r.Text != "" || len(r.ToolUses) == 0 {
-		text := r.Text
-		if text == "" {
-			text = "ok"
-		}
-		out = append(out, map[string]any{"type": "text", "text": text})
+		out = append(out, map[string]any{"type": "text", "text": cmp.Or(r.Text, "ok")})
 	}
 	for _, tu := range r.ToolUses {
 		id := tu.ID
 		if id == "" {
-			id = s.toolID()
+			id = s.tools.id("toolu")
 		}
 		in := tu.Input
 		if tu.InputFrom != nil {
@@ -483,17 +384,6 @@ func (s *Server) blocks(r Reply, req Request) ([]map[string]any, error) {
 		out = append(out, map[string]any{"type": "tool_use", "id": id, "name": tu.Name, "input": in})
 	}
 	return out, nil
-}
-
-func (s *Server) stall(ctx context.Context, idx int) {
-	select {
-	case s.Stalled <- idx:
-	default:
-	}
-	select {
-	case <-ctx.Done():
-	case <-s.closing:
-	}
 }
 
 func usageJSON(u Usage, output int64) map[string]any {
@@ -530,13 +420,8 @@ func errorType(status int) string {
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg, retryAfter string) {
-	w.Header().Set("Content-Type", "application/json")
-	if retryAfter != "" {
-		w.Header().Set("Retry-After", retryAfter)
-	}
 	w.Header().Set("X-Should-Retry", strconv.FormatBool(status == http.StatusTooManyRequests || status >= 500))
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{
+	writeJSONError(w, status, retryAfter, map[string]any{
 		"type": "error", "error": map[string]any{"type": typ, "message": msg},
 	})
 }
@@ -581,17 +466,6 @@ func parseMessages(body []byte, req *Request) error {
 }
 
 func blocksOf(raw json.RawMessage) ([]Block, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		return []Block{{Type: "text", Text: s}}, nil
-	}
 	var items []struct {
 		Type      string          `json:"type"`
 		Text      string          `json:"text"`
@@ -602,8 +476,14 @@ func blocksOf(raw json.RawMessage) ([]Block, error) {
 		IsError   bool            `json:"is_error"`
 		Content   json.RawMessage `json:"content"`
 	}
-	if err := json.Unmarshal(raw, &items); err != nil {
+	text, isString, err := stringOrList(raw, &items)
+	switch {
+	case err != nil:
 		return nil, err
+	case isString:
+		return []Block{{Type: "text", Text: text}}, nil
+	case items == nil: // absent or null
+		return nil, nil
 	}
 	out := make([]Block, 0, len(items))
 	for _, it := range items {
@@ -618,16 +498,4 @@ func blocksOf(raw json.RawMessage) ([]Block, error) {
 		out = append(out, b)
 	}
 	return out, nil
-}
-
-// WaitStall waits for the next stall to begin, or fails t after d.
-func (s *Server) WaitStall(t testing.TB, d time.Duration) int {
-	t.Helper()
-	select {
-	case idx := <-s.Stalled:
-		return idx
-	case <-time.After(d):
-		t.Fatalf("fakemodel: no stalled reply within %s (requests: %d)", d, len(s.Requests()))
-		return -1
-	}
 }

@@ -12,15 +12,13 @@ package fakemodel
 // anything else answers 200.
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -144,29 +142,16 @@ type ResponsesServer struct {
 	// Stalled receives the index of each stalling reply when its stall begins.
 	Stalled chan int
 
-	srv     *httptest.Server
-	closing chan struct{}
-	once    sync.Once
-
-	mu       sync.Mutex
-	script   []ResponsesReply
-	next     int
-	repeated int
-	def      ResponsesReply
-	requests []ResponsesRequest
-	seq      int
+	core[ResponsesRequest, ResponsesReply]
+	ids counter // every id the server makes, whatever its prefix
 }
 
 // NewResponses starts a fake serving script, then the default reply ("done") once the
 // script is used up. Close it when done; StartResponses does that for a test.
 func NewResponses(script ...ResponsesReply) *ResponsesServer {
-	s := &ResponsesServer{
-		Stalled: make(chan int, 16),
-		closing: make(chan struct{}),
-		script:  script,
-		def:     ResponsesReply{Text: "done"},
-	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &ResponsesServer{Stalled: make(chan int, 16)}
+	s.script = queue[ResponsesReply]{script: script, def: ResponsesReply{Text: "done"}}
+	s.start(s.serve, s.Stalled, "response")
 	s.URL = s.srv.URL + "/v1"
 	return s
 }
@@ -180,33 +165,24 @@ func StartResponses(t testing.TB, script ...ResponsesReply) *ResponsesServer {
 }
 
 // Close releases stalled streams and shuts the server down.
-func (s *ResponsesServer) Close() {
-	s.once.Do(func() {
-		close(s.closing)
-		s.srv.CloseClientConnections()
-		s.srv.Close()
-	})
-}
+func (s *ResponsesServer) Close() { s.close() }
 
 // SetDefault replaces the reply used once the script is exhausted.
-func (s *ResponsesServer) SetDefault(r ResponsesReply) {
-	s.mu.Lock()
-	s.def = r
-	s.mu.Unlock()
-}
+func (s *ResponsesServer) SetDefault(r ResponsesReply) { s.script.setDefault(r) }
 
 // Push appends replies to the script.
-func (s *ResponsesServer) Push(r ...ResponsesReply) {
-	s.mu.Lock()
-	s.script = append(s.script, r...)
-	s.mu.Unlock()
-}
+func (s *ResponsesServer) Push(r ...ResponsesReply) { s.script.push(r...) }
 
 // Requests returns a copy of every request recorded so far.
-func (s *ResponsesServer) Requests() []ResponsesRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]ResponsesRequest(nil), s.requests...)
+func (s *ResponsesServer) Requests() []ResponsesRequest { return s.requests.all() }
+
+// Remaining is how many scripted replies have not been served.
+func (s *ResponsesServer) Remaining() int { return s.script.remaining() }
+
+// WaitStall waits for the next stall to begin, or fails t after d.
+func (s *ResponsesServer) WaitStall(t testing.TB, d time.Duration) int {
+	t.Helper()
+	return s.waitStall(t, d)
 }
 
 // Responses returns the recorded POST /v1/responses requests.
@@ -220,112 +196,56 @@ func (s *ResponsesServer) Responses() []ResponsesRequest {
 	return out
 }
 
-// Remaining is how many scripted replies have not been served.
-func (s *ResponsesServer) Remaining() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for i := s.next; i < len(s.script); i++ {
-		n += max(s.script[i].Times, 1)
-	}
-	return n - s.repeated
-}
-
-// WaitStall waits for the next stall to begin, or fails t after d.
-func (s *ResponsesServer) WaitStall(t testing.TB, d time.Duration) int {
-	t.Helper()
-	select {
-	case idx := <-s.Stalled:
-		return idx
-	case <-time.After(d):
-		t.Fatalf("fakemodel: no stalled response within %s (requests: %d)", d, len(s.Requests()))
-		return -1
-	}
-}
-
 func (s *ResponsesServer) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	req := ResponsesRequest{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Reply: -1}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		if err := parseResponsesRequest(body, &req); err != nil {
-			s.record(req)
+			s.requests.record(req)
 			writeResponsesError(w, http.StatusBadRequest, "invalid_request_error", "fakemodel: "+err.Error(), "")
 			return
 		}
-		idx, reply := s.take()
+		idx, reply := s.script.take()
 		req.Reply = idx
 		var items []map[string]any
 		if reply.Status == 0 || reply.Status == http.StatusOK {
 			var err error
 			if items, err = s.items(reply, req); err != nil {
 				req.ScriptError = err.Error()
-				s.record(req)
+				s.requests.record(req)
 				writeResponsesError(w, http.StatusBadRequest, "invalid_request_error", "fakemodel: "+err.Error(), "")
 				return
 			}
 		}
-		s.record(req)
+		s.requests.record(req)
 		s.answer(w, r.Context(), req, idx, reply, items)
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
-		s.record(req)
+		s.requests.record(req)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-5-codex","object":"model","created":1757000000,"owned_by":"openai"}]}`)
 	case r.Method == http.MethodHead || r.Method == http.MethodGet:
-		s.record(req)
+		s.requests.record(req)
 		w.WriteHeader(http.StatusOK)
 	default:
-		s.record(req)
+		s.requests.record(req)
 		writeResponsesError(w, http.StatusNotFound, "not_found_error", "fakemodel: no route for "+r.Method+" "+r.URL.Path, "")
 	}
-}
-
-func (s *ResponsesServer) record(r ResponsesRequest) {
-	s.mu.Lock()
-	s.requests = append(s.requests, r)
-	s.mu.Unlock()
-}
-
-func (s *ResponsesServer) take() (int, ResponsesReply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.next >= len(s.script) {
-		return -1, s.def
-	}
-	idx, r := s.next, s.script[s.next]
-	s.repeated++
-	if s.repeated >= max(r.Times, 1) {
-		s.next++
-		s.repeated = 0
-	}
-	return idx, r
-}
-
-// id returns a fresh id with prefix, unique within the server.
-func (s *ResponsesServer) id(prefix string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	return fmt.Sprintf("%s_fake%04d", prefix, s.seq)
 }
 
 // items builds the output items of reply r to req.
 func (s *ResponsesServer) items(r ResponsesReply, req ResponsesRequest) ([]map[string]any, error) {
 	var out []map[string]any
 	if r.Text != "" || len(r.FunctionCalls) == 0 {
-		text := r.Text
-		if text == "" {
-			text = "ok"
-		}
 		out = append(out, map[string]any{
-			"type": "message", "id": s.id("msg"), "role": "assistant", "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}},
+			"type": "message", "id": s.ids.id("msg"), "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": cmp.Or(r.Text, "ok"), "annotations": []any{}}},
 		})
 	}
 	for _, fc := range r.FunctionCalls {
 		id := fc.CallID
 		if id == "" {
-			id = s.id("call")
+			id = s.ids.id("call")
 		}
 		args := fc.Arguments
 		if fc.ArgumentsFrom != nil {
@@ -342,7 +262,7 @@ func (s *ResponsesServer) items(r ResponsesReply, req ResponsesRequest) ([]map[s
 			return nil, fmt.Errorf("function_call %s: its arguments are not JSON: %w", fc.Name, err)
 		}
 		call := map[string]any{
-			"type": "function_call", "id": s.id("fc"), "call_id": id, "name": fc.Name,
+			"type": "function_call", "id": s.ids.id("fc"), "call_id": id, "name": fc.Name,
 			"arguments": string(raw), "status": "completed",
 		}
 		if fc.Namespace != "" {
@@ -356,26 +276,13 @@ func (s *ResponsesServer) items(r ResponsesReply, req ResponsesRequest) ([]map[s
 // answer writes reply r (built into items unless it is an error status) to req.
 func (s *ResponsesServer) answer(w http.ResponseWriter, ctx context.Context, req ResponsesRequest, idx int, r ResponsesReply, items []map[string]any) {
 	if r.Status != 0 && r.Status != http.StatusOK {
-		typ := r.ErrorType
-		if typ == "" {
-			typ = responsesErrorType(r.Status)
-		}
-		msg := r.ErrorMessage
-		if msg == "" {
-			msg = fmt.Sprintf("fakemodel: scripted %d", r.Status)
-		}
-		writeResponsesError(w, r.Status, typ, msg, r.RetryAfter)
+		writeResponsesError(w, r.Status, cmp.Or(r.ErrorType, responsesErrorType(r.Status)),
+			cmp.Or(r.ErrorMessage, fmt.Sprintf("fakemodel: scripted %d", r.Status)), r.RetryAfter)
 		return
 	}
-	model := r.Model
-	if model == "" {
-		model = req.Model
-	}
-	usage := r.Usage
-	if usage == (Usage{}) {
-		usage = DefaultUsage
-	}
-	respID := s.id("resp")
+	model := cmp.Or(r.Model, req.Model)
+	usage := cmp.Or(r.Usage, DefaultUsage)
+	respID := s.ids.id("resp")
 	response := func(status string, output []map[string]any) map[string]any {
 		m := map[string]any{"id": respID, "object": "response", "created_at": 1757000000, "status": status,
 			"model": model, "output": output}
@@ -407,26 +314,16 @@ func (s *ResponsesServer) answer(w http.ResponseWriter, ctx context.Context, req
 		return
 	}
 
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
+	events := startEvents(w)
 	seq := 0
 	send := func(event string, data map[string]any) {
 		data["type"] = event
 		data["sequence_number"] = seq
 		seq++
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-		if fl != nil {
-			fl.Flush()
-		}
+		events.send(event, data)
 	}
 	if r.Malformed {
-		io.WriteString(w, "event: response.created\ndata: {\"type\": \"response.created\", \"response\": {not json\n\n")
-		if fl != nil {
-			fl.Flush()
-		}
+		events.raw("event: response.created\ndata: {\"type\": \"response.created\", \"response\": {not json\n\n")
 		return
 	}
 	send("response.created", map[string]any{"response": response("in_progress", nil)})
@@ -435,16 +332,9 @@ func (s *ResponsesServer) answer(w http.ResponseWriter, ctx context.Context, req
 		return
 	}
 	if r.Failed {
-		typ := r.ErrorType
-		if typ == "" {
-			typ = "server_error"
-		}
-		msg := r.ErrorMessage
-		if msg == "" {
-			msg = "fakemodel: scripted failed response"
-		}
 		failed := response("failed", nil)
-		failed["error"] = map[string]any{"code": typ, "message": msg}
+		failed["error"] = map[string]any{"code": cmp.Or(r.ErrorType, "server_error"),
+			"message": cmp.Or(r.ErrorMessage, "fakemodel: scripted failed response")}
 		send("response.failed", map[string]any{"response": failed})
 		return
 	}
@@ -476,17 +366,6 @@ func (s *ResponsesServer) answer(w http.ResponseWriter, ctx context.Context, req
 	send("response.completed", map[string]any{"response": completed})
 }
 
-func (s *ResponsesServer) stall(ctx context.Context, idx int) {
-	select {
-	case s.Stalled <- idx:
-	default:
-	}
-	select {
-	case <-ctx.Done():
-	case <-s.closing:
-	}
-}
-
 // responsesErrorType is the error type the API names for an HTTP status.
 func responsesErrorType(status int) string {
 	switch status {
@@ -508,12 +387,7 @@ func responsesErrorType(status int) string {
 }
 
 func writeResponsesError(w http.ResponseWriter, status int, typ, msg, retryAfter string) {
-	w.Header().Set("Content-Type", "application/json")
-	if retryAfter != "" {
-		w.Header().Set("Retry-After", retryAfter)
-	}
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{
+	writeJSONError(w, status, retryAfter, map[string]any{
 		"error": map[string]any{"type": typ, "code": typ, "message": msg, "param": nil},
 	})
 }
@@ -544,18 +418,6 @@ func parseResponsesRequest(body []byte, req *ResponsesRequest) error {
 		}
 		req.Tools = append(req.Tools, name)
 	}
-	in := bytes.TrimSpace(raw.Input)
-	if len(in) == 0 || string(in) == "null" {
-		return nil
-	}
-	if in[0] == '"' {
-		var s string
-		if err := json.Unmarshal(in, &s); err != nil {
-			return fmt.Errorf("input: %w", err)
-		}
-		req.Input = []InputItem{{Type: "message", Role: "user", Text: s}}
-		return nil
-	}
 	var items []struct {
 		Type      string          `json:"type"`
 		Role      string          `json:"role"`
@@ -566,8 +428,13 @@ func parseResponsesRequest(body []byte, req *ResponsesRequest) error {
 		Input     string          `json:"input"`
 		Output    json.RawMessage `json:"output"`
 	}
-	if err := json.Unmarshal(in, &items); err != nil {
+	text, isString, err := stringOrList(raw.Input, &items)
+	if err != nil {
 		return fmt.Errorf("input: %w", err)
+	}
+	if isString {
+		req.Input = []InputItem{{Type: "message", Role: "user", Text: text}}
+		return nil
 	}
 	for i, it := range items {
 		item := InputItem{Type: it.Type, Role: it.Role, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments}
@@ -595,20 +462,12 @@ func parseResponsesRequest(body []byte, req *ResponsesRequest) error {
 // partsText is the text of a string or of a list of parts with a text field, joined by
 // newlines.
 func partsText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	}
 	var parts []struct {
 		Text string `json:"text"`
 	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", err
+	text, isString, err := stringOrList(raw, &parts)
+	if err != nil || isString {
+		return text, err
 	}
 	var texts []string
 	for _, p := range parts {
