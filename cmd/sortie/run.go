@@ -317,6 +317,7 @@ func trackerConfig(cfg *config.Config) tracker.Config {
 		Kind: cfg.Tracker.Kind, Endpoint: cfg.Tracker.Endpoint, APIKey: cfg.Tracker.APIKey,
 		Project: cfg.Tracker.Project, Team: cfg.Tracker.Team, QueryFilter: cfg.Tracker.QueryFilter,
 		Provider:     cfg.Tracker.Provider,
+		Assignee:     cfg.Tracker.Assignee,
 		ActiveStates: cfg.Tracker.ActiveStates, TerminalStates: cfg.Tracker.TerminalStates,
 		HandoffState: cfg.Tracker.HandoffState, Options: opts, WorkflowDir: cfg.Dir,
 		UserAgent: "sortie/" + version,

@@ -21,7 +21,7 @@ var knownExtensionKeys = []string{"ci_feedback", "self_review", "reactions", "no
 
 // Known sub-keys per section; anything else draws an unknown_sub_key warning.
 var (
-	trackerKeys   = []string{"kind", "endpoint", "api_key", "project", "project_slug", "team_key", "active_states", "terminal_states", "required_labels", "provider", "query_filter", "handoff_state", "in_progress_state", "comments", "path"}
+	trackerKeys   = []string{"kind", "endpoint", "api_key", "project", "project_slug", "team_key", "active_states", "terminal_states", "required_labels", "assignee", "provider", "query_filter", "handoff_state", "in_progress_state", "comments", "path"}
 	commentsKeys  = []string{"on_dispatch", "on_completion", "on_failure"}
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}

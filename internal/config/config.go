@@ -83,6 +83,11 @@ type TrackerConfig struct {
 	// RequiredLabels are the labels an issue must all carry to be dispatched
 	// (tracker.required_labels), lower-cased and trimmed; empty: no requirement.
 	RequiredLabels []string
+	// Assignee limits dispatch to the issues assigned to one user (tracker.assignee,
+	// tracker.kind linear only, else $LINEAR_ASSIGNEE when that is set): "me" for the
+	// owner of tracker.api_key, or a user's id or e-mail, trimmed, $VAR resolved, case
+	// kept. "" means no assignee filter.
+	Assignee string
 	// Provider is tracker.provider as written (Symphony's adapter-owned object),
 	// preserved for the adapter; nil when absent.
 	Provider map[string]any
@@ -267,6 +272,9 @@ const (
 	// LinearAPIKeyEnv is the variable tracker.api_key defaults to for tracker.kind
 	// linear, as in Symphony. It is a secret like any tracker key.
 	LinearAPIKeyEnv = "LINEAR_API_KEY"
+	// LinearAssigneeEnv is the variable tracker.assignee defaults to for tracker.kind
+	// linear when it is set, as in Symphony.
+	LinearAssigneeEnv = "LINEAR_ASSIGNEE"
 )
 
 // Linear's default states, used when tracker.active_states or tracker.terminal_states

@@ -7,8 +7,8 @@ import (
 )
 
 // This file reads the keys that Symphony's WORKFLOW.md has and Sortie's own schema did
-// not: prompt.engine, tracker.project_slug, tracker.team_key, tracker.required_labels
-// and the `codex:` block's timeouts (docs/configuration.md, "Symphony compatibility").
+// not: prompt.engine, tracker.project_slug, tracker.team_key, tracker.assignee,
+// tracker.required_labels and the `codex:` block's timeouts (docs/configuration.md, "Symphony compatibility").
 
 // buildPrompt reads the `prompt:` section: the template dialect.
 func (b *builder) buildPrompt(cfg *Config, raw map[string]any) {
@@ -41,8 +41,14 @@ func (b *builder) buildLinear(t *TrackerConfig, sec map[string]any) {
 				b.warnf(CheckUnknownSubKey, k, "is read only by tracker.kind linear; it is ignored for tracker.kind %s", t.Kind)
 			}
 		}
+		// Ignoring an assignee would dispatch every teammate's issues: an error, not a
+		// warning.
+		if _, ok := b.value(sec, "tracker.assignee"); ok && t.Kind != "" {
+			b.errorf("tracker.assignee", "is only supported for tracker.kind linear (got tracker.kind %s); remove it, or scope with tracker.query_filter", t.Kind)
+		}
 		return
 	}
+	t.Assignee = b.assignee(sec)
 	if _, ok := b.value(sec, "tracker.api_key"); !ok && b.sources["tracker.api_key"] == "" {
 		if v, _ := b.env(LinearAPIKeyEnv); strings.TrimSpace(v) != "" {
 			t.APIKey = strings.TrimSpace(v)
@@ -58,6 +64,22 @@ func (b *builder) buildLinear(t *TrackerConfig, sec map[string]any) {
 	if _, ok := b.value(sec, "tracker.terminal_states"); !ok {
 		t.TerminalStates = slices.Clone(linearTerminalStates)
 	}
+}
+
+// assignee reads tracker.assignee of a Linear tracker: "me", a user id or an e-mail,
+// else $LINEAR_ASSIGNEE when it is set (Symphony's fallback). A key that is present but
+// resolves to nothing is an error, never "no filter".
+func (b *builder) assignee(sec map[string]any) string {
+	const field = "tracker.assignee"
+	if _, ok := b.value(sec, field); !ok {
+		v, _ := b.env(LinearAssigneeEnv)
+		return strings.TrimSpace(v)
+	}
+	s := b.ref(sec, field)
+	if s == "" && !b.failed(field) {
+		b.errorf(field, "must not be empty (me, a user id or an e-mail); remove the key to dispatch every assignee's issues")
+	}
+	return s
 }
 
 // requiredLabels reads tracker.required_labels, trimmed and lower-cased. A blank entry

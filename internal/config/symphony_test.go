@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -202,18 +203,71 @@ func TestPromptEngine(t *testing.T) {
 // Unknown keys nested in any known section are named in a warning, never dropped
 // silently.
 func TestUnknownNestedKeysAreNamed(t *testing.T) {
-	fm := "tracker: {kind: file, path: i.json, active_states: [Todo], assignee: me}\n" +
+	fm := "tracker: {kind: file, path: i.json, active_states: [Todo], owner: me}\n" +
 		"polling: {interval_ms: 1000, jitter_ms: 5}\nworkspace: {root: /w, keep: true}\n" +
 		"hooks: {after_create: x, on_error: y}\nagent: {kind: mock, model: m}\nserver: {port: 0, tls: true}\n"
 	cfg, problems, _ := checkFrontMatter(t, fm, nil)
 	if cfg == nil {
 		t.Fatalf("Check failed:\n%s", problemLines(problems))
 	}
-	for _, f := range []string{"tracker.assignee", "polling.jitter_ms", "workspace.keep", "hooks.on_error", "agent.model", "server.tls"} {
+	for _, f := range []string{"tracker.owner", "polling.jitter_ms", "workspace.keep", "hooks.on_error", "agent.model", "server.tls"} {
 		if !slices.ContainsFunc(problems, func(p Problem) bool {
 			return p.Severity == SeverityWarning && p.Field == f && strings.Contains(p.String(), f)
 		}) {
 			t.Errorf("no warning naming %s:\n%s", f, problemLines(problems))
 		}
+	}
+}
+
+// tracker.assignee (Symphony's) limits a Linear tracker to one user's issues, with
+// $LINEAR_ASSIGNEE as the default. Any other tracker kind refuses it rather than
+// dispatch everyone's issues.
+func TestTrackerAssignee(t *testing.T) {
+	const linear = "tracker: {kind: linear, project_slug: p%s}\n"
+	tests := []struct {
+		name, extra string
+		env         map[string]string
+		want        string
+	}{
+		{"absent: no filter", "", nil, ""},
+		{"me", ", assignee: me", nil, "me"},
+		{"e-mail, trimmed", ", assignee: ' dev@example.com '", nil, "dev@example.com"},
+		{"variable", ", assignee: $WHO", map[string]string{"WHO": "user-uuid-1"}, "user-uuid-1"},
+		{"LINEAR_ASSIGNEE default", "", map[string]string{LinearAssigneeEnv: " me "}, "me"},
+		{"written key wins over LINEAR_ASSIGNEE", ", assignee: a@b.c", map[string]string{LinearAssigneeEnv: "me"}, "a@b.c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{LinearAPIKeyEnv: "k"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			cfg, _ := mustLoad(t, fmt.Sprintf(linear, tt.extra), env)
+			if cfg.Tracker.Assignee != tt.want {
+				t.Errorf("Assignee = %q, want %q", cfg.Tracker.Assignee, tt.want)
+			}
+		})
+	}
+	errs := []struct {
+		name, fm string
+		env      map[string]string
+		want     string
+	}{
+		{"other kinds refuse it", "tracker: {kind: github, project: o/r, api_key: k, assignee: me}\n", nil,
+			"config: tracker.assignee: is only supported for tracker.kind linear (got tracker.kind github); remove it, or scope with tracker.query_filter"},
+		{"file tracker too", "tracker: {kind: file, path: i.json, active_states: [Todo], assignee: me}\nagent: {kind: mock}\n", nil,
+			"config: tracker.assignee: is only supported for tracker.kind linear (got tracker.kind file); remove it, or scope with tracker.query_filter"},
+		{"unset variable", fmt.Sprintf(linear, ", assignee: $WHO"), map[string]string{LinearAPIKeyEnv: "k"},
+			"config: tracker.assignee: environment variable WHO is not set"},
+		{"blank", fmt.Sprintf(linear, ", assignee: ' '"), map[string]string{LinearAPIKeyEnv: "k"},
+			"config: tracker.assignee: must not be empty (me, a user id or an e-mail); remove the key to dispatch every assignee's issues"},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, problems, _ := checkFrontMatter(t, tt.fm, tt.env)
+			if cfg != nil || !hasProblem(problems, SeverityError, tt.want) {
+				t.Fatalf("want the error %q, got:\n%s", tt.want, problemLines(problems))
+			}
+		})
 	}
 }

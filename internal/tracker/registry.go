@@ -17,7 +17,12 @@ type Config struct {
 	Project  string
 	// Team scopes a tracker to one team (Linear's team key, tracker.team_key) where
 	// Project is empty; "" elsewhere.
-	Team           string
+	Team string
+	// Assignee limits the issues a tracker returns as candidates to those assigned to
+	// one user (tracker.assignee, else $LINEAR_ASSIGNEE; tracker.kind linear only):
+	// "me" for the owner of APIKey, or a user's id or e-mail, as written (trimmed, case
+	// kept). "" means no assignee filter.
+	Assignee       string
 	QueryFilter    string
 	ActiveStates   []string
 	TerminalStates []string
