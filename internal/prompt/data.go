@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"sortie/internal/tracker"
@@ -100,5 +101,59 @@ func issueData(is tracker.Issue) map[string]any {
 		"blocked_by":  blockedBy,
 		"created_at":  is.CreatedAt,
 		"updated_at":  is.UpdatedAt,
+	}
+}
+
+// Symphony's names for the issue data (SPEC §4 and its Liquid templates), which Liquid
+// templates, Symphony's dialect, see beside Sortie's own. An alias is the value of the
+// Sortie key it names, so the data has one source: issueData.
+var (
+	// symphonyIssueAliases maps a Symphony issue field to Sortie's. The assignee is what
+	// the tracker gives (a login, an e-mail or an id, depending on the tracker).
+	symphonyIssueAliases = map[string]string{"assignee_id": "assignee"}
+	// symphonyCommentAliases maps a Symphony comment field to Sortie's. A comment has
+	// one author, as the tracker shows it, and no edit time: author_id is that author
+	// too, and updated_at is created_at.
+	symphonyCommentAliases = map[string]string{"author_name": "author", "author_id": "author", "updated_at": "created_at"}
+)
+
+// symphonyIssueConstants are Symphony issue fields with one value in every render:
+// native_ref (provider ids) is null, and dispatchable is true because a prompt is only
+// rendered for an issue that was dispatched.
+var symphonyIssueConstants = map[string]any{"native_ref": nil, "dispatchable": true}
+
+// withSymphonyAliases returns templateData's map with Symphony's names added to the
+// issue and its comments. It copies what it changes; data is not modified.
+func withSymphonyAliases(data map[string]any) map[string]any {
+	issue, ok := data["issue"].(map[string]any)
+	if !ok {
+		return data
+	}
+	out := maps.Clone(data)
+	is := maps.Clone(issue)
+	out["issue"] = is
+	addAliases(is, symphonyIssueAliases)
+	maps.Copy(is, symphonyIssueConstants)
+	if comments, ok := is["comments"].([]any); ok {
+		list := make([]any, len(comments))
+		for i, c := range comments {
+			if cm, ok := c.(map[string]any); ok {
+				cm = maps.Clone(cm)
+				addAliases(cm, symphonyCommentAliases)
+				c = cm
+			}
+			list[i] = c
+		}
+		is["comments"] = list
+	}
+	return out
+}
+
+// addAliases sets m[alias] = m[key] for each alias whose key m has.
+func addAliases(m map[string]any, aliases map[string]string) {
+	for alias, key := range aliases {
+		if v, ok := m[key]; ok {
+			m[alias] = v
+		}
 	}
 }

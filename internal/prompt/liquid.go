@@ -126,9 +126,11 @@ func liquidMessage(name, msg string) string {
 // liquidBindings is the Liquid view of templateData's map. It follows Symphony: an
 // `attempt` of 0 (a first run) is nil, and an issue field that is an empty string is
 // nil, because Liquid holds "" true and Symphony's templates test optional fields with
-// `{% if issue.description %}`. Every map becomes a liquidObject, which fails on a key
+// `{% if issue.description %}`. The issue also has Symphony's field names
+// (withSymphonyAliases). Every map becomes a liquidObject, which fails on a key
 // it does not have.
 func liquidBindings(data map[string]any) map[string]any {
+	data = withSymphonyAliases(data)
 	out := make(map[string]any, len(data))
 	for k, v := range data {
 		out[k] = liquidValue(v, k == "issue")

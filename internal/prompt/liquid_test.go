@@ -84,6 +84,42 @@ func TestLiquid_DataMatchesTheGoDialect(t *testing.T) {
 	}
 }
 
+// A template written with Symphony's field names (SPEC §4) parses and renders: they are
+// aliases of Sortie's, plus native_ref (null) and dispatchable (true: the issue was
+// dispatched).
+func TestLiquid_SymphonyFieldNames(t *testing.T) {
+	const src = "{{ issue.identifier }} for {{ issue.assignee_id }}" +
+		"{% if issue.native_ref %} ref{% endif %}{% if issue.dispatchable %} dispatchable{% endif %}\n" +
+		"{% for c in issue.comments %}{{ c.author_name }} ({{ c.author_id }}) {{ c.created_at }}/{{ c.updated_at }}: {{ c.body }}{% endfor %}"
+	tmpl, err := Parse("WORKFLOW.md", src, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.Engine() != EngineLiquid {
+		t.Fatalf("detected %q, want liquid", tmpl.Engine())
+	}
+	out, err := tmpl.Render(Data{Issue: sampleIssue()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "PROJ-42 for alice dispatchable\nbob (bob) 2026-03-25T10:00:00Z/2026-03-25T10:00:00Z: Seen in prod."
+	if out != want {
+		t.Errorf("Render = %q, want %q", out, want)
+	}
+	// Unset, they are nil like their Sortie names.
+	out = renderLiquid(t, "[{{ issue.assignee_id }}][{{ issue.native_ref }}]", Data{Issue: sampleIssueBare()})
+	if out != "[][]" {
+		t.Errorf("bare issue: Render = %q, want [][]", out)
+	}
+	// An alias of a comment field is not an issue field, and the Go dialect is unchanged.
+	if _, err := ParseEngine("WORKFLOW.md", "{{ issue.author_name }}", 1, EngineLiquid); err == nil {
+		t.Error("issue.author_name parsed; want an unknown-field error")
+	}
+	if _, err := mustParse(t, "{{ .issue.assignee_id }}").Render(Data{Issue: sampleIssue()}); err == nil {
+		t.Error("Go template rendered .issue.assignee_id; the aliases are Liquid's")
+	}
+}
+
 func TestLiquid_FirstRunAndMissingFieldsAreNil(t *testing.T) {
 	d := Data{Issue: tracker.Issue{ID: "1", Identifier: "X-1", Title: "T", State: "Todo"}}
 	tests := []struct{ src, want string }{

@@ -65,8 +65,9 @@ func shapeOf(v any) *shape {
 	return &shape{kind: shapeScalar}
 }
 
-// dataShape is the shape of the data every render gets, inferred from the data of an
-// issue with every field set, so it cannot drift from data.go.
+// dataShape is the shape of the data every Liquid render gets, inferred from the data
+// of an issue with every field set (with Symphony's aliases, as liquidBindings adds
+// them), so it cannot drift from data.go.
 var dataShape = sync.OnceValue(func() map[string]*shape {
 	p := 1
 	full := tracker.Issue{
@@ -82,7 +83,7 @@ var dataShape = sync.OnceValue(func() map[string]*shape {
 		panic(err) // no Extra: cannot fail
 	}
 	out := map[string]*shape{}
-	for k, v := range m {
+	for k, v := range withSymphonyAliases(m) {
 		out[k] = shapeOf(v)
 	}
 	return out
