@@ -3,6 +3,7 @@ package linear
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -37,6 +38,7 @@ const (
 	KindForbidden       = "forbidden_operation"     // a subscription, a mutation or input field not allowed
 	KindScopeViolation  = "project_scope_violation" // a mutation of another issue than the session's
 	KindResponseTooLong = "response_too_large"      // the answer is over MaxAgentResponse
+	KindRateLimited     = "rate_limited"            // the session's issue made too many calls (agentlimit.go)
 )
 
 // AgentError is a linear_graphql call the policy refused, or whose answer was too
@@ -71,20 +73,31 @@ var (
 // are *AgentError; failures to reach Linear are *tracker.Error.
 func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query string, variables json.RawMessage, moving func(state string)) (json.RawMessage, error) {
 	const op = "linear_graphql"
+	// Below the agent's floor nothing of the call is sent, its own checks included:
+	// what is left of the budgets is polling's.
+	if held := t.limits.hold(t.now(), agentFloorFraction); held != nil {
+		return nil, &tracker.Error{Kind: tracker.ErrAPI, Op: op, Message: "held back, no request sent", Err: held}
+	}
 	plan, vars, aerr := checkAgentCall(query, variables, issueID, identifier)
 	if aerr != nil {
 		return nil, aerr
 	}
+	if aerr := t.agentCalls.take(issueID, t.now(), plan.comments); aerr != nil {
+		return nil, aerr
+	}
 	if plan.mutation {
 		// The session's issue must be in the scope before anything changes.
-		a, err := t.issueTeam(ctx, op, issueID)
+		a, err := t.issueTeam(ctx, op, agentFloorFraction, issueID)
 		if err != nil {
 			return nil, err
 		}
 		if plan.stateID != "" {
-			st, err := t.states.byID(ctx, t, op, a.Team.ID, plan.stateID)
-			if err != nil {
+			st, err := t.states.byID(ctx, t, op, agentFloorFraction, a.Team.ID, plan.stateID)
+			if errors.Is(err, errNoSuchState) {
 				return nil, refuse(KindInvalidInput, "stateId %q is not a workflow state of team %s: look the states up with a workflowStates query", plan.stateID, a.Team.Key)
+			}
+			if err != nil {
+				return nil, err
 			}
 			if moving != nil {
 				moving(st.Name)
@@ -123,6 +136,7 @@ func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query s
 type agentPlan struct {
 	mutation bool
 	stateID  string // set when an issueUpdate sets stateId
+	comments int    // commentCreate fields
 }
 
 // checkAgentCall parses and checks an agent's call, and returns the variables to send.
@@ -195,6 +209,7 @@ func checkAgentCall(query string, variables json.RawMessage, issueID, identifier
 			if !own(in["issueId"]) {
 				return plan, nil, refuse(KindScopeViolation, "commentCreate may only comment on this session's issue (%s, id %s)", identifier, issueID)
 			}
+			plan.comments++
 		case "issueUpdate":
 			if len(args) != 2 || args["id"] == nil || args["input"] == nil {
 				return plan, nil, refuse(KindForbidden, "issueUpdate takes only id and input")

@@ -91,14 +91,22 @@ func (t *Tracker) post(ctx context.Context, op string, payload []byte, floor int
 	return exchange{status: resp.StatusCode, body: body}, nil
 }
 
-// query runs one of the adapter's own GraphQL operations and decodes data into out.
-// GraphQL errors are errors even in a 200 answer.
+// query runs one of the adapter's own GraphQL operations for polling and
+// reconciling, held back below pollFloorFraction, and decodes data into out.
 func (t *Tracker) query(ctx context.Context, op, query string, vars map[string]any, out any) error {
+	return t.queryAt(ctx, op, pollFloorFraction, query, vars, out)
+}
+
+// queryAt runs one of the adapter's own GraphQL operations, held back when a budget is
+// below its 1/floor share (pollFloorFraction for the daemon's own work,
+// agentFloorFraction for what an agent's call needs), and decodes data into out.
+// GraphQL errors are errors even in a 200 answer.
+func (t *Tracker) queryAt(ctx context.Context, op string, floor int, query string, vars map[string]any, out any) error {
 	payload, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	if err != nil {
 		return &tracker.Error{Kind: tracker.ErrPayload, Op: op, Message: "encoding the request", Err: err}
 	}
-	x, err := t.post(ctx, op, payload, pollFloorFraction, MaxResponseBytes)
+	x, err := t.post(ctx, op, payload, floor, MaxResponseBytes)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ package linear
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -73,6 +74,8 @@ type Tracker struct {
 	now    func() time.Time // the rate limiter's clock; replaced in tests
 	limits *limiter
 	states *stateCache
+
+	agentCalls agentLimiter // linear_graphql's per-issue limits (agentlimit.go)
 
 	selfMu sync.Mutex
 	self   *tracker.Identity // the key's account, once known (Self)
@@ -510,14 +513,14 @@ func (t *Tracker) TransitionIssue(ctx context.Context, id, targetState string) e
 	if target == "" {
 		return tracker.Errorf(tracker.ErrPayload, op, "empty target state")
 	}
-	a, err := t.issueTeam(ctx, op, id)
+	a, err := t.issueTeam(ctx, op, pollFloorFraction, id)
 	if err != nil {
 		return err
 	}
 	if a.State != nil && strings.EqualFold(a.State.Name, target) {
 		return nil
 	}
-	st, err := t.states.byName(ctx, t, op, a.Team.ID, target)
+	st, err := t.states.byName(ctx, t, op, pollFloorFraction, a.Team.ID, target)
 	if err != nil {
 		return err
 	}
@@ -536,8 +539,8 @@ func (t *Tracker) TransitionIssue(ctx context.Context, id, targetState string) e
 }
 
 // issueTeam asks where an issue is (its state, team and project) and refuses one
-// outside the scope.
-func (t *Tracker) issueTeam(ctx context.Context, op, id string) (apiIssue, error) {
+// outside the scope. floor is the rate-limit floor of the work it serves (queryAt).
+func (t *Tracker) issueTeam(ctx context.Context, op string, floor int, id string) (apiIssue, error) {
 	var r struct {
 		Issue *apiIssue `json:"issue"`
 	}
@@ -545,7 +548,7 @@ func (t *Tracker) issueTeam(ctx context.Context, op, id string) (apiIssue, error
 	if id == "" {
 		return apiIssue{}, tracker.Errorf(tracker.ErrNotFound, op, "empty issue id")
 	}
-	if err := t.query(ctx, op, queryIssueTeam, map[string]any{"id": id}, &r); err != nil {
+	if err := t.queryAt(ctx, op, floor, queryIssueTeam, map[string]any{"id": id}, &r); err != nil {
 		return apiIssue{}, err
 	}
 	if r.Issue == nil {
@@ -583,15 +586,29 @@ func (t *Tracker) Self(ctx context.Context) (tracker.Identity, error) {
 	return id, nil
 }
 
-// stateCache is the workflow states of each team seen, by team id.
+// stateMissTTL is how long a state id that is not among its team's workflow states is
+// remembered as missing: an agent repeating a bogus stateId costs no request until then.
+const stateMissTTL = time.Minute
+
+// maxStateMisses bounds the remembered missing ids; past it, the oldest are forgotten.
+const maxStateMisses = 1024
+
+// errNoSuchState is wrapped by the error of a state lookup that found no such state in
+// the team's workflow, as opposed to one that could not ask Linear.
+var errNoSuchState = errors.New("no such workflow state")
+
+// stateCache is the workflow states of each team seen, by team id, and the state ids
+// recently found missing.
 type stateCache struct {
 	mu     sync.Mutex
 	byTeam map[string][]apiState
+	missed map[string]time.Time // team id + "/" + state id → until when it is known missing
 }
 
 // byName finds the state named name (case-insensitively) of team, asking Linear when
-// the team is not cached or the name is not among its cached states.
-func (c *stateCache) byName(ctx context.Context, t *Tracker, op, team, name string) (apiState, error) {
+// the team is not cached or the name is not among its cached states; floor is the
+// rate-limit floor of the work it serves (queryAt).
+func (c *stateCache) byName(ctx context.Context, t *Tracker, op string, floor int, team, name string) (apiState, error) {
 	find := func(list []apiState) (apiState, bool) {
 		i := slices.IndexFunc(list, func(s apiState) bool { return strings.EqualFold(strings.TrimSpace(s.Name), name) })
 		if i < 0 {
@@ -599,17 +616,31 @@ func (c *stateCache) byName(ctx context.Context, t *Tracker, op, team, name stri
 		}
 		return list[i], true
 	}
-	return c.lookup(ctx, t, op, team, find, func(list []apiState) error {
+	return c.lookup(ctx, t, op, floor, team, find, func(list []apiState) error {
 		names := make([]string, len(list))
 		for i, s := range list {
 			names[i] = s.Name
 		}
-		return tracker.Errorf(tracker.ErrPayload, op, "%q is not a workflow state of the issue's team (its states: %s); check tracker.active_states, handoff_state and terminal_states", name, strings.Join(names, ", "))
+		return &tracker.Error{Kind: tracker.ErrPayload, Op: op, Err: errNoSuchState,
+			Message: fmt.Sprintf("%q is not a workflow state of the issue's team (its states: %s); check tracker.active_states, handoff_state and terminal_states", name, strings.Join(names, ", "))}
 	})
 }
 
-// byID finds the state with id of team, asking Linear on a miss as byName does.
-func (c *stateCache) byID(ctx context.Context, t *Tracker, op, team, id string) (apiState, error) {
+// byID finds the state with id of team, asking Linear on a miss as byName does. An id
+// found missing is not asked about again for stateMissTTL: its error wraps
+// errNoSuchState.
+func (c *stateCache) byID(ctx context.Context, t *Tracker, op string, floor int, team, id string) (apiState, error) {
+	missing := func([]apiState) error {
+		return &tracker.Error{Kind: tracker.ErrPayload, Op: op, Err: errNoSuchState,
+			Message: fmt.Sprintf("%q is not the id of a workflow state of the issue's team", id)}
+	}
+	key, now := team+"/"+id, t.now()
+	c.mu.Lock()
+	until, known := c.missed[key]
+	c.mu.Unlock()
+	if known && now.Before(until) {
+		return apiState{}, missing(nil)
+	}
 	find := func(list []apiState) (apiState, bool) {
 		i := slices.IndexFunc(list, func(s apiState) bool { return s.ID == id })
 		if i < 0 {
@@ -617,12 +648,24 @@ func (c *stateCache) byID(ctx context.Context, t *Tracker, op, team, id string) 
 		}
 		return list[i], true
 	}
-	return c.lookup(ctx, t, op, team, find, func([]apiState) error {
-		return tracker.Errorf(tracker.ErrPayload, op, "%q is not the id of a workflow state of the issue's team", id)
-	})
+	s, err := c.lookup(ctx, t, op, floor, team, find, missing)
+	if errors.Is(err, errNoSuchState) {
+		c.mu.Lock()
+		if c.missed == nil {
+			c.missed = map[string]time.Time{}
+		}
+		for k, u := range c.missed {
+			if !now.Before(u) || len(c.missed) >= maxStateMisses {
+				delete(c.missed, k)
+			}
+		}
+		c.missed[key] = now.Add(stateMissTTL)
+		c.mu.Unlock()
+	}
+	return s, err
 }
 
-func (c *stateCache) lookup(ctx context.Context, t *Tracker, op, team string, find func([]apiState) (apiState, bool), missing func([]apiState) error) (apiState, error) {
+func (c *stateCache) lookup(ctx context.Context, t *Tracker, op string, floor int, team string, find func([]apiState) (apiState, bool), missing func([]apiState) error) (apiState, error) {
 	c.mu.Lock()
 	list, cached := c.byTeam[team]
 	c.mu.Unlock()
@@ -636,7 +679,7 @@ func (c *stateCache) lookup(ctx context.Context, t *Tracker, op, team string, fi
 			Nodes []apiState `json:"nodes"`
 		} `json:"workflowStates"`
 	}
-	if err := t.query(ctx, op, queryWorkflowStates, map[string]any{"team": team}, &r); err != nil {
+	if err := t.queryAt(ctx, op, floor, queryWorkflowStates, map[string]any{"team": team}, &r); err != nil {
 		return apiState{}, err
 	}
 	if r.WorkflowStates == nil {
