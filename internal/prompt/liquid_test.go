@@ -76,6 +76,9 @@ func TestLiquid_DataMatchesTheGoDialect(t *testing.T) {
 		{"{% assign n = issue.labels.size %}{% capture t %}[{{ issue.title | truncate: 10 }}]{% endcapture %}{{ n }}{{ t }}", "2[Add ret...]"},
 		{"{% for l in issue.labels reversed limit: 1 %}{{ forloop.index }}:{{ l }}{% endfor %}", "1:reliability"},
 		{"{% case issue.state %}{% when 'In Progress' %}busy{% else %}idle{% endcase %}", "busy"},
+		{"{{ issue.labels[1] }} {{ issue.blocked_by[0].identifier }} {% assign i = 0 %}{{ issue.labels[i] | upcase }}", "reliability PROJ-41 BACKEND"},
+		{"{% for l in issue.labels %}{{ forloop.index0 }}{{ forloop.rindex }}{{ forloop.rindex0 }}{{ forloop.length }}{% if forloop.first %}F{% endif %}{% if forloop.last %}L{% endif %};{% endfor %}", "0212F;1102L;"},
+		{"{% tablerow l in issue.labels cols:2 %}{{ forloop.index }}{% endtablerow %}", `<tr class="row1"><td class="col1">1</td><td class="col2">2</td></tr>`},
 	}
 	for _, tt := range tests {
 		if got := renderLiquid(t, tt.src, d); got != tt.want {
@@ -156,6 +159,13 @@ func TestLiquid_StrictAtParseWithWorkflowLine(t *testing.T) {
 		{"syntax error", "a\nb\n{% if attempt %}", 12, "unterminated"},
 		{"unknown tag", "\n{% shout %}", 11, `undefined tag "shout"`},
 		{"bad expression", "{{ issue.title | }}", 10, "syntax error"},
+		{"field of a list element by index", "{{ issue.labels[0].nope }}", 10, "issue.labels[0] is a single value"},
+		{"unknown field of an indexed object", "{{ issue.blocked_by[0].title }}", 10, `issue.blocked_by[0] has no field "title"`},
+		{"unknown variable in an index", "{{ issue.labels[i] }}", 10, `unknown variable "i"`},
+		{"unknown forloop field", "{% for l in issue.labels %}{{ forloop.nope }}{% endfor %}", 10, `forloop has no field "nope"`},
+		{"unknown forloop field in a tablerow", "{% tablerow l in issue.labels %}{{ forloop.col }}{% endtablerow %}", 10, `forloop has no field "col"`},
+		{"tablerowloop, which the engine never sets", "{% tablerow l in issue.labels %}{{ tablerowloop.col }}{% endtablerow %}", 10, `"tablerowloop" is not supported`},
+		{"forloop outside a loop", "{{ forloop.index }}", 10, `unknown variable "forloop"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

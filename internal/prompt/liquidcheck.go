@@ -21,8 +21,9 @@ import (
 //   - a filter the engine does not define;
 //   - `{% include %}`, which would read files next to WORKFLOW.md into the prompt.
 //
-// What it cannot see (a field of an object reached through a filter or an index, or of
-// an extension value such as ci_failure) fails at render instead (liquidObject).
+// What it cannot see (a field of an object reached through a filter or a key index, or
+// of an extension value such as ci_failure) fails at render instead (liquidObject). An
+// index into a list (`issue.labels[0]`) has the shape of the list's elements.
 
 // shape is what the check knows of a value: anything, a scalar, an object with known
 // fields, or a list of elements of one shape.
@@ -195,8 +196,17 @@ func (c *checker) block(b *parser.ASTBlock) error {
 	return nil
 }
 
+// forloopShape is the shape of forloop, which the engine sets in the body of a for and
+// of a tablerow loop (render/iteration_tags.go at the pinned version).
+var forloopShape = &shape{kind: shapeObject, fields: map[string]*shape{
+	"index": {kind: shapeScalar}, "index0": {kind: shapeScalar},
+	"rindex": {kind: shapeScalar}, "rindex0": {kind: shapeScalar},
+	"first": {kind: shapeScalar}, "last": {kind: shapeScalar}, "length": {kind: shapeScalar},
+}}
+
 // loop checks `{% for x in collection modifiers %}` and its body, where x has the
-// shape of the collection's elements and forloop (tablerowloop) exists.
+// shape of the collection's elements and forloop exists. tablerowloop does not: the
+// engine never sets it, so it would print nothing.
 func (c *checker) loop(b *parser.ASTBlock) error {
 	toks := lexLiquid(b.Args)
 	if len(toks) < 2 || toks[0].kind != tokIdent || toks[1].text != "in" {
@@ -212,7 +222,7 @@ func (c *checker) loop(b *parser.ASTBlock) error {
 	case shapeObject, shapeScalar:
 		elem = anyShape
 	}
-	scope := map[string]*shape{toks[0].text: elem, "forloop": anyShape, "tablerowloop": anyShape}
+	scope := map[string]*shape{toks[0].text: elem, "forloop": forloopShape}
 	c.scopes = append(c.scopes, scope)
 	defer func() { c.scopes = c.scopes[:len(c.scopes)-1] }()
 	if err := c.nodes(b.Body); err != nil {
@@ -262,13 +272,37 @@ func (c *checker) expr(tok parser.Token, src string, loopHeader bool) (*shape, e
 				return nil, c.errorf(tok, "%s", c.unknownVariable(t.text))
 			}
 			path := t.text
-			for i+1 < len(toks) && toks[i+1].kind == tokProperty {
-				i++
-				next, err := property(s, path, toks[i].text)
-				if err != nil {
-					return nil, c.errorf(tok, "%v", err)
+		follow:
+			for i+1 < len(toks) {
+				switch next := toks[i+1]; {
+				case next.kind == tokProperty:
+					i++
+					ns, err := property(s, path, next.text)
+					if err != nil {
+						return nil, c.errorf(tok, "%v", err)
+					}
+					s, path = ns, path+"."+next.text
+				case next.kind == tokPunct && next.text == "[":
+					// An index: the element of a list; of anything else, unknown here
+					// (liquidObject checks a key at render).
+					end := closingBracket(toks, i+1)
+					if end < 0 {
+						break follow
+					}
+					index := src[next.end : toks[end].end-1]
+					if _, err := c.expr(tok, index, false); err != nil {
+						return nil, err
+					}
+					if s.kind == shapeList {
+						s = s.elem
+					} else {
+						s = anyShape
+					}
+					path += "[" + strings.TrimSpace(index) + "]"
+					i = end
+				default:
+					break follow
 				}
-				s, path = next, path+"."+toks[i].text
 			}
 			plain := i == len(toks)-1 || loopHeader && (toks[i+1].kind == tokKeyword || toks[i+1].text == "reversed")
 			if t == toks[0] && plain {
@@ -277,6 +311,25 @@ func (c *checker) expr(tok parser.Token, src string, loopHeader bool) (*shape, e
 		}
 	}
 	return result, nil
+}
+
+// closingBracket is the index of the `]` that closes the `[` at toks[open], or -1.
+func closingBracket(toks []liquidToken, open int) int {
+	depth := 0
+	for j := open; j < len(toks); j++ {
+		if toks[j].kind != tokPunct {
+			continue
+		}
+		switch toks[j].text {
+		case "[":
+			depth++
+		case "]":
+			if depth--; depth == 0 {
+				return j
+			}
+		}
+	}
+	return -1
 }
 
 // property is the shape of path.name, or an error when the shape of path rules name out.
@@ -316,6 +369,8 @@ func (c *checker) unknownVariable(name string) string {
 	switch name {
 	case "empty", "blank", "null":
 		return fmt.Sprintf("%q is not supported by this Liquid engine; compare a size instead, as in {%% if issue.labels.size > 0 %%}", name)
+	case "tablerowloop":
+		return `"tablerowloop" is not supported by this Liquid engine; inside {% tablerow %} use forloop (index, index0, rindex, rindex0, first, last, length)`
 	}
 	known := make([]string, 0, len(c.data))
 	for k := range c.data {
