@@ -27,6 +27,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/proc"
+	"sortie/internal/runas"
 )
 
 // Kind is the agent.kind that selects this adapter.
@@ -134,7 +135,9 @@ func (a *adapter) Version(ctx context.Context) (string, error) {
 // session is the adapter's per-session state (agent.Session.Internal).
 type session struct {
 	cmd   proc.Command   // the app-server's process, without its stdin
-	home  string         // CODEX_HOME
+	home  string         // CODEX_HOME, the issue's own (home.go)
+	owner *runas.User    // agent.run_as, who owns home; nil for the daemon's user
+	env   []string       // the app-server's environment
 	mcp   map[string]any // mcp_servers for the thread's configuration
 	notes []string       // said as notifications at the start of the first turn
 	// landlocked: Sortie confines the app-server with Landlock (agent.sandbox). Codex's
@@ -186,16 +189,14 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		}
 		args = a.program[1:]
 	}
-	home := a.opts.CodexHome
-	if home == "" {
-		home = homeDir(env, a.workflowDir)
-	}
+	home := homeDir(env, a.opts.CodexHome, a.workflowDir, p.Workspace)
 	env = append(withoutKey(env, "CODEX_HOME"), "CODEX_HOME="+home)
-	notes, err := prepareHome(home, p.RunAs, a.opts.configTOML(), env)
+	st := &session{home: home, owner: p.RunAs, env: env, started: p.ResumeSessionID != "", landlocked: p.Confine != nil}
+	notes, err := a.prepareHome(st)
 	if err != nil {
-		return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "codex", Err: err}
+		return nil, err
 	}
-	st := &session{home: home, notes: notes, started: p.ResumeSessionID != "", landlocked: p.Confine != nil}
+	st.notes = notes
 	if st.landlocked && cmp(a.opts.ThreadSandbox, DefaultThreadSandbox) != "danger-full-access" {
 		st.notes = append(st.notes, "codex: Sortie's Landlock confinement holds this session to its workspace; codex's own sandbox ("+
 			cmp(a.opts.ThreadSandbox, DefaultThreadSandbox)+") cannot run inside it and is off")
@@ -313,12 +314,28 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	return t.run(ctx, p.Prompt)
 }
 
-// spawn starts the session's app-server unless the session was stopped.
+// prepareHome makes the session's CODEX_HOME ready for an app-server: created, reset,
+// config.toml rewritten from the adapter's options, the login copied (home.go). It
+// returns notes for the first turn.
+func (a *adapter) prepareHome(st *session) ([]string, error) {
+	notes, err := prepareHome(st.home, st.owner, a.opts.configTOML(), st.env)
+	if err != nil {
+		return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "codex", Err: err}
+	}
+	return notes, nil
+}
+
+// spawn starts the session's app-server unless the session was stopped. CODEX_HOME is
+// reset first: what the agent wrote there during an earlier app-server's life is not
+// loaded by the next.
 func (a *adapter) spawn(st *session) (*conn, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.stopped {
 		return nil, agent.Errorf(agent.ErrTurnCancelled, "codex: session already stopped")
+	}
+	if _, err := a.prepareHome(st); err != nil {
+		return nil, err
 	}
 	c, err := startConn(st.cmd, a.record)
 	if err != nil {

@@ -18,36 +18,59 @@ import (
 	"sortie/internal/runas"
 )
 
-// The isolated CODEX_HOME. Every run of one workflow shares one directory that Sortie
-// owns, so that the operator's ~/.codex/config.toml (a profile, a sandbox setting, an
-// MCP server that fails to start) cannot change or break runs, while threads persist
-// there between runs and daemon restarts for thread/resume.
+// The isolated CODEX_HOME. Every issue of every workflow has a directory of its own
+// that Sortie owns, so that the operator's ~/.codex/config.toml (a profile, a sandbox
+// setting, an MCP server that fails to start) cannot change or break runs, so that one
+// issue's agent, which can write its CODEX_HOME, can neither plant instructions or
+// configuration for another issue's sessions nor read their transcripts, and so that
+// the issue's threads persist there between runs and daemon restarts for thread/resume.
+// Before every start of an app-server the home is reset (resetHome): only the threads
+// (sessions/) survive, so that not even the issue's own earlier runs can plant what
+// codex loads as instructions, configuration or code.
 
-// homeDir is the CODEX_HOME of runs of the workflow in workflowDir for the agent's
-// environment env: $XDG_CACHE_HOME/sortie/codex/<key>, else ~/.cache/..., else below
-// the temporary directory. The key is the start of the SHA-256 of the directory, so
-// that two workflows never share threads or configuration.
-func homeDir(env []string, workflowDir string) string {
-	sum := sha256.Sum256([]byte(filepath.Clean(workflowDir)))
-	key := hex.EncodeToString(sum[:6])
-	base := agent.EnvValue(env, "XDG_CACHE_HOME")
-	if base == "" || !filepath.IsAbs(base) {
-		if home := agent.EnvValue(env, "HOME"); home != "" && filepath.IsAbs(home) {
-			base = filepath.Join(home, ".cache")
-		}
+// homeDir is the CODEX_HOME of the issue whose session has environment env and
+// workspace workspace, in the workflow in workflowDir: base/<key>, where base is
+// codex.codex_home when set, else $XDG_CACHE_HOME/sortie/codex, else
+// ~/.cache/sortie/codex, else below the temporary directory. The key is the start of
+// the SHA-256 of the workflow's directory and the issue (SORTIE_ISSUE_ID, which the
+// daemon sets; the workspace, unique per issue, when it is unset), so that two issues
+// never share threads, instructions or configuration.
+func homeDir(env []string, base, workflowDir, workspace string) string {
+	issue := "issue:" + agent.EnvValue(env, "SORTIE_ISSUE_ID")
+	if issue == "issue:" {
+		issue = "workspace:" + filepath.Clean(workspace)
 	}
+	sum := sha256.Sum256([]byte(filepath.Clean(workflowDir) + "\x00" + issue))
+	key := hex.EncodeToString(sum[:8])
 	if base == "" {
-		base = os.TempDir()
+		base = agent.EnvValue(env, "XDG_CACHE_HOME")
+		if base == "" || !filepath.IsAbs(base) {
+			base = ""
+			if home := agent.EnvValue(env, "HOME"); home != "" && filepath.IsAbs(home) {
+				base = filepath.Join(home, ".cache")
+			}
+		}
+		if base == "" {
+			base = os.TempDir()
+		}
+		base = filepath.Join(base, "sortie", "codex")
 	}
-	return filepath.Join(base, "sortie", "codex", key)
+	return filepath.Join(base, key)
 }
 
-// prepareHome creates home (0700, owned by owner when not nil), writes config.toml and
-// copies the user's ChatGPT login when no API key is set. It returns notes worth an
+// keptInHome are the entries of CODEX_HOME that resetHome leaves: the threads, which
+// thread/resume reads. config.toml is rewritten and auth.json copied again.
+var keptInHome = []string{"sessions"}
+
+// prepareHome creates home (0700, owned by owner when not nil), resets it (resetHome)
+// and copies the user's ChatGPT login when no API key is set. It returns notes worth an
 // operator's attention.
 func prepareHome(home string, owner *runas.User, cfg []byte, env []string) ([]string, error) {
 	if err := owner.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("creating CODEX_HOME %s: %w", home, err)
+	}
+	if err := resetHome(home, []string{"auth.json"}); err != nil {
+		return nil, err
 	}
 	if err := writeFileAtomic(filepath.Join(home, "config.toml"), cfg, owner); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", filepath.Join(home, "config.toml"), err)
@@ -80,6 +103,26 @@ func prepareHome(home string, owner *runas.User, cfg []byte, env []string) ([]st
 	}
 	notes = append(notes, "codex: no OPENAI_API_KEY or CODEX_API_KEY; using a copy of "+src+" in "+home)
 	return notes, nil
+}
+
+// resetHome removes everything in home but keptInHome and keep: codex reads
+// instructions (AGENTS.md, AGENTS.override.md), configuration (config.toml), command
+// rules (rules/), skills, prompts, memories and shell snapshots from its home, all of
+// which the agent can write. Links are removed, never followed.
+func resetHome(home string, keep []string) error {
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return fmt.Errorf("resetting CODEX_HOME: %w", err)
+	}
+	for _, e := range entries {
+		if slices.Contains(keptInHome, e.Name()) || slices.Contains(keep, e.Name()) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(home, e.Name())); err != nil {
+			return fmt.Errorf("resetting CODEX_HOME: %w", err)
+		}
+	}
+	return nil
 }
 
 // writeFileAtomic writes data to path (0600) through a temporary file and a rename, so
