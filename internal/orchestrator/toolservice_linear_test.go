@@ -76,12 +76,12 @@ func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
 	ctx := context.Background()
 
 	data, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{Query: `query($id: String!) { issue(id: $id) { title } }`,
-		Variables: json.RawMessage(`{"id":"` + other.Identifier + `"}`)})
-	if err != nil || !strings.Contains(string(data), `"other"`) {
+		Variables: json.RawMessage(`{"id":"` + mine.Identifier + `"}`)})
+	if err != nil || !strings.Contains(string(data), `"mine"`) {
 		t.Fatalf("query: %s %v", data, err)
 	}
 
-	states, _ := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{Query: `{ workflowStates { nodes { id name } } }`})
+	states, _ := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{Query: `{ workflowStates(filter: {team: {key: {eq: "ENG"}}}) { nodes { id name } } }`})
 	var ws struct {
 		Data struct {
 			WorkflowStates struct{ Nodes []struct{ ID, Name string } }
@@ -102,13 +102,15 @@ func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
 	}
 
 	for name, q := range map[string]string{
-		"project_scope_violation": `mutation { commentCreate(input: {issueId: "` + other.ID + `", body: "x"}) { success } }`,
-		"forbidden_operation":     `mutation { issueDelete(id: "` + mine.ID + `") { success } }`,
-		"invalid_input":           `query {`,
+		"project_scope_violation":  `mutation { commentCreate(input: {issueId: "` + other.ID + `", body: "x"}) { success } }`,
+		"forbidden_operation":      `mutation { issueDelete(id: "` + mine.ID + `") { success } }`,
+		"project_scope_violation ": `{ issue(id: "` + other.Identifier + `") { title } }`,
+		"forbidden_operation ":     `{ webhooks { nodes { secret } } }`,
+		"invalid_input":            `query {`,
 	} {
 		_, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{Query: q})
 		var e *agentsock.Error
-		if !errors.As(err, &e) || e.Kind != name {
+		if !errors.As(err, &e) || e.Kind != strings.TrimSpace(name) {
 			t.Errorf("%s: got %v", name, err)
 		}
 	}

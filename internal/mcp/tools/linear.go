@@ -25,7 +25,10 @@ var LinearGraphQLSpec = Spec{
 	Name: NameLinearGraphQL,
 	Tier: TierExternal,
 	Description: "Runs a GraphQL query against Linear (https://api.linear.app/graphql) with the daemon's credentials and returns " +
-		"Linear's answer ({\"data\":...,\"errors\":[...]}) in data. Queries may read anything the daemon's key can see. " +
+		"Linear's answer ({\"data\":...,\"errors\":[...]}) in data. Queries may read this session's own issue " +
+		"(issue(id:) with its id or identifier, and what hangs off it: comments, labels, relations, parent, children), its team's " +
+		"workflowStates(filter: {team: {key: {eq: \"KEY\"}}}), team(id:) and project(id:) of the issue, and viewer { id name }; " +
+		"other issues, users' e-mail addresses, webhooks, keys, integrations and the organization are refused, unless the operator allows more. " +
 		"Mutations are limited to this session's own issue: commentCreate(input: {issueId, body}) and issueUpdate(id, input: " +
 		"{title, description, stateId, priority, estimate, labelIds, addedLabelIds, removedLabelIds, dueDate}); no subscriptions. " +
 		`Answers {"success":true,"data":...} or {"success":false,"error":{"kind","message"}}.`,

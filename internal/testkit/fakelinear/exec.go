@@ -301,6 +301,13 @@ func (r root) field(ex *exec, name string, args map[string]any) (any, *gqlError)
 			}
 		}
 		return nil, notFound("Team")
+	case "project":
+		for _, is := range s.issues {
+			if p := is.ProjectSlug; p != "" && (str(args["id"]) == p || str(args["id"]) == "project-"+p) {
+				return &projectObj{p}, nil
+			}
+		}
+		return nil, notFound("Project")
 	case "teams":
 		var nodes []object
 		var ids []string

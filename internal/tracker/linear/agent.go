@@ -78,18 +78,22 @@ func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query s
 	if held := t.limits.hold(t.now(), agentFloorFraction); held != nil {
 		return nil, &tracker.Error{Kind: tracker.ErrAPI, Op: op, Message: "held back, no request sent", Err: held}
 	}
-	plan, vars, aerr := checkAgentCall(query, variables, issueID, identifier)
+	plan, vars, aerr := checkAgentCall(query, variables, issueID, identifier, t.agentReadsUnrestricted)
 	if aerr != nil {
 		return nil, aerr
 	}
 	if aerr := t.agentCalls.take(issueID, t.now(), plan.comments); aerr != nil {
 		return nil, aerr
 	}
-	if plan.mutation {
-		// The session's issue must be in the scope before anything changes.
+	if plan.mutation || len(plan.scope) > 0 {
+		// The session's issue must be in the scope before anything changes, and a
+		// query naming a team or project must name the issue's.
 		a, err := t.issueTeam(ctx, op, agentFloorFraction, issueID)
 		if err != nil {
 			return nil, err
+		}
+		if aerr := plan.inScope(a); aerr != nil {
+			return nil, aerr
 		}
 		if plan.stateID != "" {
 			st, err := t.states.byID(ctx, t, op, agentFloorFraction, a.Team.ID, plan.stateID)
@@ -134,14 +138,17 @@ func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query s
 
 // agentPlan is what the policy found a document will do.
 type agentPlan struct {
-	mutation bool
-	stateID  string // set when an issueUpdate sets stateId
-	comments int    // commentCreate fields
+	issueID, identifier string // the session's issue
+	mutation            bool
+	stateID             string     // set when an issueUpdate sets stateId
+	comments            int        // commentCreate fields
+	scope               []scopeRef // teams and projects a query names, checked by inScope
 }
 
 // checkAgentCall parses and checks an agent's call, and returns the variables to send.
-func checkAgentCall(query string, variables json.RawMessage, issueID, identifier string) (agentPlan, map[string]any, *AgentError) {
-	var plan agentPlan
+// Unless unrestricted, a query may read only what agentread.go allows.
+func checkAgentCall(query string, variables json.RawMessage, issueID, identifier string, unrestricted bool) (agentPlan, map[string]any, *AgentError) {
+	plan := agentPlan{issueID: issueID, identifier: identifier}
 	switch {
 	case strings.TrimSpace(query) == "":
 		return plan, nil, refuse(KindInvalidInput, "query is required")
@@ -166,21 +173,28 @@ func checkAgentCall(query string, variables json.RawMessage, issueID, identifier
 		return plan, nil, refuse(KindInvalidInput, "send exactly one operation per call (got %d)", len(doc.Operations))
 	}
 	o := doc.Operations[0]
-	switch o.Operation {
-	case ast.Subscription:
-		return plan, nil, refuse(KindForbidden, "subscriptions are not available through linear_graphql")
-	case ast.Query:
-		return plan, vars, nil
-	}
-	plan.mutation = true
-	r := resolver{vars: vars, defs: o.VariableDefinitions}
-	if len(o.SelectionSet) > maxAgentMutations {
-		return plan, nil, refuse(KindInvalidInput, "at most %d mutations per call", maxAgentMutations)
-	}
 	own := func(v any) bool {
 		s, ok := v.(string)
 		s = strings.TrimSpace(s)
 		return ok && (s == issueID || (identifier != "" && strings.EqualFold(s, identifier)))
+	}
+	r := resolver{vars: vars, defs: o.VariableDefinitions}
+	w := &readWalker{r: r, doc: doc, own: own, plan: &plan}
+	switch o.Operation {
+	case ast.Subscription:
+		return plan, nil, refuse(KindForbidden, "subscriptions are not available through linear_graphql")
+	case ast.Query:
+		if unrestricted {
+			return plan, vars, nil
+		}
+		if aerr := w.query(o.SelectionSet); aerr != nil {
+			return plan, nil, aerr
+		}
+		return plan, vars, nil
+	}
+	plan.mutation = true
+	if len(o.SelectionSet) > maxAgentMutations {
+		return plan, nil, refuse(KindInvalidInput, "at most %d mutations per call", maxAgentMutations)
 	}
 	for _, sel := range o.SelectionSet {
 		f, ok := sel.(*ast.Field)
@@ -190,12 +204,15 @@ func checkAgentCall(query string, variables json.RawMessage, issueID, identifier
 		if len(f.Directives) > 0 {
 			return plan, nil, refuse(KindForbidden, "directives are not allowed on mutation fields")
 		}
-		args := map[string]*ast.Value{}
-		for _, a := range f.Arguments {
-			if _, dup := args[a.Name]; dup {
-				return plan, nil, refuse(KindInvalidInput, "%s: argument %s is given twice", f.Name, a.Name)
+		args, aerr := arguments(f)
+		if aerr != nil {
+			return plan, nil, aerr
+		}
+		// What a mutation answers is read as a query's nested fields are.
+		if !unrestricted {
+			if aerr := w.nested(f.SelectionSet, f.Name); aerr != nil {
+				return plan, nil, aerr
 			}
-			args[a.Name] = a.Value
 		}
 		switch f.Name {
 		case "commentCreate":

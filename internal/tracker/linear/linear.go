@@ -76,6 +76,9 @@ type Tracker struct {
 	states *stateCache
 
 	agentCalls agentLimiter // linear_graphql's per-issue limits (agentlimit.go)
+	// agentReadsUnrestricted is linear.agent_reads: unrestricted: linear_graphql
+	// queries may read anything the key can see (agentread.go is skipped).
+	agentReadsUnrestricted bool
 
 	selfMu sync.Mutex
 	self   *tracker.Identity // the key's account, once known (Self)
@@ -137,6 +140,13 @@ func newTracker(cfg tracker.Config) (*Tracker, error) {
 		now:    time.Now,
 		limits: newLimiter(),
 		states: &stateCache{byTeam: map[string][]apiState{}},
+	}
+	switch v := cfg.Options["agent_reads"]; v {
+	case nil, "", "scoped":
+	case "unrestricted":
+		t.agentReadsUnrestricted = true
+	default:
+		return nil, &tracker.Error{Kind: tracker.ErrPayload, Message: fmt.Sprintf("config: linear.agent_reads: must be scoped (the default: an agent reads only its own issue, team and project) or unrestricted (got %v)", v)}
 	}
 	if len(t.active) == 0 {
 		t.active = slices.Clone(DefaultActiveStates)

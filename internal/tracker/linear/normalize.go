@@ -55,6 +55,7 @@ type apiTeam struct {
 }
 
 type apiProject struct {
+	ID     string `json:"id"`
 	SlugID string `json:"slugId"`
 }
 

@@ -31,7 +31,7 @@ const queryIssue = `query SortieIssue($id: String!) {
 
 // queryIssueTeam is what a transition needs: where the issue is and its team.
 const queryIssueTeam = `query SortieIssueTeam($id: String!) {
-  issue(id: $id) { id identifier state { id name } team { id key } project { slugId } }
+  issue(id: $id) { id identifier state { id name } team { id key } project { id slugId } }
 }`
 
 const queryStates = `query SortieStates($filter: IssueFilter!, $first: Int!, $after: String) {
