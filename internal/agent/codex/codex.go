@@ -189,7 +189,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		}
 		args = a.program[1:]
 	}
-	home := homeDir(env, a.opts.CodexHome, a.workflowDir, p.Workspace)
+	home := homeDir(env, a.opts.CodexHome, a.workflowDir, p.Workspace, agentUID(p.RunAs))
 	env = append(withoutKey(env, "CODEX_HOME"), "CODEX_HOME="+home)
 	st := &session{home: home, owner: p.RunAs, env: env, started: p.ResumeSessionID != "", landlocked: p.Confine != nil}
 	notes, err := a.prepareHome(st)
@@ -218,7 +218,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		}
 	}
 	st.cmd = proc.Command{Path: exe, Args: args, Dir: p.Workspace, Env: env, Grace: a.grace,
-		Wrap: agent.LocalWrap(p, installed, []string{home}, []string{home}), Credential: p.RunAs.Credential(), CgroupFD: p.Supervise.Cgroup()}
+		Wrap: agent.LocalWrap(p, installed, []string{home}, nil), Credential: p.RunAs.Credential(), CgroupFD: p.Supervise.Cgroup()}
 	return &agent.Session{ID: p.ResumeSessionID, Workspace: p.Workspace, Internal: st}, nil
 }
 

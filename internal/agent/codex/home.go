@@ -2,17 +2,21 @@ package codex
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"sortie/internal/agent"
 	"sortie/internal/runas"
@@ -31,11 +35,12 @@ import (
 // homeDir is the CODEX_HOME of the issue whose session has environment env and
 // workspace workspace, in the workflow in workflowDir: base/<key>, where base is
 // codex.codex_home when set, else $XDG_CACHE_HOME/sortie/codex, else
-// ~/.cache/sortie/codex, else below the temporary directory. The key is the start of
-// the SHA-256 of the workflow's directory and the issue (SORTIE_ISSUE_ID, which the
-// daemon sets; the workspace, unique per issue, when it is unset), so that two issues
-// never share threads, instructions or configuration.
-func homeDir(env []string, base, workflowDir, workspace string) string {
+// ~/.cache/sortie/codex, else sortie-<uid>/codex in the temporary directory (private
+// to the agent's user uid, checked by prepareHome). The key is the start of the
+// SHA-256 of the workflow's directory and the issue (SORTIE_ISSUE_ID, which the daemon
+// sets; the workspace, unique per issue, when it is unset), so that two issues never
+// share threads, instructions or configuration.
+func homeDir(env []string, base, workflowDir, workspace string, uid int) string {
 	issue := "issue:" + agent.EnvValue(env, "SORTIE_ISSUE_ID")
 	if issue == "issue:" {
 		issue = "workspace:" + filepath.Clean(workspace)
@@ -43,17 +48,17 @@ func homeDir(env []string, base, workflowDir, workspace string) string {
 	sum := sha256.Sum256([]byte(filepath.Clean(workflowDir) + "\x00" + issue))
 	key := hex.EncodeToString(sum[:8])
 	if base == "" {
-		base = agent.EnvValue(env, "XDG_CACHE_HOME")
-		if base == "" || !filepath.IsAbs(base) {
-			base = ""
+		cache := agent.EnvValue(env, "XDG_CACHE_HOME")
+		if cache == "" || !filepath.IsAbs(cache) {
+			cache = ""
 			if home := agent.EnvValue(env, "HOME"); home != "" && filepath.IsAbs(home) {
-				base = filepath.Join(home, ".cache")
+				cache = filepath.Join(home, ".cache")
 			}
 		}
-		if base == "" {
-			base = os.TempDir()
+		if cache == "" {
+			cache = filepath.Join(os.TempDir(), "sortie-"+strconv.Itoa(uid))
 		}
-		base = filepath.Join(base, "sortie", "codex")
+		base = filepath.Join(cache, "sortie", "codex")
 	}
 	return filepath.Join(base, key)
 }
@@ -62,80 +67,110 @@ func homeDir(env []string, base, workflowDir, workspace string) string {
 // thread/resume reads. config.toml is rewritten and auth.json copied again.
 var keptInHome = []string{"sessions"}
 
-// prepareHome creates home (0700, owned by owner when not nil), resets it (resetHome)
-// and copies the user's ChatGPT login when no API key is set. It returns notes worth an
-// operator's attention.
+// maxAuth bounds the size of the auth.json the adapter copies.
+const maxAuth = 1 << 20
+
+// prepareHome makes home ready for an app-server: it creates it (0700, owned by the
+// agent's user, owner or the daemon's), refuses it when it is not private to that
+// user, resets it (resetHome), writes config.toml and copies the user's ChatGPT login
+// when no API key is set. No link the agent's user could have planted is followed
+// (safedir.go). It returns notes worth an operator's attention.
 func prepareHome(home string, owner *runas.User, cfg []byte, env []string) ([]string, error) {
-	if err := owner.MkdirAll(home, 0o700); err != nil {
-		return nil, fmt.Errorf("creating CODEX_HOME %s: %w", home, err)
+	d, err := openDir(home, owner, true)
+	if err != nil {
+		return nil, fmt.Errorf("preparing CODEX_HOME: %w", err)
 	}
-	if err := resetHome(home, []string{"auth.json"}); err != nil {
+	defer d.Close()
+	if err := checkPrivate(d, owner); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(home, "config.toml"), cfg, owner); err != nil {
+	root, err := openRoot(d)
+	if err != nil {
+		return nil, fmt.Errorf("preparing CODEX_HOME: %w", err)
+	}
+	defer root.Close()
+	if err := resetHome(root, []string{"auth.json"}); err != nil {
+		return nil, fmt.Errorf("resetting CODEX_HOME %s: %w", home, err)
+	}
+	if err := writeFileAtomic(root, "config.toml", cfg, owner); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", filepath.Join(home, "config.toml"), err)
 	}
-	var notes []string
 	if agent.EnvValue(env, "OPENAI_API_KEY") != "" || agent.EnvValue(env, "CODEX_API_KEY") != "" {
+		root.Remove("auth.json")
 		return nil, nil
 	}
 	userHome := agent.EnvValue(env, "HOME")
-	if userHome == "" {
+	if userHome == "" || !filepath.IsAbs(userHome) {
 		return nil, nil
 	}
 	src := filepath.Join(userHome, ".codex", "auth.json")
-	dst := filepath.Join(home, "auth.json")
-	si, err := os.Stat(src)
-	if err != nil {
+	data, mtime, err := readLogin(filepath.Dir(src), owner)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	}
+	if err != nil {
+		return []string{fmt.Sprintf("codex: not using %s to log in (%v); set OPENAI_API_KEY or CODEX_API_KEY", src, err)}, nil
 	}
 	// Codex refreshes the tokens of a ChatGPT login in place: a copy newer than the
 	// user's file holds fresher tokens and is kept.
-	if di, err := os.Stat(dst); err == nil && !si.ModTime().After(di.ModTime()) {
+	if di, err := root.Lstat("auth.json"); err == nil && di.Mode().IsRegular() && !mtime.After(di.ModTime()) {
 		return nil, nil
 	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return []string{fmt.Sprintf("codex: cannot read %s to log in (%v); set OPENAI_API_KEY or CODEX_API_KEY", src, err)}, nil
-	}
-	if err := writeFileAtomic(dst, data, owner); err != nil {
+	if err := writeFileAtomic(root, "auth.json", data, owner); err != nil {
 		return nil, fmt.Errorf("copying %s into CODEX_HOME: %w", src, err)
 	}
-	notes = append(notes, "codex: no OPENAI_API_KEY or CODEX_API_KEY; using a copy of "+src+" in "+home)
-	return notes, nil
+	return []string{"codex: no OPENAI_API_KEY or CODEX_API_KEY; using a copy of " + src + " in " + home}, nil
 }
 
-// resetHome removes everything in home but keptInHome and keep: codex reads
-// instructions (AGENTS.md, AGENTS.override.md), configuration (config.toml), command
-// rules (rules/), skills, prompts, memories and shell snapshots from its home, all of
-// which the agent can write. Links are removed, never followed.
-func resetHome(home string, keep []string) error {
-	entries, err := os.ReadDir(home)
+// readLogin reads auth.json in the directory dir (the agent user's ~/.codex), neither
+// following a link its user planted nor reading a file that user does not own.
+func readLogin(dir string, owner *runas.User) ([]byte, time.Time, error) {
+	d, err := openDir(dir, owner, false)
 	if err != nil {
-		return fmt.Errorf("resetting CODEX_HOME: %w", err)
+		return nil, time.Time{}, err
+	}
+	defer d.Close()
+	return readOwnFile(d, "auth.json", owner, maxAuth)
+}
+
+// resetHome removes everything in the home root holds but keptInHome and keep: codex
+// reads instructions (AGENTS.md, AGENTS.override.md), configuration (config.toml),
+// command rules (rules/), skills, prompts, memories and shell snapshots from its home,
+// all of which the agent can write. A kept entry that is a link is removed too; links
+// are never followed.
+func resetHome(root *os.Root, keep []string) error {
+	d, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return err
 	}
 	for _, e := range entries {
-		if slices.Contains(keptInHome, e.Name()) || slices.Contains(keep, e.Name()) {
+		if (slices.Contains(keptInHome, e.Name()) || slices.Contains(keep, e.Name())) && e.Type()&fs.ModeSymlink == 0 {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(home, e.Name())); err != nil {
-			return fmt.Errorf("resetting CODEX_HOME: %w", err)
+		if err := root.RemoveAll(e.Name()); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// writeFileAtomic writes data to path (0600) through a temporary file and a rename, so
-// that a codex starting at the same time never reads half a file.
-func writeFileAtomic(path string, data []byte, owner *runas.User) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".sortie-*")
+// writeFileAtomic writes data to name in root (0600, owned by owner when not nil)
+// through a temporary file and a rename, so that a codex starting at the same time
+// never reads half a file. Whatever was at name, a link included, is replaced.
+func writeFileAtomic(root *os.Root, name string, data []byte, owner *runas.User) error {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := ".sortie-" + hex.EncodeToString(rnd[:])
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
+	defer root.Remove(tmp)
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
@@ -144,13 +179,16 @@ func writeFileAtomic(path string, data []byte, owner *runas.User) error {
 		f.Close()
 		return err
 	}
+	if owner != nil {
+		if err := f.Chown(int(owner.UID), int(owner.GID)); err != nil {
+			f.Close()
+			return err
+		}
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := owner.Chown(f.Name()); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return root.Rename(tmp, name)
 }
 
 // configTOML is the config.toml Sortie writes: no update check, no analytics, no

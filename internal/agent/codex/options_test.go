@@ -105,7 +105,7 @@ func TestHome_ConfigAndAuth(t *testing.T) {
 	os.WriteFile(filepath.Join(user, ".codex", "auth.json"), []byte(`{"tokens":{}}`), 0o600)
 	os.WriteFile(filepath.Join(user, ".codex", "config.toml"), []byte("model = \"personal\"\n"), 0o600)
 	env := []string{"HOME=" + user}
-	home := homeDir(env, "", "/srv/wf", "/ws/a")
+	home := homeDir(env, "", "/srv/wf", "/ws/a", 1000)
 	if !strings.HasPrefix(home, filepath.Join(user, ".cache", "sortie", "codex")+"/") {
 		t.Fatalf("homeDir = %s: want one below the user's cache", home)
 	}
@@ -130,7 +130,7 @@ func TestHome_ConfigAndAuth(t *testing.T) {
 		t.Fatalf("auth.json copy = %v, %v; notes %q", fi, err, notes)
 	}
 	// With an API key in the environment nothing is copied.
-	other := homeDir(env, "", "/srv/keyed", "/ws/a")
+	other := homeDir(env, "", "/srv/keyed", "/ws/a", 1000)
 	if _, err := prepareHome(other, nil, o.configTOML(), append(env, "OPENAI_API_KEY=sk-x")); err != nil {
 		t.Fatal(err)
 	}
