@@ -229,10 +229,15 @@ func (o *Orchestrator) overBudget(cfg *config.Config, id string) bool {
 // AgentMoved records that the agent running issueID moved it to state itself, through
 // tracker_api: reconciliation then lets the agent finish its turn rather than stopping
 // it for its own change. The worker still stops after that turn, since the issue left
-// the active states. It is safe to call from any goroutine.
+// the active states. An empty state withdraws the record (the tracker did not make the
+// move). It is safe to call from any goroutine.
 func (o *Orchestrator) AgentMoved(issueID, state string) {
 	o.movedMu.Lock()
-	o.moved[issueID] = state
+	if state == "" {
+		delete(o.moved, issueID)
+	} else {
+		o.moved[issueID] = state
+	}
 	o.movedMu.Unlock()
 }
 

@@ -12,9 +12,10 @@ import (
 // linearGraphQL is what linear_graphql needs of the tracker: the Linear adapter's
 // AgentGraphQL, which checks the call against its policy (reads, and writes to the
 // session's own issue only) and runs it with the daemon's key. moving is told the
-// state the call moves the issue to, before the call is sent.
+// state the call moves the issue to, before the call is sent; the function it returns
+// is told whether Linear made the move.
 type linearGraphQL interface {
-	AgentGraphQL(ctx context.Context, issueID, identifier, query string, variables json.RawMessage, moving func(state string)) (json.RawMessage, error)
+	AgentGraphQL(ctx context.Context, issueID, identifier, query string, variables json.RawMessage, moving func(state string) (settled func(moved bool))) (json.RawMessage, error)
 }
 
 // linear returns the tracker's linear_graphql side when the tracker in force is Linear.
@@ -30,9 +31,10 @@ func (t *ToolService) linear() linearGraphQL {
 }
 
 // LinearGraphQL runs one linear_graphql call for the session's issue. A call that
-// moves the issue tells AgentMoved first and wakes the loop after, as transition_issue
-// does. Comments it posts are by the daemon's own account, which never answers a
-// checkpoint (answerRefusal).
+// moves the issue tells AgentMoved first, withdraws that when Linear did not make the
+// move, and wakes the loop after one it made, as transition_issue does. Comments it
+// posts are by the daemon's own account, which never answers a checkpoint
+// (answerRefusal).
 func (t *ToolService) LinearGraphQL(ctx context.Context, sess agentsock.Session, req agentsock.LinearGraphQLRequest) (json.RawMessage, *agentsock.Error) {
 	l := t.linear()
 	if l == nil {
@@ -40,16 +42,15 @@ func (t *ToolService) LinearGraphQL(ctx context.Context, sess agentsock.Session,
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
-	moved := false
-	data, err := l.AgentGraphQL(ctx, sess.IssueID, sess.Identifier, req.Query, req.Variables, func(state string) {
-		moved = true
-		if t.AgentMoved != nil {
-			t.AgentMoved(sess.IssueID, state)
+	data, err := l.AgentGraphQL(ctx, sess.IssueID, sess.Identifier, req.Query, req.Variables, func(state string) func(bool) {
+		settle := t.agentMoving(sess, state)
+		return func(moved bool) {
+			settle(moved)
+			if moved && t.Refresh != nil {
+				t.Refresh()
+			}
 		}
 	})
-	if moved && t.Refresh != nil {
-		t.Refresh()
-	}
 	if err != nil {
 		var refused interface{ AgentErrorKind() string }
 		if errors.As(err, &refused) {

@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"sortie/internal/config"
 	"sortie/internal/server/agentsock"
 	"sortie/internal/testkit/fakelinear"
+	"sortie/internal/testkit/faketracker"
 	"sortie/internal/tracker"
 	_ "sortie/internal/tracker/linear"
 )
@@ -135,5 +139,80 @@ func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
 	}
 	if why := answerRefusal(svc.Config(), self, cs[0]); why == "" {
 		t.Fatal("a comment posted through linear_graphql would answer a checkpoint")
+	}
+}
+
+// recordMoves is an AgentMoved that keeps what the orchestrator keeps: the state the
+// agent moved each issue to, "" withdrawing it.
+func recordMoves(svc *ToolService) func() map[string]string {
+	var mu sync.Mutex
+	moved := map[string]string{}
+	svc.AgentMoved = func(id, state string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if state == "" {
+			delete(moved, id)
+			return
+		}
+		moved[id] = state
+	}
+	return func() map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(moved)
+	}
+}
+
+func TestLinearGraphQL_AMoveLinearRefusedIsNotTheAgents(t *testing.T) {
+	f, mine, _, c, svc, refreshed := linearService(t)
+	moves := recordMoves(svc)
+	ctx := context.Background()
+	review, done := f.StateID("ENG", "In Review"), f.StateID("ENG", "Done")
+	move := func(state string) error {
+		_, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{
+			Query: `mutation { issueUpdate(id: "` + mine.ID + `", input: {stateId: "` + state + `", priority: 2}) { success } }`})
+		return err
+	}
+	if err := move(review); err != nil || moves()[mine.ID] != "In Review" || refreshed.Load() != 1 {
+		t.Fatalf("a move made: %v, recorded %v, refreshed %d", err, moves(), refreshed.Load())
+	}
+	// Linear refuses the next move: the record is back to the run's last move made.
+	f.SetHook(func(w http.ResponseWriter, body []byte) bool {
+		if strings.Contains(string(body), "issueUpdate") {
+			fakelinear.WriteError(w, http.StatusOK, "INVALID_INPUT", "priority must be an int")
+			return true
+		}
+		return false
+	})
+	move(done)
+	if got := moves()[mine.ID]; got != "In Review" || refreshed.Load() != 1 {
+		t.Fatalf("after a refused move to Done: recorded %q, refreshed %d; want In Review, 1", got, refreshed.Load())
+	}
+	// In a new run, a refused move leaves no record: a human's move to Done later is
+	// not mistaken for the agent's.
+	svc.moves = agentMoves{}
+	svc.AgentMoved(mine.ID, "")
+	move(done)
+	if got, ok := moves()[mine.ID]; ok {
+		t.Fatalf("a refused first move left the record %q", got)
+	}
+}
+
+func TestToolService_ATransitionTheTrackerRefusedIsNotTheAgents(t *testing.T) {
+	svc, ft, refreshed := toolService(t, nil)
+	moves := recordMoves(svc)
+	ft.FailNext(faketracker.OpTransition, 1, nil)
+	_, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: sess.IssueID, TargetState: "Done"})
+	if e == nil {
+		t.Fatal("the injected failure was not reported")
+	}
+	if got, ok := moves()[sess.IssueID]; ok || refreshed.Load() != 0 {
+		t.Fatalf("a failed transition left the record %q (refreshed %d)", got, refreshed.Load())
+	}
+	if _, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: sess.IssueID, TargetState: "Done"}); e != nil {
+		t.Fatal(e)
+	}
+	if got := moves()[sess.IssueID]; got != "Done" {
+		t.Fatalf("a transition made: recorded %q, want Done", got)
 	}
 }

@@ -139,6 +139,17 @@ func (s *Server) AddState(teamKey, name, typ string) *State {
 	return st
 }
 
+// StateID returns the id of the workflow state named name of the team keyed teamKey, ""
+// when there is none.
+func (s *Server) StateID(teamKey, name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.stateByName(s.teamByKey(teamKey).ID, name); st != nil {
+		return st.ID
+	}
+	return ""
+}
+
 // AddUser adds a workspace member.
 func (s *Server) AddUser(name, displayName, email string) *User {
 	s.mu.Lock()

@@ -68,10 +68,14 @@ var (
 // AgentGraphQL runs an agent's linear_graphql call for the session's issue (issueID, the
 // UUID, and identifier, ENG-42) and returns Linear's answer, data and errors, as JSON.
 // Queries are allowed; mutations only commentCreate on the issue (issueId and body) and
-// issueUpdate of the issue (the fields in updateInputFields); subscriptions never. A
-// call that moves the issue's state calls moving with the state's name first. Refusals
-// are *AgentError; failures to reach Linear are *tracker.Error.
-func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query string, variables json.RawMessage, moving func(state string)) (json.RawMessage, error) {
+// issueUpdate of the issue (the fields in updateInputFields); subscriptions never.
+// Refusals are *AgentError; failures to reach Linear are *tracker.Error.
+//
+// A call that moves the issue's state calls moving with the state's name before it is
+// sent (a poll may see the move at once); the function moving returns, when not nil, is
+// then told whether Linear made the move: no GraphQL errors, and the issueUpdate's
+// answer present with success not false.
+func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query string, variables json.RawMessage, moving func(state string) (settled func(moved bool))) (json.RawMessage, error) {
 	const op = "linear_graphql"
 	// Below the agent's floor nothing of the call is sent, its own checks included:
 	// what is left of the budgets is polling's.
@@ -85,6 +89,7 @@ func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query s
 	if aerr := t.agentCalls.take(issueID, t.now(), plan.comments); aerr != nil {
 		return nil, aerr
 	}
+	var settle func(moved bool)
 	if plan.mutation || len(plan.scope) > 0 {
 		// The session's issue must be in the scope before anything changes, and a
 		// query naming a team or project must name the issue's.
@@ -104,10 +109,19 @@ func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query s
 				return nil, err
 			}
 			if moving != nil {
-				moving(st.Name)
+				settle = moving(st.Name)
 			}
 		}
 	}
+	answer, err := t.agentSend(ctx, op, query, vars)
+	if settle != nil {
+		settle(err == nil && movedBy(answer, plan.stateField))
+	}
+	return answer, err
+}
+
+// agentSend sends an agent's checked call and returns Linear's answer.
+func (t *Tracker) agentSend(ctx context.Context, op, query string, vars map[string]any) (json.RawMessage, error) {
 	payload, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	if err != nil {
 		return nil, refuse(KindInvalidInput, "variables: %v", err)
@@ -136,11 +150,33 @@ func (t *Tracker) AgentGraphQL(ctx context.Context, issueID, identifier, query s
 	return json.RawMessage(x.body), nil
 }
 
+// movedBy reports whether Linear's answer to an agent's call says the issueUpdate
+// answering at field (its alias) was made: no errors, the field's answer present, and
+// its success, when asked for, true.
+func movedBy(answer json.RawMessage, field string) bool {
+	var r struct {
+		Data   map[string]json.RawMessage `json:"data"`
+		Errors []json.RawMessage          `json:"errors"`
+	}
+	if field == "" || json.Unmarshal(answer, &r) != nil || len(r.Errors) > 0 {
+		return false
+	}
+	var out map[string]json.RawMessage
+	if json.Unmarshal(r.Data[field], &out) != nil || out == nil {
+		return false
+	}
+	if s, asked := out["success"]; asked {
+		return string(s) == "true"
+	}
+	return true
+}
+
 // agentPlan is what the policy found a document will do.
 type agentPlan struct {
 	issueID, identifier string // the session's issue
 	mutation            bool
 	stateID             string     // set when an issueUpdate sets stateId
+	stateField          string     // that issueUpdate's name in the answer (its alias)
 	comments            int        // commentCreate fields
 	scope               []scopeRef // teams and projects a query names, checked by inScope
 }
@@ -247,6 +283,10 @@ func checkAgentCall(query string, variables json.RawMessage, issueID, identifier
 					return plan, nil, refuse(KindInvalidInput, "one state change per call")
 				}
 				plan.stateID = id
+				plan.stateField = f.Alias
+				if plan.stateField == "" {
+					plan.stateField = f.Name
+				}
 			}
 		default:
 			return plan, nil, refuse(KindForbidden, "mutation %s is not allowed; an agent may only commentCreate on its issue and issueUpdate its issue", f.Name)

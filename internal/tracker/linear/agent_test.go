@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -114,7 +115,14 @@ func TestAgentGraphQL_RunsAgainstLinearWithTheDaemonsKey(t *testing.T) {
 	}
 	var moved string
 	out, err = tr.AgentGraphQL(ctx, is.ID, is.Identifier, `mutation($s: String!) { issueUpdate(id: "`+is.Identifier+`", input: {stateId: $s}) { success issue { state { name } } } }`,
-		json.RawMessage(`{"s":"`+review+`"}`), func(s string) { moved = s })
+		json.RawMessage(`{"s":"`+review+`"}`), func(s string) func(bool) {
+			moved = s
+			return func(ok bool) {
+				if !ok {
+					moved = "failed: " + s
+				}
+			}
+		})
 	if err != nil || moved != "In Review" {
 		t.Fatalf("state change: moved %q, %s, %v", moved, out, err)
 	}
@@ -217,4 +225,41 @@ func newTrackerErr(cfg tracker.Config) (*Tracker, bool, error) {
 	cfg.Kind, cfg.Team, cfg.APIKey = "linear", "ENG", fakelinear.Key
 	tr, err := newTracker(cfg)
 	return tr, err == nil, err
+}
+
+func TestAgentGraphQL_AMoveLinearRefusedIsSettledAsNotMade(t *testing.T) {
+	f, tr, _ := newTest(t, tracker.Config{})
+	is := f.AddIssue("ENG", "mine", "Todo", nil)
+	done := f.StateID("ENG", "Done")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+		want   bool
+	}{
+		{"GraphQL error", func(w http.ResponseWriter) {
+			fakelinear.WriteError(w, http.StatusOK, "INVALID_INPUT", "priority must be an int")
+		}, false},
+		{"success false", func(w http.ResponseWriter) {
+			w.Write([]byte(`{"data":{"move":{"success":false}}}`))
+		}, false},
+		{"transport", func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadGateway) }, false},
+		{"made", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.SetHook(func(w http.ResponseWriter, body []byte) bool {
+				if tc.answer != nil && strings.Contains(string(body), "issueUpdate") {
+					tc.answer(w)
+					return true
+				}
+				return false
+			})
+			told, settled := "", []bool{}
+			tr.AgentGraphQL(ctx, is.ID, is.Identifier, `mutation { move: issueUpdate(id: "`+is.ID+`", input: {stateId: "`+done+`"}) { success } }`, nil,
+				func(s string) func(bool) { told = s; return func(ok bool) { settled = append(settled, ok) } })
+			if told != "Done" || len(settled) != 1 || settled[0] != tc.want {
+				t.Fatalf("moving told %q, settled %v; want Done, then [%v]", told, settled, tc.want)
+			}
+		})
+	}
 }
