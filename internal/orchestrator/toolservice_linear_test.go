@@ -125,7 +125,7 @@ func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
 	// A comment the agent posts is by the daemon's account: it can never answer a
 	// checkpoint.
 	if _, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{
-		Query: `mutation { commentCreate(input: {issueId: "` + mine.ID + `", body: "/sortie choose yes"}) { success } }`}); err != nil {
+		Query: `mutation { commentCreate(input: {issueId: "` + mine.ID + `", body: "yes"}) { success } }`}); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := svc.Issues.FetchIssueComments(ctx, mine.ID)

@@ -29,7 +29,8 @@ var LinearGraphQLSpec = Spec{
 		"(issue(id:) with its id or identifier, and what hangs off it: comments, labels, relations, parent, children), its team's " +
 		"workflowStates(filter: {team: {key: {eq: \"KEY\"}}}), team(id:) and project(id:) of the issue, and viewer { id name }; " +
 		"other issues, users' e-mail addresses, webhooks, keys, integrations and the organization are refused, unless the operator allows more. " +
-		"Mutations are limited to this session's own issue: commentCreate(input: {issueId, body}) and issueUpdate(id, input: " +
+		"Mutations are limited to this session's own issue: commentCreate(input: {issueId, body}), whose body may not have a line " +
+		"starting with /sortie or Sortie's own headers, and issueUpdate(id, input: " +
 		"{title, description, stateId, priority, estimate, labelIds, addedLabelIds, removedLabelIds, dueDate}); no subscriptions. " +
 		`Answers {"success":true,"data":...} or {"success":false,"error":{"kind","message"}}.`,
 	InputSchema: json.RawMessage(`{

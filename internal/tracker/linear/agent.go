@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -262,6 +263,11 @@ func checkAgentCall(query string, variables json.RawMessage, issueID, identifier
 			if !own(in["issueId"]) {
 				return plan, nil, refuse(KindScopeViolation, "commentCreate may only comment on this session's issue (%s, id %s)", identifier, issueID)
 			}
+			body, _ := in["body"].(string)
+			if line, bad := imitatesSortie(body); bad {
+				return plan, nil, refuse(KindForbidden, "commentCreate: the body's line %q reads like Sortie's own comments or a checkpoint answer; "+
+					"an agent's comment may not start a line with /sortie or with Sortie's headers (Sortie checkpoint:, Sortie session, Sortie:)", line)
+			}
 			plan.comments++
 		case "issueUpdate":
 			if len(args) != 2 || args["id"] == nil || args["input"] == nil {
@@ -293,6 +299,36 @@ func checkAgentCall(query string, variables json.RawMessage, issueID, identifier
 		}
 	}
 	return plan, vars, nil
+}
+
+// sortieHeaders are how Sortie's own comments begin (orchestrator/comments.go and
+// checkpoints.go), lower case: an agent's comment must not pass for one of them.
+var sortieHeaders = []string{"/sortie", "sortie checkpoint", "sortie session", "sortie:"}
+
+// imitatesSortie returns the first line of body that begins, past Markdown decoration,
+// blanks and invisible characters, like a Sortie comment or a checkpoint command.
+func imitatesSortie(body string) (string, bool) {
+	for _, line := range strings.Split(body, "\n") {
+		clean := strings.Map(func(r rune) rune {
+			if unicode.Is(unicode.Cf, r) {
+				return -1 // zero-width and other format characters
+			}
+			return r
+		}, line)
+		clean = strings.TrimLeftFunc(clean, func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '/'
+		})
+		low := strings.ToLower(clean)
+		for _, h := range sortieHeaders {
+			if strings.HasPrefix(low, h) {
+				if len(line) > 80 {
+					line = line[:80] + "…"
+				}
+				return line, true
+			}
+		}
+	}
+	return "", false
 }
 
 // resolver evaluates argument values: literals, and variables with their defaults.
