@@ -33,6 +33,7 @@
 package agentsock
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -167,8 +168,13 @@ type WorkflowHandler interface {
 	Workflow(ctx context.Context, sess Session, tool string, args json.RawMessage) (WorkflowResult, *Error)
 }
 
-// MaxBody bounds a request body.
+// MaxBody bounds a request body, except on the routes with their own bound below.
 const MaxBody = 64 << 10
+
+// MaxLinearGraphQLBody bounds a POST /v1/linear_graphql body: linear_graphql's
+// documented 16 KiB query and 32 KiB variables with every byte escaped to six in JSON
+// (\u0001: control characters), plus the request around them. The daemon's policy checks the documented bounds themselves.
+const MaxLinearGraphQLBody = 6*(16<<10+32<<10) + 4<<10
 
 // MaxWorkflowBody bounds a POST /v1/workflow body: the agent's arguments (which the
 // sidecar bounds at 64 KiB) plus the request around them.
@@ -519,11 +525,15 @@ func (c *Client) call(ctx context.Context, path string, body any) (json.RawMessa
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		// Without HTML escaping: it would grow <, > and & sixfold, in raw JSON such as
+		// linear_graphql's variables too, past the bounds the daemon checks.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(body); err != nil {
 			return err
 		}
-		rd = strings.NewReader(string(b))
+		rd = &b
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://sortie"+path, rd)
 	if err != nil {

@@ -26,7 +26,7 @@ func (s *Server) linearGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req LinearGraphQLRequest
-	if !decode(w, r, &req) {
+	if !decodeBounded(w, r, &req, MaxLinearGraphQLBody) {
 		return
 	}
 	h, ok := s.h.(LinearGraphQLHandler)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,38 @@ func TestLinearGraphQL_ForwardsWithTheTokensSession(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != "unauthorized" {
 		t.Fatalf("a forged token: %v", err)
+	}
+}
+
+func TestLinearGraphQL_ACallAtTheDocumentedBoundsGetsThrough(t *testing.T) {
+	dir, err := os.MkdirTemp("", "as")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	h := &linearHandler{}
+	s, err := Listen(filepath.Join(dir, "agent.sock"), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := Dial(s.Path(), s.Grant(Session{IssueID: "uuid-1", Identifier: "ENG-1"}))
+	// linear_graphql's bounds (docs/agent-tools.md): a 16 KiB query, here of control
+	// characters JSON escapes to six bytes each, and 32 KiB of variables, of characters
+	// encoding/json would escape by default.
+	const maxQuery, maxVariables = 16 << 10, 32 << 10
+	head := "{ viewer { id } } #"
+	query := head + strings.Repeat("\x01", maxQuery-len(head))
+	variables := `{"s":"` + strings.Repeat("<&>", (maxVariables-8)/3) + `"}`
+	if _, err := c.LinearGraphQL(context.Background(), LinearGraphQLRequest{Query: query, Variables: json.RawMessage(variables)}); err != nil {
+		t.Fatalf("a call at the documented bounds: %v", err)
+	}
+	if h.got.Query != query || string(h.got.Variables) != variables {
+		t.Fatalf("the handler got a %d-byte query and %d bytes of variables, want %d and %d", len(h.got.Query), len(h.got.Variables), len(query), len(variables))
+	}
+	_, err = c.LinearGraphQL(context.Background(), LinearGraphQLRequest{Query: strings.Repeat("<", MaxLinearGraphQLBody)})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != "invalid_input" {
+		t.Fatalf("a body over MaxLinearGraphQLBody: got %v, want invalid_input", err)
 	}
 }
