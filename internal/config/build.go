@@ -37,7 +37,7 @@ var (
 	// codexKeys are the keys of the `codex:` block (Symphony's, plus the model keys):
 	// the codex adapter reads the block as its options (internal/agent/codex, whose
 	// list this must match), and config maps the two timeouts the orchestrator applies.
-	codexKeys = []string{"approval_policy", "codex_home", "command", "config", "effort", "model", "model_provider", "model_providers", "read_timeout_ms", "stall_timeout_ms", "thread_sandbox", "turn_sandbox_policy", "turn_timeout_ms"}
+	codexKeys = []string{"approval_policy", "codex_home", "command", "config", "effort", "model", "model_provider", "model_providers", "read_timeout_ms", "stall_timeout_ms", "thread_sandbox", "turn_sandbox_policy", "turn_timeout_ms", "use_login"}
 )
 
 // builder turns the decoded front matter (after environment overrides) into a Config,

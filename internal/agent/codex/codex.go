@@ -91,6 +91,10 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 		// always runs its app-server.
 		a.program = append(a.program, "app-server")
 	}
+	if opts.UseLogin {
+		a.warnings = append(a.warnings, "codex.use_login: codex uses a copy of the agent user's ChatGPT login (~/.codex/auth.json) in CODEX_HOME, "+
+			"where the agent can read it: an injected agent can take its refresh token; prefer OPENAI_API_KEY or CODEX_API_KEY (docs/agents/codex.md#authentication)")
+	}
 	if opts.Command != "" && cfg.Command != "" && cfg.Command != DefaultCommand {
 		a.warnings = append(a.warnings, fmt.Sprintf("codex.command (%q) is used; agent.command (%q) is ignored", opts.Command, cfg.Command))
 	}
@@ -140,6 +144,9 @@ type session struct {
 	env   []string       // the app-server's environment
 	mcp   map[string]any // mcp_servers for the thread's configuration
 	notes []string       // said as notifications at the start of the first turn
+	// authHint says how to give codex credentials when the session seems to have none;
+	// it is added to a failed turn's error.
+	authHint string
 	// landlocked: Sortie confines the app-server with Landlock (agent.sandbox). Codex's
 	// own sandbox cannot run inside it: its bubblewrap needs mounts, which Landlock
 	// forbids to a confined process, and 0.169.0's Landlock fallback refuses
@@ -197,6 +204,9 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		return nil, err
 	}
 	st.notes = notes
+	if st.authHint = a.authHint(env); st.authHint != "" {
+		st.notes = append(st.notes, st.authHint)
+	}
 	if st.landlocked && cmp(a.opts.ThreadSandbox, DefaultThreadSandbox) != "danger-full-access" {
 		st.notes = append(st.notes, "codex: Sortie's Landlock confinement holds this session to its workspace; codex's own sandbox ("+
 			cmp(a.opts.ThreadSandbox, DefaultThreadSandbox)+") cannot run inside it and is off")
@@ -318,11 +328,24 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 // config.toml rewritten from the adapter's options, the login copied (home.go). It
 // returns notes for the first turn.
 func (a *adapter) prepareHome(st *session) ([]string, error) {
-	notes, err := prepareHome(st.home, st.owner, a.opts.configTOML(), st.env)
+	notes, err := prepareHome(st.home, st.owner, a.opts.configTOML(), st.env, a.opts.UseLogin)
 	if err != nil {
 		return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "codex", Err: err}
 	}
 	return notes, nil
+}
+
+// authHint is what to do when a session with environment env has no credentials for
+// OpenAI's API: no OPENAI_API_KEY or CODEX_API_KEY, no codex.use_login, and no
+// provider of the workflow's own (whose env_key is the operator's business). "" when
+// it has some.
+func (a *adapter) authHint(env []string) string {
+	if a.opts.UseLogin || (a.opts.ModelProvider != "" && a.opts.ModelProvider != "openai") ||
+		agent.EnvValue(env, "OPENAI_API_KEY") != "" || agent.EnvValue(env, "CODEX_API_KEY") != "" {
+		return ""
+	}
+	return "codex: no credentials: the agent's environment has no OPENAI_API_KEY or CODEX_API_KEY, and codex.use_login is off; " +
+		"set one of the keys in the daemon's environment, or codex.use_login: true to let codex use a copy of ~/.codex/auth.json, which the agent can then read (docs/agents/codex.md#authentication)"
 }
 
 // spawn starts the session's app-server unless the session was stopped. CODEX_HOME is
@@ -605,6 +628,9 @@ func (t *turn) run(ctx context.Context, prompt string) (agent.TurnResult, error)
 	}
 	if msg == "" {
 		msg = "no reason given"
+	}
+	if t.st.authHint != "" {
+		msg += "; " + t.st.authHint
 	}
 	return t.fail(agent.EventTurnFailed, agent.Errorf(agent.ErrTurnFailed, "codex: turn %s: %s", end.Status, msg))
 }

@@ -73,9 +73,10 @@ const maxAuth = 1 << 20
 // prepareHome makes home ready for an app-server: it creates it (0700, owned by the
 // agent's user, owner or the daemon's), refuses it when it is not private to that
 // user, resets it (resetHome), writes config.toml and copies the user's ChatGPT login
-// when no API key is set. No link the agent's user could have planted is followed
+// when codex.use_login is set (useLogin) and no API key is; without it, a copy is
+// removed. No link the agent's user could have planted is followed
 // (safedir.go). It returns notes worth an operator's attention.
-func prepareHome(home string, owner *runas.User, cfg []byte, env []string) ([]string, error) {
+func prepareHome(home string, owner *runas.User, cfg []byte, env []string, useLogin bool) ([]string, error) {
 	d, err := openDir(home, owner, true)
 	if err != nil {
 		return nil, fmt.Errorf("preparing CODEX_HOME: %w", err)
@@ -95,8 +96,12 @@ func prepareHome(home string, owner *runas.User, cfg []byte, env []string) ([]st
 	if err := writeFileAtomic(root, "config.toml", cfg, owner); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", filepath.Join(home, "config.toml"), err)
 	}
-	if agent.EnvValue(env, "OPENAI_API_KEY") != "" || agent.EnvValue(env, "CODEX_API_KEY") != "" {
-		root.Remove("auth.json")
+	if !useLogin || agent.EnvValue(env, "OPENAI_API_KEY") != "" || agent.EnvValue(env, "CODEX_API_KEY") != "" {
+		// The login is the operator's to give (codex.use_login): a copy left from when
+		// it was given goes.
+		if err := root.Remove("auth.json"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("removing the login from CODEX_HOME %s: %w", home, err)
+		}
 		return nil, nil
 	}
 	userHome := agent.EnvValue(env, "HOME")
@@ -119,7 +124,7 @@ func prepareHome(home string, owner *runas.User, cfg []byte, env []string) ([]st
 	if err := writeFileAtomic(root, "auth.json", data, owner); err != nil {
 		return nil, fmt.Errorf("copying %s into CODEX_HOME: %w", src, err)
 	}
-	return []string{"codex: no OPENAI_API_KEY or CODEX_API_KEY; using a copy of " + src + " in " + home}, nil
+	return []string{"codex: codex.use_login: using a copy of " + src + " in " + home + ", which the agent can read"}, nil
 }
 
 // readLogin reads auth.json in the directory dir (the agent user's ~/.codex), neither

@@ -185,7 +185,7 @@ func TestHome_LoginLinkIsNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := filepath.Join(dir, "codexhome")
-	notes, err := prepareHome(home, nil, []byte("x = 1\n"), []string{"HOME=" + user})
+	notes, err := prepareHome(home, nil, []byte("x = 1\n"), []string{"HOME=" + user}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestHome_RefusesAHomeThatIsNotPrivate(t *testing.T) {
 	open := filepath.Join(dir, "open")
 	os.Mkdir(open, 0o700)
 	os.Chmod(open, 0o755)
-	_, err := prepareHome(open, nil, []byte("x = 1\n"), nil)
+	_, err := prepareHome(open, nil, []byte("x = 1\n"), nil, false)
 	if err == nil || !strings.Contains(err.Error(), open) || !strings.Contains(err.Error(), "chmod 700") {
 		t.Errorf("a CODEX_HOME with mode 0755: %v, want a refusal naming it and the fix", err)
 	}
@@ -214,7 +214,7 @@ func TestHome_RefusesAHomeThatIsNotPrivate(t *testing.T) {
 	foreign := filepath.Join(dir, "foreign")
 	os.Mkdir(foreign, 0o700)
 	os.Chown(foreign, 65534, 65534)
-	if _, err := prepareHome(foreign, nil, []byte("x = 1\n"), nil); err == nil || !strings.Contains(err.Error(), foreign) {
+	if _, err := prepareHome(foreign, nil, []byte("x = 1\n"), nil, false); err == nil || !strings.Contains(err.Error(), foreign) {
 		t.Errorf("a CODEX_HOME of uid 65534: %v, want a refusal naming it", err)
 	}
 	if _, err := os.Stat(filepath.Join(foreign, "config.toml")); err == nil {
@@ -244,7 +244,7 @@ func TestHome_RunAsFollowsNoLinkOfTheAgent(t *testing.T) {
 	}
 	env := []string{"PATH=/usr/bin", "HOME=" + user}
 	home := homeDir(env, "", "/srv/wf", "/ws/A", 65534)
-	if _, err := prepareHome(home, agentUser, []byte("x = 1\n"), env); err == nil {
+	if _, err := prepareHome(home, agentUser, []byte("x = 1\n"), env, true); err == nil {
 		t.Errorf("CODEX_HOME %s through a link of the agent's was prepared", home)
 	}
 	if _, err := os.Stat(filepath.Join(victim, "sortie")); err == nil {
@@ -257,7 +257,7 @@ func TestHome_RunAsFollowsNoLinkOfTheAgent(t *testing.T) {
 	os.Mkdir(filepath.Join(user, ".codex"), 0o700)
 	os.Chown(filepath.Join(user, ".codex"), 65534, 65534)
 	os.Symlink(filepath.Join(victim, "shadow"), filepath.Join(user, ".codex", "auth.json"))
-	notes, err := prepareHome(home, agentUser, []byte("x = 1\n"), env)
+	notes, err := prepareHome(home, agentUser, []byte("x = 1\n"), env, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestHome_RunAsFollowsNoLinkOfTheAgent(t *testing.T) {
 	// A hard link to root's file is refused by its owner.
 	os.Remove(filepath.Join(user, ".codex", "auth.json"))
 	if err := os.Link(filepath.Join(victim, "shadow"), filepath.Join(user, ".codex", "auth.json")); err == nil {
-		prepareHome(home, agentUser, []byte("x = 1\n"), env)
+		prepareHome(home, agentUser, []byte("x = 1\n"), env, true)
 		if b, err := os.ReadFile(filepath.Join(home, "auth.json")); err == nil {
 			t.Errorf("auth.json = %q: a file of root's was copied", b)
 		}
@@ -286,10 +286,63 @@ func TestHome_RunAsFollowsNoLinkOfTheAgent(t *testing.T) {
 	// it is replaced, root's file untouched.
 	os.Remove(filepath.Join(home, "config.toml"))
 	os.Symlink(filepath.Join(victim, "shadow"), filepath.Join(home, "config.toml"))
-	if _, err := prepareHome(home, agentUser, []byte("x = 1\n"), env); err != nil {
+	if _, err := prepareHome(home, agentUser, []byte("x = 1\n"), env, true); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(victim, "shadow")); string(b) != "root:secret-hash" {
 		t.Errorf("root's file was written through the agent's link: %q", b)
+	}
+}
+
+// The operator's ChatGPT login reaches CODEX_HOME, where the agent can read it, only
+// with codex.use_login, which warns at start-up; without it and without an API key,
+// the first turn says how to authenticate, and so does a failed turn's error.
+func TestLogin_IsAnExplicitOptIn(t *testing.T) {
+	user := t.TempDir()
+	os.MkdirAll(filepath.Join(user, ".codex"), 0o700)
+	os.WriteFile(filepath.Join(user, ".codex", "auth.json"), []byte(`{"tokens":{"refresh_token":"rt-secret"}}`), 0o600)
+	env := []string{"HOME=" + user, "PATH=" + os.Getenv("PATH")}
+
+	home := filepath.Join(t.TempDir(), "codex")
+	if _, err := prepareHome(home, nil, []byte("x = 1\n"), env, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "auth.json")); err != nil {
+		t.Fatalf("with use_login the login was not copied: %v", err)
+	}
+	// Turned off again: the copy left in the home goes.
+	if _, err := prepareHome(home, nil, []byte("x = 1\n"), env, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "auth.json")); !os.IsNotExist(err) {
+		t.Errorf("without use_login, auth.json is in CODEX_HOME: %v", err)
+	}
+
+	for _, c := range []struct {
+		opts     map[string]any
+		env      []string
+		warn     bool // a start-up warning about the login
+		authHint bool // the first turn says how to authenticate
+	}{
+		{map[string]any{}, env, false, true},
+		{map[string]any{"use_login": true}, env, true, false},
+		{map[string]any{}, append(env, "OPENAI_API_KEY=sk-x"), false, false},
+		{map[string]any{"model_provider": "corp"}, env, false, false},
+	} {
+		a, err := New(agent.Config{Kind: Kind, Command: "codex", Options: c.opts, WorkflowDir: t.TempDir(), Env: c.env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad := a.(*adapter)
+		warned := strings.Contains(strings.Join(ad.Warnings(), "\n"), "can read")
+		if warned != c.warn {
+			t.Errorf("%v: warnings %q, want a login warning: %v", c.opts, ad.Warnings(), c.warn)
+		}
+		if hint := ad.authHint(c.env); (hint != "") != c.authHint || (c.authHint && !strings.Contains(hint, "use_login")) {
+			t.Errorf("%v: auth hint %q, want one: %v", c.opts, hint, c.authHint)
+		}
+	}
+	if _, _, err := parseOptions(map[string]any{"use_login": "yes please"}, ""); err == nil || !strings.Contains(err.Error(), "codex.use_login") {
+		t.Errorf("use_login: \"yes please\" = %v, want an error naming the key", err)
 	}
 }

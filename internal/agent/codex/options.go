@@ -23,7 +23,8 @@ type options struct {
 	ThreadSandbox     string         // thread/start sandbox
 	TurnSandboxPolicy map[string]any // turn/start sandboxPolicy, passed through
 	Config            map[string]any // extra thread config overrides, passed through
-	CodexHome         string         // CODEX_HOME; "" for the per-workflow default
+	CodexHome         string         // the directory of the issues' CODEX_HOMEs; "" for the default
+	UseLogin          bool           // copy the agent user's ~/.codex/auth.json into CODEX_HOME
 	ReadTimeout       time.Duration  // per JSON-RPC request
 	TurnTimeout       time.Duration  // silence within a turn
 	StallTimeout      time.Duration  // accepted: the config package maps it to agent.stall_timeout_ms
@@ -36,7 +37,7 @@ var (
 	optionKeys       = []string{
 		"approval_policy", "codex_home", "command", "config", "effort", "model", "model_provider",
 		"model_providers", "read_timeout_ms", "stall_timeout_ms", "thread_sandbox", "turn_sandbox_policy",
-		"turn_timeout_ms",
+		"turn_timeout_ms", "use_login",
 	}
 )
 
@@ -86,6 +87,8 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 			if err == nil && o.CodexHome != "" && !filepath.IsAbs(o.CodexHome) && workflowDir != "" {
 				o.CodexHome = filepath.Join(workflowDir, o.CodexHome)
 			}
+		case "use_login":
+			o.UseLogin, err = agent.OptionBool(v)
 		case "read_timeout_ms":
 			o.ReadTimeout, err = optionMillis(v)
 		case "turn_timeout_ms":

@@ -111,7 +111,7 @@ func TestHome_ConfigAndAuth(t *testing.T) {
 	}
 	o := options{ModelProvider: "corp", Model: "m", ModelProviders: map[string]any{"corp": map[string]any{
 		"base_url": "https://llm.corp/v1", "wire_api": "responses", "query_params": map[string]any{"api-version": "2025"}}}}
-	notes, err := prepareHome(home, nil, o.configTOML(), env)
+	notes, err := prepareHome(home, nil, o.configTOML(), env, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestHome_ConfigAndAuth(t *testing.T) {
 	}
 	// With an API key in the environment nothing is copied.
 	other := homeDir(env, "", "/srv/keyed", "/ws/a", 1000)
-	if _, err := prepareHome(other, nil, o.configTOML(), append(env, "OPENAI_API_KEY=sk-x")); err != nil {
+	if _, err := prepareHome(other, nil, o.configTOML(), append(env, "OPENAI_API_KEY=sk-x"), true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(other, "auth.json")); !os.IsNotExist(err) {
