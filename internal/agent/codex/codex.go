@@ -162,7 +162,7 @@ type session struct {
 
 	// Touched only by the goroutine running the current turn; running keeps turns apart.
 	usage   agent.Usage
-	mark    tokenTotals // the thread's total at the last usage update
+	marks   map[string]tokenTotals // per thread, its total at the last usage update (events.go)
 	model   string
 	turns   int
 	started bool // the thread exists in codex (it was started or resumed once)
@@ -287,9 +287,12 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		st.running = false
 		st.mu.Unlock()
 	}()
-	t.tr = newTranslator(a.now, t.emit, st.usage, st.mark)
+	if st.marks == nil {
+		st.marks = map[string]tokenTotals{}
+	}
+	t.tr = newTranslator(a.now, t.emit, st.usage, st.marks)
 	t.tr.threadID, t.tr.model = s.ID, st.model
-	defer func() { st.usage, st.mark = t.tr.usage, t.tr.mark }()
+	defer func() { st.usage = t.tr.usage }()
 
 	how := "continuing thread " + s.ID
 	if c == nil || c.ended() {
@@ -470,8 +473,7 @@ func (t *turn) handshake(ctx context.Context) (string, error) {
 	t.s.ID = r.Thread.ID
 	t.tr.threadID = r.Thread.ID
 	if method == "thread/start" {
-		t.st.mark = tokenTotals{} // a new thread counts from zero
-		t.tr.mark = tokenTotals{}
+		t.st.marks[r.Thread.ID] = tokenTotals{} // a new thread counts from zero
 		how = "new thread " + r.Thread.ID
 	}
 	t.st.started = true
@@ -587,7 +589,8 @@ func (t *turn) run(ctx context.Context, prompt string) (agent.TurnResult, error)
 	if json.Unmarshal(res, &r) != nil || r.Turn.ID == "" {
 		return t.failConn(agent.Errorf(agent.ErrResponse, "codex: turn/start answered without a turn id: %s", agent.Excerpt(res, 200)))
 	}
-	t.turnID, t.tr.turnID = r.Turn.ID, r.Turn.ID
+	t.turnID = r.Turn.ID
+	t.tr.setTurn(r.Turn.ID)
 
 	timer := time.NewTimer(t.a.turnTimeout)
 	defer timer.Stop()

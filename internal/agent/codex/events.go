@@ -114,10 +114,14 @@ type translator struct {
 	turnID   string // "" until turn/start answered
 
 	usage agent.Usage // cumulative for the session
-	// mark is the app-server's own thread total at the last update the session saw;
-	// the app-server counts from the start of the thread, across processes that resumed it.
-	mark  tokenTotals
-	model string
+	// marks holds, per thread, the app-server's own running total at the last update
+	// the session saw: the baseline the next update's growth is counted from. The
+	// app-server counts from the start of a thread, across processes that resumed it.
+	// A thread without a mark has no known baseline. Owned by the session, which keeps
+	// it across turns and app-servers.
+	marks   map[string]tokenTotals
+	pending []usageUpdate // updates that came before turn/start answered (setTurn)
+	model   string
 
 	end       *turnEnd      // set by turn/completed of this turn
 	input     *inputRequest // set by a request that needs a human
@@ -126,8 +130,37 @@ type translator struct {
 	approved  int
 }
 
-func newTranslator(now func() time.Time, emit func(agent.Event), usage agent.Usage, mark tokenTotals) *translator {
-	return &translator{now: now, emit: emit, usage: usage, mark: mark, started: map[string]time.Time{}}
+// usageUpdate is one thread/tokenUsage/updated: a thread's running total.
+type usageUpdate struct {
+	thread, turn string
+	total        tokenTotals
+}
+
+// Bounds on what the translator keeps for usage: updates waiting for the turn's id,
+// and threads (the session's and its sub-agents') with a baseline.
+const (
+	maxPending = 64
+	maxThreads = 1024
+)
+
+// newTranslator starts a turn's translator with the session's usage so far and its
+// threads' baselines (marks, which it updates in place; nil for none).
+func newTranslator(now func() time.Time, emit func(agent.Event), usage agent.Usage, marks map[string]tokenTotals) *translator {
+	if marks == nil {
+		marks = map[string]tokenTotals{}
+	}
+	return &translator{now: now, emit: emit, usage: usage, marks: marks, started: map[string]time.Time{}}
+}
+
+// setTurn records the id turn/start answered with and accounts for the updates that
+// came before it, now that it is known which of them are of this turn.
+func (tr *translator) setTurn(id string) {
+	tr.turnID = id
+	pending := tr.pending
+	tr.pending = nil
+	for _, u := range pending {
+		tr.tokens(u)
+	}
 }
 
 // line handles one line that is not a response to one of our requests (the driver
@@ -174,17 +207,19 @@ func (tr *translator) notification(m message) {
 				Total tokenTotals `json:"total"`
 			} `json:"tokenUsage"`
 		}
-		if !tr.decode(m, &p) || (tr.threadID != "" && p.ThreadID != tr.threadID) {
+		if !tr.decode(m, &p) {
 			return
 		}
-		if tr.turnID == "" || p.TurnID != tr.turnID {
-			// Codex 0.169.0 restates a resumed thread's totals, under the turn that
-			// last changed them, before the new turn starts: the figures of an earlier
-			// run, which only set the mark the turn's own updates count from.
-			tr.mark = p.TokenUsage.Total
+		u := usageUpdate{thread: p.ThreadID, turn: p.TurnID, total: p.TokenUsage.Total}
+		if tr.turnID == "" {
+			// Before turn/start answers, an update of the new turn and a restatement
+			// of an earlier one cannot be told apart: setTurn decides.
+			if len(tr.pending) < maxPending {
+				tr.pending = append(tr.pending, u)
+			}
 			return
 		}
-		tr.tokens(p.TokenUsage.Total)
+		tr.tokens(u)
 	case "item/started":
 		var p struct {
 			Item struct {
@@ -307,27 +342,45 @@ func errorInfo(raw json.RawMessage) string {
 	return agent.Excerpt(buf.Bytes(), 200)
 }
 
-// tokens takes an absolute thread total: the session's usage moves by what the thread
-// counted since the last update. A total below the mark is a counter that started over
-// (a new app-server that did not restore the thread's figures): all of it is new.
-func (tr *translator) tokens(t tokenTotals) {
+// tokens takes a thread's running total: the session's usage moves by what the thread
+// counted since its baseline (marks), so that every thread's growth, the session's own
+// and its sub-agents', counts exactly once.
+//
+//   - An update of the session's thread for another turn than the running one is, when
+//     the thread has no baseline or the total is below it, a restatement: codex 0.169.0
+//     restates a resumed thread's totals, under the turn that last changed them, before
+//     the new turn starts (an app-server stopped mid-turn may restate less than the
+//     session saw, and counts on from there). It sets the baseline and counts nothing.
+//     Above a known baseline it is late growth of an earlier turn, and counts.
+//   - Any other update counts from the baseline, or from zero for a thread without one
+//     (a new sub-agent) or a total below it (a counter that started over).
+func (tr *translator) tokens(u usageUpdate) {
+	t := u.total
 	if t.Total < 0 || t.Input < 0 || t.CacheRead < 0 || t.Output < 0 {
 		tr.emit(agent.Event{Type: agent.EventMalformed, Message: "thread/tokenUsage/updated with a negative count"})
 		return
 	}
-	base := tr.mark
+	if u.thread == "" {
+		u.thread = tr.threadID
+	}
+	base, known := tr.marks[u.thread]
+	if !known && len(tr.marks) >= maxThreads {
+		return
+	}
+	tr.marks[u.thread] = t
+	if u.thread == tr.threadID && u.turn != tr.turnID && (!known || t.below(base)) {
+		return
+	}
 	if t.below(base) {
 		base = tokenTotals{}
 	}
 	if t == base {
-		tr.mark = t
 		return
 	}
 	tr.usage.Input += t.Input - base.Input
 	tr.usage.Output += t.Output - base.Output
 	tr.usage.CacheRead += t.CacheRead - base.CacheRead
 	tr.usage.Total += t.Total - base.Total
-	tr.mark = t
 	tr.emit(agent.Event{Type: agent.EventTokenUsage, Usage: tr.usage, Model: tr.model})
 }
 

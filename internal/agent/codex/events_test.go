@@ -31,7 +31,7 @@ func replay(t *testing.T, file string) replayed {
 	}
 	var r replayed
 	clock := time.Unix(1700000000, 0)
-	r.tr = newTranslator(func() time.Time { return clock }, func(e agent.Event) { r.events = append(r.events, e) }, agent.Usage{}, tokenTotals{})
+	r.tr = newTranslator(func() time.Time { return clock }, func(e agent.Event) { r.events = append(r.events, e) }, agent.Usage{}, nil)
 	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
 		m, kind, err := parseMessage(l)
 		if err == nil && kind == kindResponse {
@@ -44,7 +44,8 @@ func replay(t *testing.T, file string) replayed {
 				r.tr.threadID = res.Thread.ID
 			}
 			if res.Turn.ID != "" {
-				r.tr.turnID, r.tr.end = res.Turn.ID, nil
+				r.tr.end = nil
+				r.tr.setTurn(res.Turn.ID)
 			}
 			continue
 		}
@@ -54,6 +55,7 @@ func replay(t *testing.T, file string) replayed {
 		if r.tr.end != nil && (len(r.ends) == 0 || &r.ends[len(r.ends)-1] != r.tr.end) {
 			r.ends = append(r.ends, *r.tr.end)
 			r.tr.end = nil
+			r.tr.turnID = "" // the driver's next turn knows no turn id until turn/start answers
 		}
 	}
 	return r
@@ -173,7 +175,7 @@ func feed(t *testing.T, tr *translator, lines ...string) []*message {
 }
 
 func newTestTranslator(events *[]agent.Event) *translator {
-	tr := newTranslator(func() time.Time { return time.Unix(0, 0) }, func(e agent.Event) { *events = append(*events, e) }, agent.Usage{}, tokenTotals{})
+	tr := newTranslator(func() time.Time { return time.Unix(0, 0) }, func(e agent.Event) { *events = append(*events, e) }, agent.Usage{}, nil)
 	tr.threadID, tr.turnID = "th", "tu"
 	return tr
 }
@@ -185,25 +187,54 @@ func usageLine(turn string, in, out, total int64) string {
 	return string(b)
 }
 
+func subUsageLine(thread, turn string, in, out, total int64) string {
+	return strings.Replace(usageLine(turn, in, out, total), `"threadId":"th"`, `"threadId":"`+thread+`"`, 1)
+}
+
+// TestTranslate_Usage plays short transcripts of thread/tokenUsage/updated to one turn's
+// translator: before lines arrive before turn/start answers with the turn "tu", after
+// lines after it; marks are the session's baselines from its earlier turns.
 func TestTranslate_Usage(t *testing.T) {
 	cases := []struct {
-		name  string
-		lines []string
-		want  agent.Usage
-		n     int // token_usage events
+		name          string
+		marks         map[string]tokenTotals
+		before, after []string
+		want          agent.Usage
+		n             int // token_usage events
 	}{
-		{"absolute totals", []string{usageLine("tu", 10, 1, 11), usageLine("tu", 30, 4, 34)}, agent.Usage{Input: 30, Output: 4, Total: 34}, 2},
-		{"a repeated total is no new usage", []string{usageLine("tu", 10, 1, 11), usageLine("tu", 10, 1, 11)}, agent.Usage{Input: 10, Output: 1, Total: 11}, 1},
-		{"another turn's total only sets the mark", []string{usageLine("old", 100, 10, 110), usageLine("tu", 150, 12, 162)}, agent.Usage{Input: 50, Output: 2, Total: 52}, 1},
-		{"a counter that started over counts whole", []string{usageLine("tu", 100, 10, 110), usageLine("tu", 5, 1, 6)}, agent.Usage{Input: 105, Output: 11, Total: 116}, 2},
-		{"negative counts are malformed", []string{usageLine("tu", -5, 1, 1)}, agent.Usage{}, 0},
-		{"another thread's usage is not ours", []string{`{"method":"thread/tokenUsage/updated","params":{"threadId":"sub","turnId":"tu","tokenUsage":{"total":{"inputTokens":9,"outputTokens":9,"totalTokens":18}}}}`}, agent.Usage{}, 0},
+		{"absolute totals", nil, nil, []string{usageLine("tu", 10, 1, 11), usageLine("tu", 30, 4, 34)}, agent.Usage{Input: 30, Output: 4, Total: 34}, 2},
+		{"a repeated total is no new usage", nil, nil, []string{usageLine("tu", 10, 1, 11), usageLine("tu", 10, 1, 11)}, agent.Usage{Input: 10, Output: 1, Total: 11}, 1},
+		{"another turn's total only sets the mark", nil, nil, []string{usageLine("old", 100, 10, 110), usageLine("tu", 150, 12, 162)}, agent.Usage{Input: 50, Output: 2, Total: 52}, 1},
+		{"a counter that started over counts whole", nil, nil, []string{usageLine("tu", 100, 10, 110), usageLine("tu", 5, 1, 6)}, agent.Usage{Input: 105, Output: 11, Total: 116}, 2},
+		{"negative counts are malformed", nil, nil, []string{usageLine("tu", -5, 1, 1)}, agent.Usage{}, 0},
+		{"a sub-agent's growth counts, once", nil, nil, []string{
+			usageLine("tu", 10, 1, 11), subUsageLine("sub", "st", 5, 1, 6), subUsageLine("sub", "st", 8, 2, 10), usageLine("tu", 20, 2, 22)},
+			agent.Usage{Input: 28, Output: 4, Total: 32}, 4},
+		{"a sub-agent of an earlier turn counts on from its mark", map[string]tokenTotals{"sub": {Input: 8, Output: 2, Total: 10}},
+			nil, []string{subUsageLine("sub", "st", 9, 2, 11)}, agent.Usage{Input: 1, Total: 1}, 1},
+		{"the running turn's update before turn/start answered counts", map[string]tokenTotals{"th": {}},
+			[]string{usageLine("tu", 10, 1, 11)}, []string{usageLine("tu", 30, 4, 34)}, agent.Usage{Input: 30, Output: 4, Total: 34}, 2},
+		{"a resumed thread's restatement before turn/start answered does not count", nil,
+			[]string{usageLine("old", 100, 10, 110)}, []string{usageLine("tu", 150, 12, 162)}, agent.Usage{Input: 50, Output: 2, Total: 52}, 1},
+		{"a restatement below the session's mark (a re-spawn) counts nothing, and growth counts from it",
+			map[string]tokenTotals{"th": {Input: 500, Output: 50, Total: 550}},
+			[]string{usageLine("old", 400, 40, 440)}, []string{usageLine("tu", 450, 45, 495)}, agent.Usage{Input: 50, Output: 5, Total: 55}, 1},
+		{"a restatement equal to the session's mark counts nothing", map[string]tokenTotals{"th": {Input: 100, Output: 10, Total: 110}},
+			[]string{usageLine("old", 100, 10, 110)}, []string{usageLine("tu", 120, 11, 131)}, agent.Usage{Input: 20, Output: 1, Total: 21}, 1},
+		{"late growth of an earlier turn of the session counts", map[string]tokenTotals{"th": {Input: 100, Output: 10, Total: 110}},
+			nil, []string{usageLine("old", 120, 10, 130)}, agent.Usage{Input: 20, Total: 20}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var events []agent.Event
 			tr := newTestTranslator(&events)
-			feed(t, tr, c.lines...)
+			for k, v := range c.marks {
+				tr.marks[k] = v
+			}
+			tr.turnID = ""
+			feed(t, tr, c.before...)
+			tr.setTurn("tu")
+			feed(t, tr, c.after...)
 			if tr.usage != c.want || len(ofType(events, agent.EventTokenUsage)) != c.n {
 				t.Errorf("usage = %+v with %d events, want %+v with %d", tr.usage, len(ofType(events, agent.EventTokenUsage)), c.want, c.n)
 			}

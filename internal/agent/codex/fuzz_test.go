@@ -48,7 +48,7 @@ func FuzzCodexMessages(f *testing.F) {
 			if e.Type == agent.EventTokenUsage {
 				last = e.Usage
 			}
-		}, agent.Usage{}, tokenTotals{})
+		}, agent.Usage{}, nil)
 		tr.threadID, tr.turnID = "th", "tu"
 		for _, l := range bytes.Split(data, []byte("\n")) {
 			m, kind, err := parseMessage(l)
