@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMCPServers_ClaudeStyleBecomesOpenCodes(t *testing.T) {
@@ -43,15 +44,35 @@ func TestInlineConfig_SortiesServerWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"mcp":{"ops":{"type":"remote"},"sortie-tools":{"type":"local"}},"model":"a/b","permission":{"bash":"ask"}}`
+	want := `{"agent":{"build":{"permission":{"task":"deny"}}},"default_agent":"build","mcp":{"ops":{"type":"remote"},"sortie-tools":{"type":"local"}},` +
+		`"model":"a/b","permission":{"bash":"ask","task":"deny"}}`
 	if string(b) != want {
 		t.Errorf("content = %s, want %s", b, want)
 	}
 	if len(o.Config["mcp"].(map[string]any)) != 1 {
 		t.Errorf("inlineConfig changed the options: %v", o.Config)
 	}
-	if b, _ := (options{}).inlineConfig(nil); b != nil {
+	if b, _ := (options{Subagents: true}).inlineConfig(nil); b != nil {
 		t.Errorf("empty configuration = %s, want none", b)
+	}
+}
+
+func TestInlineConfig_DeniesSubagentsUnlessEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		o    options
+		want string
+	}{
+		{options{}, `{"agent":{"build":{"permission":{"task":"deny"}}},"default_agent":"build","permission":{"task":"deny"}}`},
+		{options{Permission: "allow", Agent: "mine"}, `{"agent":{"mine":{"permission":{"task":"deny"}}},"permission":{"*":"allow","task":"deny"}}`},
+		{options{fileLevel: "allow"}, `{"agent":{"build":{"permission":{"task":"deny"}}},"default_agent":"build","permission":{"*":"allow","task":"deny"}}`},
+		{options{Config: map[string]any{"default_agent": "x", "agent": map[string]any{"x": map[string]any{"permission": map[string]any{"task": "allow"}, "steps": 3}}}},
+			`{"agent":{"x":{"permission":{"task":"deny"},"steps":3}},"default_agent":"x","permission":{"task":"deny"}}`},
+		{options{Subagents: true, Permission: "allow"}, `{"permission":"allow"}`},
+	} {
+		b, err := tc.o.inlineConfig(nil)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%+v: content = %s, %v; want %s", tc.o, b, err, tc.want)
+		}
 	}
 }
 
@@ -59,7 +80,7 @@ func TestTurnEnv_ReplacesConfigurationAndDirectories(t *testing.T) {
 	base := []string{"PATH=/bin", "HOME=/h", "XDG_CONFIG_HOME=/mine", "XDG_CACHE_HOME=/c", "OPENCODE_CONFIG=/mine/oc.json",
 		"OPENCODE_CONFIG_DIR=/d", "PWD=/daemon", "OPENCODE_DISABLE_SHARE=false", "ANTHROPIC_API_KEY=k"}
 	got := turnEnv(base, []string{"XDG_CONFIG_HOME=/s/config", "PWD=/ws"}, []byte(`{"a":1}`), "/ops.json")
-	want := []string{"PATH=/bin", "HOME=/h", "XDG_CACHE_HOME=/c", "ANTHROPIC_API_KEY=k", "XDG_CONFIG_HOME=/s/config", "PWD=/ws",
+	want := []string{"PATH=/bin", "HOME=/h", "ANTHROPIC_API_KEY=k", "XDG_CONFIG_HOME=/s/config", "PWD=/ws",
 		"OPENCODE_DISABLE_AUTOUPDATE=true", "OPENCODE_DISABLE_SHARE=true", `OPENCODE_CONFIG_CONTENT={"a":1}`, "OPENCODE_CONFIG=/ops.json"}
 	if !slices.Equal(got, want) {
 		t.Errorf("env =\n%q\nwant\n%q", got, want)
@@ -79,31 +100,124 @@ func TestStateRoot_StablePerWorkflow(t *testing.T) {
 	}
 }
 
-func TestPrepareState_LinksTheOperatorsCredentials(t *testing.T) {
+// writeFile writes body at p, making its directory.
+func writeFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIssueDir_OnePerIssue(t *testing.T) {
+	a1 := issueDir("/r", []string{"SORTIE_ISSUE_ID=1"}, "/ws/A-1")
+	a2 := issueDir("/r", []string{"SORTIE_ISSUE_ID=1"}, "/ws/A-1")
+	b := issueDir("/r", []string{"SORTIE_ISSUE_ID=2"}, "/ws/A-2")
+	w1 := issueDir("/r", nil, "/ws/A-1")
+	w2 := issueDir("/r", nil, "/ws/A-2")
+	if a1 != a2 || a1 == b || w1 == w2 || w1 == a1 || !strings.HasPrefix(a1, "/r/issues/") {
+		t.Errorf("dirs %q %q %q %q %q: want one stable directory per issue (by id, else by workspace) under /r/issues", a1, a2, b, w1, w2)
+	}
+}
+
+// Nothing a confined CLI may write lies outside its issue's directory, and the
+// configuration directory is not among it: not git's configuration, not the operator's
+// credentials, not the user's cache.
+func TestPrepareState_NothingOutsideTheIssueIsWritable(t *testing.T) {
 	home := t.TempDir()
 	auth := filepath.Join(home, ".local", "share", "opencode", "auth.json")
-	if err := os.MkdirAll(filepath.Dir(auth), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(auth, []byte(`{}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(t.TempDir(), "state")
-	vars, write, err := prepareState(root, []string{"HOME=" + home}, nil)
+	writeFile(t, auth, `{"k":1}`)
+	git := filepath.Join(home, ".config", "git")
+	writeFile(t, filepath.Join(git, "config"), "[user]\n\tname = op\n")
+	dir := filepath.Join(t.TempDir(), "issues", "x")
+	got, err := prepareState(dir, []string{"HOME=" + home}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(vars) != 3 || !slices.Contains(vars, "XDG_DATA_HOME="+filepath.Join(root, "data")) {
-		t.Errorf("vars = %q", vars)
+	want := []string{filepath.Join(dir, "cache"), filepath.Join(dir, "data"), filepath.Join(dir, "state")}
+	if !slices.Equal(got.write, want) {
+		t.Errorf("writable = %q, want only the issue's data, state and cache %q", got.write, want)
 	}
-	if got, err := os.Readlink(filepath.Join(root, "data", "opencode", "auth.json")); err != nil || got != auth {
-		t.Errorf("auth.json link = %q, %v; want %s", got, err, auth)
+	if !slices.Contains(got.read, filepath.Join(dir, "config")) || !slices.Contains(got.read, git) {
+		t.Errorf("read-only = %q, want the issue's configuration and git's", got.read)
 	}
-	if !slices.Contains(write, auth) {
-		t.Errorf("writable paths %q lack the credentials the CLI refreshes", write)
+	for _, v := range []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")} {
+		if !slices.Contains(got.vars, v) {
+			t.Errorf("vars = %q, want %s", got.vars, v)
+		}
 	}
-	// Again: nothing changes, nothing fails.
-	if _, _, err := prepareState(root, []string{"HOME=" + home}, nil); err != nil {
+	copied := filepath.Join(dir, "data", "opencode", "auth.json")
+	fi, err := os.Lstat(copied)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("auth.json in the data directory: %v, %v; want a 0600 copy, not a link", fi, err)
+	}
+	if b, _ := os.ReadFile(copied); string(b) != `{"k":1}` {
+		t.Errorf("copied credentials = %q", b)
+	}
+	if l, err := os.Readlink(filepath.Join(dir, "config", "git")); err != nil || l != git {
+		t.Errorf("config/git = %q, %v; want a link to %s", l, err, git)
+	}
+
+	// The CLI refreshes its copy: kept. The operator logs in again: copied anew.
+	writeFile(t, copied, `{"refreshed":1}`)
+	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
 		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(copied); string(b) != `{"refreshed":1}` {
+		t.Errorf("a refreshed copy was overwritten: %q", b)
+	}
+	writeFile(t, auth, `{"k":2}`)
+	future := time.Now().Add(time.Minute)
+	if err := os.Chtimes(auth, future, future); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(copied); string(b) != `{"k":2}` {
+		t.Errorf("a new login was not copied: %q", b)
+	}
+}
+
+// What an agent could have planted in the configuration directory (code, instructions,
+// configuration) is gone before the next turn, and a link put where a directory was is
+// replaced, never written through.
+func TestPrepareState_RemovesWhatTheAgentPlanted(t *testing.T) {
+	home := t.TempDir()
+	auth := filepath.Join(home, ".local", "share", "opencode", "auth.json")
+	writeFile(t, auth, `{}`)
+	dir := filepath.Join(t.TempDir(), "issues", "x")
+	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config", "opencode")
+	planted := []string{filepath.Join(cfg, "plugin", "evil.js"), filepath.Join(cfg, "tools", "evil.ts"),
+		filepath.Join(cfg, "opencode.json"), filepath.Join(cfg, "AGENTS.md"), filepath.Join(dir, "config", "other", "x")}
+	for _, p := range planted {
+		writeFile(t, p, "planted")
+	}
+	elsewhere := t.TempDir()
+	data := filepath.Join(dir, "data", "opencode")
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range planted {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s survived: the next turn's CLI would load it", p)
+		}
+	}
+	if fi, err := os.Lstat(data); err != nil || !fi.IsDir() {
+		t.Errorf("data/opencode = %v, %v; want a real directory again", fi, err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) > 0 {
+		t.Errorf("Sortie wrote through the planted link: %v", entries)
 	}
 }

@@ -2,7 +2,9 @@ package opencode
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sortie/internal/agent"
@@ -29,5 +31,63 @@ func TestContract_ConfinedCLIWorksInItsWorkspaceOnly(t *testing.T) {
 	e.Check(t)
 	if o.res.Usage.Output != 5 {
 		t.Errorf("usage = %+v, want the model's 5 output tokens", o.res.Usage)
+	}
+}
+
+// TestContract_ConfinedAgentReachesOnlyItsIssuesState: the real CLI, confined, runs a
+// shell command that tries to plant a git setting hooks would run unconfined, a plugin
+// in its configuration directory, a tool in the user's cache, to change the operator's
+// credentials, and to read another issue's sessions. All of it fails; reading git's
+// configuration works.
+func TestContract_ConfinedAgentReachesOnlyItsIssuesState(t *testing.T) {
+	r := newRig(t, nil)
+	gitCfg := filepath.Join(r.home, ".config", "git", "config")
+	writeFile(t, gitCfg, "[user]\n\tname = operator-4711\n")
+	auth := filepath.Join(r.home, ".local", "share", "opencode", "auth.json")
+	writeFile(t, auth, "{}")
+	userCache := filepath.Join(r.home, ".cache", "opencode")
+	if err := os.MkdirAll(userCache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(issueDir(r.state, []string{"SORTIE_ISSUE_ID=other"}, "/elsewhere"), "data", "opencode", "session.txt")
+	writeFile(t, other, "other-issue-7")
+
+	e := clis.NewEscape(t, clis.OpenCode(t), r.ws, &r.env, filepath.Dir(r.argvLog))
+	r.env = append(r.env, "SORTIE_ISSUE_ID=this")
+	script := e.Script + "; (printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> " + shellQuote(gitCfg) + ") 2>/dev/null" +
+		`; (mkdir -p "$XDG_CONFIG_HOME/opencode/plugin" && printf x > "$XDG_CONFIG_HOME/opencode/plugin/evil.js") 2>/dev/null` +
+		"; (printf x > " + shellQuote(filepath.Join(userCache, "evil")) + ") 2>/dev/null" +
+		"; (printf x >> " + shellQuote(auth) + ") 2>/dev/null" +
+		"; (cat " + shellQuote(other) + " > leak-other.txt) 2>/dev/null" +
+		"; git config --global user.name > gitname.txt 2>&1; echo done > status2.txt"
+	r.model.Push(
+		fakemodel.Reply{Text: "Trying.", ToolUses: []fakemodel.ToolUse{{Name: "bash",
+			Input: map[string]any{"command": script, "description": "try"}}}},
+		fakemodel.Reply{Text: "Done."},
+	)
+	s := r.start(t, agent.StartParams{Confine: e.Confinement})
+	mustComplete(t, r.turn(t, context.Background(), s, 1, "Try things."))
+	e.Check(t)
+	if b, err := os.ReadFile(filepath.Join(r.ws, "status2.txt")); err != nil || strings.TrimSpace(string(b)) != "done" {
+		t.Fatalf("status2.txt = %q, %v: the script did not run to its end", b, err)
+	}
+	if b, _ := os.ReadFile(gitCfg); strings.Contains(string(b), "fsmonitor") {
+		t.Errorf("the agent wrote git's configuration, which hooks use outside the confinement:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.ws, "gitname.txt")); strings.TrimSpace(string(b)) != "operator-4711" {
+		t.Errorf("git config user.name = %q, want git's configuration readable", b)
+	}
+	if _, err := os.Stat(filepath.Join(userCache, "evil")); err == nil {
+		t.Errorf("the agent wrote the user's ~/.cache/opencode")
+	}
+	if b, _ := os.ReadFile(auth); string(b) != "{}" {
+		t.Errorf("the agent changed the operator's auth.json: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.ws, "leak-other.txt")); strings.Contains(string(b), "other-issue-7") {
+		t.Errorf("the agent read another issue's OpenCode data")
+	}
+	planted := filepath.Join(issueDir(r.state, r.env, r.ws), "config", "opencode", "plugin", "evil.js")
+	if _, err := os.Stat(planted); err == nil {
+		t.Errorf("the agent planted %s, which the next turn's CLI would load", planted)
 	}
 }

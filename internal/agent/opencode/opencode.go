@@ -4,10 +4,12 @@
 // cumulative token usage, cost and tool-call timing. Sessions continue with
 // `--session <id>`, the id the CLI reports on its first line.
 //
-// Locally, every turn runs with OpenCode's configuration, data and state directories
-// in a place of the daemon's own (stateRoot), so that an operator's personal OpenCode
-// configuration cannot change or break a run, while sessions still resume across
-// turns and daemon restarts. The adapter's configuration (Sortie's MCP server, the
+// Locally, every turn runs with OpenCode's configuration, data, state and cache
+// directories in a place of the daemon's own, one per issue (stateRoot, issueDir), so
+// that an operator's personal OpenCode configuration cannot change or break a run and
+// one issue's agent cannot reach another's sessions, while sessions still resume across
+// turns and daemon restarts. A confined CLI writes only its issue's data, state and
+// cache; the configuration directory is emptied before every turn. The adapter's configuration (Sortie's MCP server, the
 // operator's `opencode:` block) reaches the CLI inline, in OPENCODE_CONFIG_CONTENT.
 //
 // docs/agents/opencode.md is the operator's reference, including what the real CLI
@@ -20,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +30,7 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/agent/proc"
 	"sortie/internal/agent/remote"
+	"sortie/internal/runas"
 )
 
 // Kind is the agent.kind that selects this adapter, and the name of its block in
@@ -97,9 +101,18 @@ type session struct {
 	strict  string         // StrictHostKeyChecking in SSH mode
 	env     []string       // the local process's environment
 	program []string       // what runs: the CLI's words, after `env VAR=…` over SSH
-	wrap    []string       // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
-	cred    *syscall.Credential
-	cgroup  int
+	// stdinHead goes to the CLI's standard input before the prompt: over SSH, the line
+	// the remote shell reads the inline configuration from (remoteProgram).
+	stdinHead string
+	wrap      []string // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
+	cred      *syscall.Credential
+	cgroup    int
+
+	// stateDir is the issue's isolated OpenCode directory (issueDir), prepared again
+	// before every local turn with base and owner; "" over SSH.
+	stateDir string
+	base     []string
+	owner    *runas.User
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -140,7 +153,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 			return nil, &agent.Error{Kind: agent.ErrNotFound, Message: Kind + ": ssh client for host " + p.SSHHost, Err: err}
 		}
 		st.env = base
-		st.program = append(remoteEnv(content, a.opts.ConfigFile), a.program...)
+		st.program, st.stdinHead = remoteProgram(content, a.opts.ConfigFile, a.program)
 		return &agent.Session{ID: p.ResumeSessionID, Workspace: p.Workspace, SSHHost: p.SSHHost, Internal: st}, nil
 	}
 
@@ -153,17 +166,26 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 			return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 		}
 	}
-	vars, write, err := prepareState(root, base, p.RunAs)
+	st.stateDir, st.base, st.owner = issueDir(root, base, p.Workspace), base, p.RunAs
+	dirs, err := prepareState(st.stateDir, base, p.RunAs)
 	if err != nil {
 		return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 	}
 	// The CLI (a Bun program) takes its directory from $PWD when set, and the daemon's
 	// would make it open an instance there as well, whose watchers kept the 1.18.33
 	// process from exiting after its turn.
-	vars = append(vars, "PWD="+p.Workspace)
+	vars := append(dirs.vars, "PWD="+p.Workspace)
 	st.env = turnEnv(base, vars, content, a.opts.ConfigFile)
 	st.program = a.program
-	st.wrap = agent.LocalWrap(p, st.exe, write, nil)
+	if p.Confine != nil {
+		// The issue's configuration and git's are read, never written: the CLI loads
+		// code and instructions from the first, and git commands of the daemon's hooks
+		// run outside the confinement with the second.
+		c := *p.Confine
+		c.Policy.Read = append(slices.Clone(c.Policy.Read), dirs.read...)
+		p.Confine = &c
+	}
+	st.wrap = agent.LocalWrap(p, st.exe, dirs.write, nil)
 	st.cred = p.RunAs.Credential()
 	st.cgroup = p.Supervise.Cgroup()
 	return &agent.Session{ID: p.ResumeSessionID, Workspace: p.Workspace, Internal: st}, nil
@@ -223,9 +245,16 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	t.tr = newTranslator(t.emit, st.usage, st.cost, a.opts.modelName())
 
+	if st.stateDir != "" {
+		// Whatever the previous turn's agent left in the configuration directory goes
+		// before this turn's CLI could load it.
+		if _, err := prepareState(st.stateDir, st.base, st.owner); err != nil {
+			return t.fail(agent.EventStartupFailed, &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err})
+		}
+	}
 	args := a.args(s.ID, s.Workspace)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), st.program[1:]...), args...),
-		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap,
+		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(st.stdinHead + p.Prompt), Grace: a.grace, Wrap: st.wrap,
 		Credential: st.cred, CgroupFD: st.cgroup}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has

@@ -28,8 +28,14 @@ type options struct {
 	// ConfigFile is an OpenCode configuration file (JSON or JSONC) the CLI loads as
 	// OPENCODE_CONFIG, absolute; over SSH, a path on the SSH host.
 	ConfigFile string
-	// configFilePermission: the file sets `permission` (read when the file is local).
+	// configFilePermission: the file sets `permission` (read when the file is local);
+	// fileLevel is its value when that is one action for everything ("allow", …).
 	configFilePermission bool
+	fileLevel            string
+	// Subagents lets the agent start OpenCode subagents (the task tool), whose model
+	// requests the CLI's output does not show, so budgets do not count them. false
+	// (the default) denies the tool.
+	Subagents bool
 	// MCPConfig is the operator's claude-style {"mcpServers":{...}} file, absolute.
 	// The daemon merges it into .sortie/mcp.json; the adapter reads it only when a
 	// session has no generated file.
@@ -39,7 +45,7 @@ type options struct {
 	StateDir string
 }
 
-var optionKeys = []string{"agent", "config", "config_file", "mcp_config", "model", "permission", "state_dir", "variant"}
+var optionKeys = []string{"agent", "config", "config_file", "mcp_config", "model", "permission", "state_dir", "subagents", "variant"}
 
 // permissionActions are the values OpenCode takes for a permission.
 var permissionActions = []string{"allow", "ask", "deny"}
@@ -87,6 +93,12 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 		case "mcp_config":
 			o.MCPConfig, err = agent.OptionString(v)
 			o.MCPConfig = abs(o.MCPConfig)
+		case "subagents":
+			if b, ok := v.(bool); ok || v == nil {
+				o.Subagents = b
+			} else {
+				err = fmt.Errorf("must be true or false (got %s)", agent.DescribeValue(v))
+			}
 		case "state_dir":
 			o.StateDir, err = agent.OptionString(v)
 			o.StateDir = abs(o.StateDir)
@@ -101,7 +113,8 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 		perm, err := readConfigFile(o.ConfigFile)
 		switch {
 		case err == nil:
-			o.configFilePermission = perm
+			o.configFilePermission = perm != nil
+			o.fileLevel, _ = perm.(string)
 		case os.IsNotExist(err):
 			// Perhaps a path on the SSH hosts: the CLI reads it there.
 			warnings = append(warnings, fmt.Sprintf("%s.config_file: %s does not exist here; OpenCode on an SSH host reads it there, a local run fails", Kind, o.ConfigFile))
@@ -240,30 +253,29 @@ func join(at, k string) string {
 }
 
 // readConfigFile reads the operator's OpenCode configuration file, JSON or JSONC, and
-// reports whether it sets `permission`. A file that is not an object is an error; one
-// that names Sortie's reserved MCP server is too.
-func readConfigFile(path string) (permission bool, err error) {
+// returns its `permission`, nil when it sets none. A file that is not an object is an
+// error; one that names Sortie's reserved MCP server is too.
+func readConfigFile(path string) (permission any, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if len(b) > maxConfigFile {
-		return false, fmt.Errorf("%s: larger than 1 MiB", path)
+		return nil, fmt.Errorf("%s: larger than 1 MiB", path)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(stripJSONC(b), &doc); err != nil {
-		return false, fmt.Errorf("%s: not an OpenCode configuration (JSON or JSONC): %v", path, err)
+		return nil, fmt.Errorf("%s: not an OpenCode configuration (JSON or JSONC): %v", path, err)
 	}
 	if _, ok := mcpOf(doc)[ToolsServer]; ok {
-		return false, fmt.Errorf("%s: mcp.%s: the server name is reserved for Sortie's own tools; rename it", path, ToolsServer)
+		return nil, fmt.Errorf("%s: mcp.%s: the server name is reserved for Sortie's own tools; rename it", path, ToolsServer)
 	}
-	_, permission = doc["permission"]
-	return permission, nil
+	return doc["permission"], nil
 }
 
 // stripJSONC turns JSONC into JSON: comments (// and /* */) outside strings become

@@ -2,7 +2,7 @@ package opencode
 
 // SSH mode against a real sshd on 127.0.0.1 with throw-away keys (internal/testkit/sshd),
 // the real opencode CLI on the "remote" side and the fake Anthropic API behind it. The
-// adapter's configuration travels in the remote command line (env OPENCODE_CONFIG_CONTENT=…).
+// adapter's configuration travels on ssh's standard input, never in a command line.
 
 import (
 	"context"
@@ -127,4 +127,42 @@ func TestSSH_CancelStopsTheRemoteAgent(t *testing.T) {
 	if left := proctest.WithEnv(t, fm.URL); len(left) > 0 {
 		t.Errorf("remote opencode processes still running after the cancelled turn returned: %v", left)
 	}
+}
+
+// TestSSH_ConfigurationNeverOnACommandLine: the inline configuration (MCP servers'
+// tokens, a provider's key) travels on ssh's standard input, so no command line on
+// either host, readable by every user there, holds it while the turn runs.
+func TestSSH_ConfigurationNeverOnACommandLine(t *testing.T) {
+	fx := sshd.Start(t)
+	fm := fakemodel.Start(t, fakemodel.Reply{Stall: true})
+	a, _ := sshAdapter(t, fm)
+	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: fx.Host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.StopSession(context.Background(), s)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.RunTurn(ctx, s, agent.TurnParams{Prompt: "hang", TurnNumber: 1})
+		done <- err
+	}()
+	fm.WaitStall(t, time.Minute) // the remote CLI has its configuration: it reached the model
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var seen int
+	for _, p := range cmdlines {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		seen++
+		if strings.Contains(string(b), clis.OpenCodeProviderKey) {
+			t.Errorf("%s holds the inline configuration: %.200q", p, b)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no command line readable; the check proves nothing")
+	}
+	cancel()
+	<-done
 }
