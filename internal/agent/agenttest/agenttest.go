@@ -8,8 +8,9 @@
 //	}
 //
 // The suite owns what every adapter must do (turns and continuations, tool results,
-// cumulative usage, model errors, a missing binary, cancellation, prompts, the
-// sortie-tools sidecar); what only one CLI does stays in that adapter's own tests.
+// cumulative usage exactly as the model reported it, model errors, a missing binary,
+// cancellation, prompts, the sortie-tools sidecar); what only one CLI does stays in that
+// adapter's own tests.
 // docs/agents/adding-an-adapter.md explains how to write a harness.
 package agenttest
 
@@ -35,18 +36,21 @@ import (
 // Case names, as Run names its subtests and as Harness.Unsupported keys them. A
 // sub-check of a case is named "<case>/<check>".
 const (
-	CaseContinuation   = "continuation"         // two turns in one session, then a resume by id
-	CaseHistory        = "continuation/history" // the continuation's model requests carry the earlier turns
-	CaseResumeByID     = "continuation/resume"  // a new session handle resumes the session by its id
-	CaseShellTool      = "shell_tool"           // a succeeding and a failing shell command
-	CaseUsageGrows     = "usage_grows"          // cumulative usage never decreases
-	CaseModelError     = "model_error"          // an HTTP error fails the turn
-	CaseModelErrorText = "model_error/message"  // the failure carries the API's message
-	CaseNotFound       = "agent_not_found"      // a missing binary
-	CaseCancel         = "cancel"               // cancelled mid-turn, nothing of the turn left
-	CasePromptDash     = "prompt_dash"          // a prompt starting with '-'
-	CasePromptLarge    = "prompt_large"         // a prompt over 200 KiB
-	CaseMCP            = "mcp_sortie_status"    // the sortie-tools sidecar answers sortie_status
+	CaseContinuation   = "continuation"              // two turns in one session, then a resume by id
+	CaseHistory        = "continuation/history"      // the continuation's model requests carry the earlier turns
+	CaseResumeByID     = "continuation/resume"       // a new session handle resumes the session by its id
+	CaseResumeUsage    = "continuation/resume/usage" // the resumed session counts only its own turn's usage
+	CaseShellTool      = "shell_tool"                // a succeeding and a failing shell command
+	CaseUsageGrows     = "usage_grows"               // cumulative usage never decreases
+	CaseUsageExact     = "usage_grows/exact"         // the session's output (and total) tokens are the model's, each counted once
+	CaseUsageExactIn   = "usage_grows/exact_input"   // the session's input and cache-read tokens are the model's, each counted once
+	CaseModelError     = "model_error"               // an HTTP error fails the turn
+	CaseModelErrorText = "model_error/message"       // the failure carries the API's message
+	CaseNotFound       = "agent_not_found"           // a missing binary
+	CaseCancel         = "cancel"                    // cancelled mid-turn, nothing of the turn left
+	CasePromptDash     = "prompt_dash"               // a prompt starting with '-'
+	CasePromptLarge    = "prompt_large"              // a prompt over 200 KiB
+	CaseMCP            = "mcp_sortie_status"         // the sortie-tools sidecar answers sortie_status
 )
 
 // SessionIDs says when an adapter knows its session's id, which the suite holds it to.
@@ -398,12 +402,20 @@ func (s *suite) continuation(t *testing.T) {
 		s.stop(t, sess)
 		p := s.params()
 		p.ResumeSessionID = sess.ID
+		base := s.model.Reported()
 		again := s.start(t, p)
 		if s.h.SessionIDs != IDFromFirstTurn && again.ID != sess.ID {
 			t.Errorf("StartSession with ResumeSessionID %q named session %q", sess.ID, again.ID)
 		}
 		three := s.turn(t, ctx, again, 3, "And now?")
 		mustComplete(t, 3, three)
+		s.sub(t, CaseResumeUsage, func(t *testing.T) {
+			// A session's usage is its own: the orchestrator adds each session's totals
+			// to the issue's, so a resumed session that restated the earlier turns'
+			// tokens would count them twice.
+			_, noInput := s.h.Unsupported[CaseUsageExactIn]
+			checkUsage(t, "the resumed session after its turn", three.res.Usage, minus(s.model.Reported(), base), !noInput)
+		})
 		if s.h.SessionIDs != IDPerTurn && again.ID != sess.ID {
 			t.Errorf("the resumed session's id is %q after its turn, want %q", again.ID, sess.ID)
 		}
@@ -481,8 +493,30 @@ func (s *suite) shellTool(t *testing.T) {
 	}
 }
 
+// minus is a's figures less b's.
+func minus(a, b agent.Usage) agent.Usage {
+	return agent.Usage{Input: a.Input - b.Input, Output: a.Output - b.Output, Total: a.Total - b.Total, CacheRead: a.CacheRead - b.CacheRead}
+}
+
+// checkUsage holds a session's cumulative usage to what the model reported while the
+// session ran: the same output tokens and a total that is input plus output; with
+// input, also the same input and cache-read tokens.
+func checkUsage(t *testing.T, at string, got, want agent.Usage, input bool) {
+	t.Helper()
+	if got.Output != want.Output || got.Total != got.Input+got.Output {
+		t.Errorf("usage of %s = %+v; the model reported %+v: want its output tokens, each response counted once, and total = input + output",
+			at, got, want)
+	}
+	if input && (got.Input != want.Input || got.CacheRead != want.CacheRead) {
+		t.Errorf("usage of %s = %+v; the model reported %+v: want its input and cache-read tokens, each response counted once",
+			at, got, want)
+	}
+}
+
 // usageGrows: across the events of two turns and their results, no cumulative figure
-// ever goes down, and some tokens were counted.
+// ever goes down, and the session's totals after each turn are exactly what the model
+// reported (each scripted response reports figures of its own, so one counted twice,
+// or a turn's usage added to the session twice, shows).
 func (s *suite) usageGrows(t *testing.T) {
 	s.setup(t)
 	if _, ok := s.h.Unsupported[CaseShellTool]; !ok {
@@ -491,9 +525,11 @@ func (s *suite) usageGrows(t *testing.T) {
 	s.model.Reply("one")
 	s.model.Reply("two")
 	s.build(t)
+	base := s.model.Reported()
 	sess := s.start(t, s.params())
 	var prev agent.Usage
 	var where string
+	var results, reported []agent.Usage
 	step := func(u agent.Usage, at string) {
 		t.Helper()
 		if u.Input < prev.Input || u.Output < prev.Output || u.Total < prev.Total || u.CacheRead < prev.CacheRead {
@@ -511,6 +547,8 @@ func (s *suite) usageGrows(t *testing.T) {
 			}
 		}
 		step(o.res.Usage, fmt.Sprintf("turn %d's result", n+1))
+		results = append(results, o.res.Usage)
+		reported = append(reported, minus(s.model.Reported(), base))
 		if len(o.of(agent.EventTokenUsage)) == 0 {
 			t.Errorf("turn %d: no token_usage event", n+1)
 		}
@@ -521,6 +559,19 @@ func (s *suite) usageGrows(t *testing.T) {
 	if prev.Total < prev.Output {
 		t.Errorf("usage %+v: total below output", prev)
 	}
+	s.sub(t, CaseUsageExact, func(t *testing.T) {
+		for i := range results {
+			checkUsage(t, fmt.Sprintf("the session after turn %d", i+1), results[i], reported[i], false)
+		}
+	})
+	s.sub(t, CaseUsageExactIn, func(t *testing.T) {
+		for i := range results {
+			if got, want := results[i], reported[i]; got.Input != want.Input || got.CacheRead != want.CacheRead {
+				t.Errorf("usage of the session after turn %d = %+v; the model reported %+v: want its input and cache-read tokens, each response counted once",
+					i+1, got, want)
+			}
+		}
+	})
 }
 
 // modelError: the model answers an HTTP error the CLI must not retry forever (500 unless

@@ -1,8 +1,13 @@
 package agenttest
 
 import (
+	"cmp"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
+
+	"sortie/internal/agent"
 
 	"sortie/internal/testkit/fakemodel"
 )
@@ -32,6 +37,38 @@ type Anthropic struct {
 	// Server is the fake model API; its URL is what the CLI's environment points at.
 	Server *fakemodel.Server
 	tools  AnthropicTools
+
+	mu     sync.Mutex
+	script []fakemodel.Reply // as pushed, so Reported can tell what each answer reported
+}
+
+// push scripts r, reporting usage of its own when it is a response.
+func (m *Anthropic) push(r fakemodel.Reply) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.Status == 0 && !r.Stall {
+		r.Usage = scriptedUsage(len(m.script))
+	}
+	m.script = append(m.script, r)
+	m.Server.Push(r)
+}
+
+// Reported implements Model.
+func (m *Anthropic) Reported() agent.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var sum agent.Usage
+	for _, req := range m.Server.Messages() {
+		r := fakemodel.Reply{} // the default reply
+		if req.Reply >= 0 {
+			r = m.script[req.Reply]
+		}
+		if len(req.Messages) == 0 || req.ScriptError != "" || r.Status != 0 && r.Status != http.StatusOK || r.Stall || r.Malformed {
+			continue // not answered with a response (a request the server could not read has no messages)
+		}
+		addUsage(&sum, cmp.Or(r.Usage, fakemodel.DefaultUsage))
+	}
+	return sum
 }
 
 // NewAnthropic starts a fake Anthropic API on 127.0.0.1 for one case, closed when t
@@ -50,7 +87,7 @@ func (m *Anthropic) Reply(text string) {
 	if m.tools.Finish != nil {
 		r.ToolUses = []fakemodel.ToolUse{m.tools.Finish(text)}
 	}
-	m.Server.Push(r)
+	m.push(r)
 }
 
 // Shell implements Model.
@@ -59,7 +96,7 @@ func (m *Anthropic) Shell(command string) {
 	if m.tools.ShellInput != nil {
 		in = m.tools.ShellInput(command)
 	}
-	m.Server.Push(fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: m.tools.Shell, Input: in}}})
+	m.push(fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: m.tools.Shell, Input: in}}})
 }
 
 // CallMCP implements Model.
@@ -67,7 +104,7 @@ func (m *Anthropic) CallMCP(server, tool string, args map[string]any) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	m.Server.Push(fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: m.tools.MCPTool(server, tool), Input: args}}})
+	m.push(fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: m.tools.MCPTool(server, tool), Input: args}}})
 }
 
 // Fail implements Model.
@@ -76,11 +113,11 @@ func (m *Anthropic) Fail(status int, message string) {
 	if retries <= 0 {
 		retries = 3
 	}
-	m.Server.Push(fakemodel.Reply{Status: status, ErrorMessage: message, NoRetry: true, Times: retries + 1})
+	m.push(fakemodel.Reply{Status: status, ErrorMessage: message, NoRetry: true, Times: retries + 1})
 }
 
 // Stall implements Model.
-func (m *Anthropic) Stall() { m.Server.Push(fakemodel.Reply{Stall: true}) }
+func (m *Anthropic) Stall() { m.push(fakemodel.Reply{Stall: true}) }
 
 // WaitStall implements Model.
 func (m *Anthropic) WaitStall(t testing.TB, d time.Duration) {

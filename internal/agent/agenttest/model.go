@@ -5,6 +5,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"sortie/internal/agent"
+	"sortie/internal/testkit/fakemodel"
 )
 
 // Model is a scripted model API that an agent CLI talks to, in whatever dialect the CLI
@@ -36,6 +39,26 @@ type Model interface {
 	WaitStall(t testing.TB, d time.Duration)
 	// Received returns the requests the model has answered so far, oldest first.
 	Received() []Request
+	// Reported is the token usage of every response the model has completed so far,
+	// scripted or its default, summed: what a CLI that passes on each response's usage
+	// reports in all. Each scripted response reports figures of its own (scriptedUsage),
+	// so a figure counted twice shows. Total is Input + Output; an error, a stall or a
+	// malformed response reports nothing.
+	Reported() agent.Usage
+}
+
+// scriptedUsage is what the n-th scripted response (0-based) reports: figures unlike
+// any other response's, with no cache tokens, whose meaning differs between dialects.
+func scriptedUsage(n int) fakemodel.Usage {
+	return fakemodel.Usage{InputTokens: int64(1000 + 100*n), OutputTokens: int64(20 + 3*n)}
+}
+
+// addUsage adds u to sum, as Reported counts it.
+func addUsage(sum *agent.Usage, u fakemodel.Usage) {
+	sum.Input += u.InputTokens
+	sum.Output += u.OutputTokens
+	sum.CacheRead += u.CacheReadInputTokens
+	sum.Total = sum.Input + sum.Output
 }
 
 // Request is what one model request carried, dialect-neutral.

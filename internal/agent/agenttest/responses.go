@@ -1,8 +1,13 @@
 package agenttest
 
 import (
+	"cmp"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
+
+	"sortie/internal/agent"
 
 	"sortie/internal/testkit/fakemodel"
 )
@@ -28,6 +33,38 @@ type Responses struct {
 	// Server is the fake model API; its URL is what the CLI's provider points at.
 	Server *fakemodel.ResponsesServer
 	tools  ResponsesTools
+
+	mu     sync.Mutex
+	script []fakemodel.ResponsesReply // as pushed, so Reported can tell what each answer reported
+}
+
+// push scripts r, reporting usage of its own when it is a response.
+func (m *Responses) push(r fakemodel.ResponsesReply) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.Status == 0 && !r.Stall && !r.Failed {
+		r.Usage = scriptedUsage(len(m.script))
+	}
+	m.script = append(m.script, r)
+	m.Server.Push(r)
+}
+
+// Reported implements Model.
+func (m *Responses) Reported() agent.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var sum agent.Usage
+	for _, req := range m.Server.Responses() {
+		r := fakemodel.ResponsesReply{} // the default reply
+		if req.Reply >= 0 {
+			r = m.script[req.Reply]
+		}
+		if len(req.Input) == 0 || req.ScriptError != "" || r.Status != 0 && r.Status != http.StatusOK || r.Stall || r.Failed || r.Malformed {
+			continue // not answered with a response (a request the server could not read has no input)
+		}
+		addUsage(&sum, cmp.Or(r.Usage, fakemodel.DefaultUsage))
+	}
+	return sum
 }
 
 // NewResponses starts a fake Responses API on 127.0.0.1 for one case, closed when t
@@ -41,7 +78,7 @@ func NewResponses(t testing.TB, tools ResponsesTools) *Responses {
 }
 
 // Reply implements Model.
-func (m *Responses) Reply(text string) { m.Server.Push(fakemodel.ResponsesReply{Text: text}) }
+func (m *Responses) Reply(text string) { m.push(fakemodel.ResponsesReply{Text: text}) }
 
 // Shell implements Model.
 func (m *Responses) Shell(command string) {
@@ -49,7 +86,7 @@ func (m *Responses) Shell(command string) {
 	if m.tools.ShellArguments != nil {
 		args = m.tools.ShellArguments(command)
 	}
-	m.Server.Push(fakemodel.ResponsesReply{FunctionCalls: []fakemodel.FunctionCall{{Name: m.tools.Shell, Arguments: args}}})
+	m.push(fakemodel.ResponsesReply{FunctionCalls: []fakemodel.FunctionCall{{Name: m.tools.Shell, Arguments: args}}})
 }
 
 // CallMCP implements Model.
@@ -58,7 +95,7 @@ func (m *Responses) CallMCP(server, tool string, args map[string]any) {
 		args = map[string]any{}
 	}
 	ns, fn := m.tools.MCPTool(server, tool)
-	m.Server.Push(fakemodel.ResponsesReply{FunctionCalls: []fakemodel.FunctionCall{{Namespace: ns, Name: fn, Arguments: args}}})
+	m.push(fakemodel.ResponsesReply{FunctionCalls: []fakemodel.FunctionCall{{Namespace: ns, Name: fn, Arguments: args}}})
 }
 
 // Fail implements Model.
@@ -67,11 +104,11 @@ func (m *Responses) Fail(status int, message string) {
 	if retries <= 0 {
 		retries = 5
 	}
-	m.Server.Push(fakemodel.ResponsesReply{Status: status, ErrorMessage: message, Times: retries + 1})
+	m.push(fakemodel.ResponsesReply{Status: status, ErrorMessage: message, Times: retries + 1})
 }
 
 // Stall implements Model.
-func (m *Responses) Stall() { m.Server.Push(fakemodel.ResponsesReply{Stall: true}) }
+func (m *Responses) Stall() { m.push(fakemodel.ResponsesReply{Stall: true}) }
 
 // WaitStall implements Model.
 func (m *Responses) WaitStall(t testing.TB, d time.Duration) {

@@ -47,5 +47,12 @@ func TestAgentContract(t *testing.T) {
 		Sidecar:          sidecar.Server(t),
 		SessionIDs:       agenttest.IDFromFirstTurn,
 		BookkeepingTools: []string{"task_complete"},
+		Unsupported: map[string]string{
+			agenttest.CaseUsageExactIn: "copilot 1.0.102 reports output tokens only (its usage file and stream carry no input " +
+				"or cache figures), so the adapter reports input 0 (docs/agents/copilot-cli.md)",
+			agenttest.CaseResumeUsage: "copilot 1.0.102 reports tokens only as totals of the CLI session, in the usage file it " +
+				"writes on exit; on the first turn of a session resumed from an earlier run the adapter cannot tell that run's " +
+				"share, so it counts only the stream's figures (none with this CLI) and undercounts that turn (copilot.go, settle)",
+		},
 	})
 }

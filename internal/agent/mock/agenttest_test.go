@@ -58,6 +58,9 @@ func TestAgentContract(t *testing.T) {
 				"are scripted events with no command behind them (docs/agents/mock.md)",
 			agenttest.CaseHistory:        "the mock keeps no conversation: each turn plays its script entry, whatever came before",
 			agenttest.CaseModelErrorText: "the mock has no model API: its failure outcome carries the mock's own message",
+			agenttest.CaseUsageExact:     "the mock has no model API: its token figures are its own script's, not a model's",
+			agenttest.CaseUsageExactIn:   "the mock has no model API: its token figures are its own script's, not a model's",
+			agenttest.CaseResumeUsage:    "the mock has no model API: its token figures are its own script's, not a model's",
 		},
 	})
 }
@@ -176,6 +179,10 @@ func (m *scriptedModel) WaitStall(t testing.TB, d time.Duration) {
 		t.Fatalf("no mock turn stalled within %s", d)
 	}
 }
+
+// Reported implements agenttest.Model: no model reports usage to the mock (the cases
+// that compare with it are declared unsupported).
+func (m *scriptedModel) Reported() agent.Usage { return agent.Usage{} }
 
 // Received returns one request per turn the wrapper saw, with the turn file's prompt;
 // the results of the MCP calls the child logged in the workspace go with the last.
