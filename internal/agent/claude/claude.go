@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/agent/proc"
 	"sortie/internal/agent/remote"
+	"sortie/internal/runas"
 )
 
 // Kind is the agent.kind that selects this adapter.
@@ -40,6 +42,7 @@ type adapter struct {
 	warnings    []string
 	readTimeout time.Duration
 	env         []string      // the environment of the --version preflight (agent.Config.Env)
+	workflowDir string        // keys the per-issue configuration directories
 	grace       time.Duration // SIGTERM → SIGKILL; proc.DefaultGrace outside tests
 	now         func() time.Time
 }
@@ -51,8 +54,17 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if dir := agent.EnvValue(env, configEnv); dir != "" {
+		warnings = append(warnings, fmt.Sprintf("%s=%s is set: every issue's agent shares that Claude Code configuration directory and can "+
+			"write it, so one issue's agent can plant instructions and hooks (CLAUDE.md, settings.json) for every other issue and for "+
+			"whoever runs claude with it; unset it to give each issue a directory of its own", configEnv, dir))
+	}
 	return &adapter{program: cfg.Program(DefaultCommand), opts: opts, warnings: warnings, readTimeout: cfg.ReadTimeoutOrDefault(),
-		env: cfg.Env, grace: proc.DefaultGrace, now: time.Now}, nil
+		env: cfg.Env, workflowDir: cfg.WorkflowDir, grace: proc.DefaultGrace, now: time.Now}, nil
 }
 
 // Warnings lists what was ignored in the `claude-code:` block.
@@ -93,6 +105,14 @@ type session struct {
 	wrap   []string            // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
 	cred   *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
 	cgroup int                 // the run's cgroup v2 directory (fd), 0 for none
+	owner  *runas.User         // agent.run_as's user, who owns configDir; nil for the daemon's
+
+	// configDir is the issue's own Claude Code configuration directory, reset before
+	// every turn (configdir.go); "" over SSH or when the operator set CLAUDE_CONFIG_DIR.
+	configDir string
+	login     string   // the user's credentials file, copied into configDir (use_login); "" for none
+	notes     []string // said as notifications at the start of the first turn
+	turns     int      // turns started
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -128,6 +148,19 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
 	} else {
 		state := stateDirs(st.env)
+		if agent.EnvValue(st.env, configEnv) == "" {
+			st.configDir = issueConfigDir(st.env, a.workflowDir, p.Workspace)
+			st.owner = p.RunAs
+			if a.opts.UseLogin {
+				st.login = loginFile(st.env)
+			}
+			if err := resetConfigDir(st.configDir, st.owner, st.login); err != nil {
+				return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "claude-code: the issue's configuration directory", Err: err}
+			}
+			st.env = append(slices.Clip(st.env), configEnv+"="+st.configDir)
+			state = []string{st.configDir}
+			st.notes = authNotes(st.env, st.login)
+		}
 		st.wrap = agent.LocalWrap(p, st.exe, state, state[:min(1, len(state))])
 		st.cred = p.RunAs.Credential()
 		st.cgroup = p.Supervise.Cgroup()
@@ -166,6 +199,13 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	t.tr = newTranslator(a.now, t.emit, st.usage, st.cost, st.lastTotal)
 
+	if st.configDir != "" {
+		// Whatever an earlier turn's agent left there, this turn's CLI loads nothing
+		// Sortie did not write.
+		if err := resetConfigDir(st.configDir, st.owner, st.login); err != nil {
+			return t.fail(agent.EventStartupFailed, &agent.Error{Kind: agent.ErrPortExit, Message: "claude-code: the issue's configuration directory", Err: err})
+		}
+	}
 	args := a.opts.args(s.ID, st.created, st.mcp)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
 		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap, Credential: st.cred, CgroupFD: st.cgroup}
@@ -185,6 +225,11 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	defer st.guard.Finish()
 	t.pid, s.PID = pr.PID(), pr.PID()
 	defer func() { s.PID = 0 }()
+	if st.turns++; st.turns == 1 {
+		for _, n := range st.notes {
+			t.emit(agent.Event{Type: agent.EventNotification, Message: n})
+		}
+	}
 	waited := false
 	defer func() { // whatever happens below, nothing of the turn outlives RunTurn
 		if !waited {
@@ -292,6 +337,9 @@ func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer) (
 		if tail := stderrTail(stderr); tail != "" {
 			msg += "; stderr: " + tail
 		}
+		if t.st.configDir != "" && t.st.login == "" && notLoggedIn(msg) {
+			msg += "; " + authHint
+		}
 		return t.fail(agent.EventTurnFailed, agent.Errorf(kind, "%s", msg))
 	case tr.result == nil && tr.turn.output > 0:
 		// Partial output without a result line counts as success (spec).
@@ -334,8 +382,8 @@ func stderrTail(b *proc.HeadTailBuffer) string {
 }
 
 // stateDirs are where the CLI keeps its own state, which a confined CLI must be able to
-// write: $CLAUDE_CONFIG_DIR when set, otherwise ~/.claude and ~/.claude.json. The first
-// is a directory.
+// write: $CLAUDE_CONFIG_DIR when set (the issue's own directory unless the operator
+// set it), otherwise ~/.claude and ~/.claude.json. The first is a directory.
 func stateDirs(env []string) []string {
 	if dir := agent.EnvValue(env, "CLAUDE_CONFIG_DIR"); dir != "" {
 		return []string{dir}

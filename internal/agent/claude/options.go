@@ -25,6 +25,9 @@ type options struct {
 	SystemPrompt       string  // --append-system-prompt
 	MCPConfig          string  // --mcp-config, absolute (resolved against WORKFLOW.md's directory)
 	SessionPersistence bool    // false → --no-session-persistence
+	// UseLogin copies the user's `claude` login (~/.claude/.credentials.json) into each
+	// issue's configuration directory, where the agent can read it. Off by default.
+	UseLogin bool
 }
 
 var (
@@ -32,7 +35,7 @@ var (
 	efforts         = []string{"low", "medium", "high", "xhigh", "max"}
 	optionKeys      = []string{
 		"allowed_tools", "disallowed_tools", "effort", "fallback_model", "max_budget_usd",
-		"max_turns", "mcp_config", "model", "permission_mode", "session_persistence", "system_prompt",
+		"max_turns", "mcp_config", "model", "permission_mode", "session_persistence", "system_prompt", "use_login",
 	}
 )
 
@@ -74,6 +77,8 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 			if v != nil { // nothing keeps the default, true
 				o.SessionPersistence, err = agent.OptionBool(v)
 			}
+		case "use_login":
+			o.UseLogin, err = agent.OptionBool(v)
 		default:
 			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
 		}

@@ -216,7 +216,7 @@ func TestStartSession_AuthenticationPreflight(t *testing.T) {
 			if c.gh != "" {
 				a.gh = c.gh
 			}
-			s, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), Env: append([]string{"PATH=/usr/bin:/bin"}, c.env...)})
+			s, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), Env: append([]string{"PATH=/usr/bin:/bin", "HOME=" + cliCache}, c.env...)})
 			if !c.ok {
 				if agent.KindOf(err) != agent.ErrNotFound || !strings.Contains(err.Error(), "COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN") {
 					t.Fatalf("StartSession = %v, want agent_not_found listing the variables", err)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/agent/proc"
 	"sortie/internal/agent/remote"
+	"sortie/internal/runas"
 )
 
 // Kind is the agent.kind that selects this adapter.
@@ -54,6 +56,7 @@ type adapter struct {
 	warnings    []string
 	readTimeout time.Duration
 	env         []string      // the environment of the --version preflight (agent.Config.Env)
+	workflowDir string        // keys the per-issue homes
 	grace       time.Duration // SIGTERM → SIGKILL; proc.DefaultGrace outside tests
 	now         func() time.Time
 	gh          string // the GitHub CLI asked by the authentication fallback
@@ -69,8 +72,15 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if w := sharedHomeWarning(env); w != "" {
+		warnings = append(warnings, w)
+	}
 	return &adapter{program: cfg.Program(DefaultCommand), opts: opts, warnings: warnings, readTimeout: cfg.ReadTimeoutOrDefault(),
-		env: cfg.Env, grace: proc.DefaultGrace, now: time.Now, gh: "gh"}, nil
+		env: cfg.Env, workflowDir: cfg.WorkflowDir, grace: proc.DefaultGrace, now: time.Now, gh: "gh"}, nil
 }
 
 // Warnings lists what was ignored in the `copilot-cli:` block.
@@ -147,6 +157,10 @@ type session struct {
 	cred     *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
 	cgroup   int                 // the run's cgroup v2 directory (fd), 0 for none
 	notes    []string            // said as notifications at the start of the first turn
+	// home is the issue's own COPILOT_HOME, reset before every run of the CLI
+	// (home.go); "" over SSH or when the operator set COPILOT_HOME.
+	home  string
+	owner *runas.User // agent.run_as's user, who owns home; nil for the daemon's
 
 	guard proc.Guard // one process at a time; StopSession stops it
 
@@ -195,6 +209,19 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		if st.exe, err = exec.LookPath(a.program[0]); err != nil {
 			return nil, &agent.Error{Kind: agent.ErrNotFound, Message: Kind + ": agent.command " + a.program[0], Err: err}
 		}
+		// The loader would otherwise run the newest CLI it finds in any of its package
+		// directories, one under COPILOT_HOME included.
+		st.env = append(slices.Clip(st.env), "COPILOT_AUTO_UPDATE=false")
+		home := agent.EnvValue(st.env, homeEnv)
+		if home == "" {
+			st.home, st.owner = issueHome(st.env, a.workflowDir, p.Workspace), p.RunAs
+			// Before the canary, which runs unconfined.
+			if err := resetHome(st.home, st.owner); err != nil {
+				return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": the issue's COPILOT_HOME", Err: err}
+			}
+			st.env = append(st.env, homeEnv+"="+st.home)
+			home = st.home
+		}
 		if _, err := a.version(ctx, st.exe, st.env, p.RunAs.Credential()); err != nil {
 			return nil, err
 		}
@@ -214,12 +241,17 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 				return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": giving the usage file's directory to agent.run_as", Err: err}
 			}
 		}
-		write := stateDirs(st.env)
+		write := []string{home}
 		if st.usageDir != "" {
 			write = append(write, st.usageDir)
 		}
-		// ~/.copilot (or COPILOT_HOME) and the runtime cache, which every run uses.
-		st.wrap = agent.LocalWrap(p, st.exe, write, write[:min(2, len(write))])
+		if p.Confine != nil {
+			// The runtime the canary unpacked: read, run, never changed.
+			c := *p.Confine
+			c.Policy.Read = append(slices.Clip(c.Policy.Read), runtimeDirs(st.env)...)
+			p.Confine = &c
+		}
+		st.wrap = agent.LocalWrap(p, st.exe, write, write[:1])
 		st.cred = p.RunAs.Credential()
 		st.cgroup = p.Supervise.Cgroup()
 	}
@@ -245,6 +277,13 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	t := &turn{s: s, st: st, onEvent: p.OnEvent, now: a.now}
 	t.tr = newTranslator(a.now, t.emit, st.usage)
 	t.tr.model = st.model
+	if st.home != "" {
+		// Whatever an earlier turn's agent left there, this turn's CLI loads nothing
+		// Sortie did not keep.
+		if err := resetHome(st.home, st.owner); err != nil {
+			return t.fail(agent.EventStartupFailed, &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": the issue's COPILOT_HOME", Err: err})
+		}
+	}
 
 	ta := turnArgs{prompt: p.Prompt, sessionID: s.ID, mcpConfigs: st.mcp}
 	switch {
@@ -533,35 +572,3 @@ func (t *turn) resultOf(reason agent.EventType) agent.TurnResult {
 
 // stderrTail is the end of the CLI's stderr, enough to explain a failure in one line.
 func stderrTail(s string) string { return agent.Tail(s, 1024) }
-
-// stateDirs are where the CLI keeps its own state, which a confined CLI must be able to
-// write: ~/.copilot (or $COPILOT_HOME), the runtime the npm package unpacks under
-// $XDG_CACHE_HOME/copilot, then its directories under the other XDG base directories.
-func stateDirs(env []string) []string {
-	home := agent.EnvValue(env, "HOME")
-	xdg := func(key, fallback string) string {
-		if v := agent.EnvValue(env, key); v != "" {
-			return v
-		}
-		if home == "" {
-			return ""
-		}
-		return filepath.Join(home, fallback)
-	}
-	var dirs []string
-	if v := agent.EnvValue(env, "COPILOT_HOME"); v != "" {
-		dirs = append(dirs, v)
-	} else if home != "" {
-		dirs = append(dirs, filepath.Join(home, ".copilot"))
-	}
-	if cache := xdg("XDG_CACHE_HOME", ".cache"); cache != "" {
-		dirs = append(dirs, filepath.Join(cache, "copilot"))
-	}
-	for _, base := range []string{xdg("XDG_CONFIG_HOME", ".config"), xdg("XDG_STATE_HOME", ".local/state"),
-		xdg("XDG_DATA_HOME", ".local/share")} {
-		if base != "" {
-			dirs = append(dirs, filepath.Join(base, "copilot"), filepath.Join(base, ".copilot"))
-		}
-	}
-	return dirs
-}

@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cliCache = dir
+	// The fake-CLI tests' issue homes go below it too, not below the machine's /tmp.
+	byok = append(byok, "HOME="+dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

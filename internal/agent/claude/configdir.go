@@ -1,0 +1,322 @@
+package claude
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"sortie/internal/agent"
+	"sortie/internal/runas"
+)
+
+// The per-issue configuration directory. Claude Code loads instructions (CLAUDE.md,
+// rules/), code (settings.json hooks, apiKeyHelper and env, agents/, commands/,
+// skills/, plugins/, the shell snapshots and session-env scripts it sources) and MCP
+// servers (.claude.json) from its configuration directory, ~/.claude by default, and
+// a confined CLI must be able to write that directory. Shared by every issue and by the
+// operator's own `claude`, it would let one issue's agent plant instructions or hooks
+// for every later session, and for the operator's unconfined one. So a local CLI runs
+// with CLAUDE_CONFIG_DIR set to a directory of its issue's own, and before every turn
+// everything in it but the issue's transcripts is removed: not even the issue's own
+// earlier turns can plant what the CLI loads. The transcripts (projects/) stay, so
+// that --resume finds the session across turns and daemon restarts. With
+// CLAUDE_CONFIG_DIR set, the CLI keeps its global state file (.claude.json, ~/.claude.json
+// otherwise) in that directory too (2.1.330).
+
+// configEnv is the variable that names Claude Code's configuration directory.
+const configEnv = "CLAUDE_CONFIG_DIR"
+
+// credentialsFile is where the CLI keeps a `claude` login (`/login`) in its
+// configuration directory, on Linux.
+const credentialsFile = ".credentials.json"
+
+// globalStateFile is the CLI's global state in its configuration directory: user-scope
+// MCP servers, per-project settings, caches.
+const globalStateFile = ".claude.json"
+
+// keptGlobalState are the keys of .claude.json that survive a reset: an anonymous id
+// the CLI would otherwise make up anew every turn, and when it first ran.
+var keptGlobalState = []string{"userID", "firstStartTime"}
+
+// issueConfigDir is the configuration directory of the issue whose session has
+// environment env and workspace workspace, in the workflow in workflowDir:
+// <cache>/sortie/claude/<workflow key>/<issue key>, where cache is the agent user's
+// cache directory (XDG_CACHE_HOME, else ~/.cache, in env; else below the temporary
+// directory) and the keys are the start of the SHA-256 of the workflow's directory and
+// of the issue (SORTIE_ISSUE_ID, which the daemon sets; the workspace, unique per issue,
+// when it is unset). It is the same for every turn of the issue, after a restart too.
+func issueConfigDir(env []string, workflowDir, workspace string) string {
+	base := agent.EnvValue(env, "XDG_CACHE_HOME")
+	if !filepath.IsAbs(base) {
+		base = ""
+		if home := agent.EnvValue(env, "HOME"); filepath.IsAbs(home) {
+			base = filepath.Join(home, ".cache")
+		}
+	}
+	if base == "" {
+		// No home to keep it in: the daemon's user's own directory below the
+		// temporary one.
+		base = filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()))
+	}
+	wf := sha256.Sum256([]byte(filepath.Clean(workflowDir)))
+	issue := "issue:" + agent.EnvValue(env, "SORTIE_ISSUE_ID")
+	if issue == "issue:" {
+		issue = "workspace:" + filepath.Clean(workspace)
+	}
+	is := sha256.Sum256([]byte(issue))
+	return filepath.Join(base, "sortie", "claude", hex.EncodeToString(wf[:6]), hex.EncodeToString(is[:8]))
+}
+
+// sessionDir matches the name of a session's directory beside its transcript
+// (subagent transcripts, large tool results): a UUID.
+var sessionDir = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// resetConfigDir creates dir (0700, owner's) when missing and removes from it
+// everything Sortie did not put there but the transcripts: projects/<project>/*.jsonl
+// and the session directories beside them. .claude.json keeps only keptGlobalState.
+// When login is not "", it is the user's credentials file, copied in when newer than
+// the copy (the CLI refreshes its tokens in the copy); otherwise any copy is removed.
+// Links are removed, never followed, and nothing outside dir is touched even if a link
+// replaced part of it.
+func resetConfigDir(dir string, owner *runas.User, login string) error {
+	if err := owner.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	root, err := openOwnDir(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	state, _ := readBounded(root, globalStateFile, 64<<20)
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == "projects" && e.IsDir():
+			if err := pruneProjects(root); err != nil {
+				return err
+			}
+			continue
+		case name == credentialsFile && login != "" && e.Type().IsRegular():
+			continue
+		}
+		if err := root.RemoveAll(name); err != nil {
+			return fmt.Errorf("resetting %s: %w", dir, err)
+		}
+	}
+	if err := writeFile(root, globalStateFile, keptState(state), owner); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, globalStateFile), err)
+	}
+	if login != "" {
+		if err := copyLogin(root, login, owner); err != nil {
+			return fmt.Errorf("copying %s into %s: %w", login, dir, err)
+		}
+	}
+	return nil
+}
+
+// pruneProjects removes from projects/ everything but the project directories'
+// transcripts and session directories (auto memory, memory/, is instructions).
+func pruneProjects(root *os.Root) error {
+	projects, err := fs.ReadDir(root.FS(), "projects")
+	if err != nil {
+		return err
+	}
+	for _, p := range projects {
+		at := filepath.Join("projects", p.Name())
+		if !p.IsDir() {
+			if err := root.RemoveAll(at); err != nil {
+				return err
+			}
+			continue
+		}
+		files, err := fs.ReadDir(root.FS(), at)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			keep := f.Type().IsRegular() && strings.HasSuffix(f.Name(), ".jsonl") || f.IsDir() && sessionDir.MatchString(f.Name())
+			if !keep {
+				if err := root.RemoveAll(filepath.Join(at, f.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// keptState is the .claude.json Sortie writes: the keptGlobalState keys of state, when
+// they hold strings or numbers.
+func keptState(state []byte) []byte {
+	var old map[string]json.RawMessage
+	_ = json.Unmarshal(state, &old)
+	kept := map[string]any{}
+	for _, k := range keptGlobalState {
+		var v any
+		if json.Unmarshal(old[k], &v) == nil {
+			switch v.(type) {
+			case string, float64:
+				kept[k] = v
+			}
+		}
+	}
+	b, _ := json.Marshal(kept)
+	return b
+}
+
+// copyLogin copies the user's credentials file at src into root when it is newer than
+// the copy there.
+func copyLogin(root *os.Root, src string, owner *runas.User) error {
+	si, err := os.Stat(src)
+	if err != nil {
+		return nil // no login to copy; the CLI says it is not logged in
+	}
+	if di, err := root.Lstat(credentialsFile); err == nil && di.Mode().IsRegular() && !si.ModTime().After(di.ModTime()) {
+		return nil
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return err
+	}
+	return writeFile(root, credentialsFile, data, owner)
+}
+
+// readBounded reads name in root, at most limit bytes.
+func readBounded(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// writeFile writes data to name in root (0600, owner's) through a temporary file and a
+// rename, replacing whatever name was.
+func writeFile(root *os.Root, name string, data []byte, owner *runas.User) error {
+	tmp := ".sortie-" + name
+	_ = root.RemoveAll(tmp)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && owner != nil {
+		err = root.Lchown(tmp, int(owner.UID), int(owner.GID))
+	}
+	if err == nil {
+		_ = root.RemoveAll(name) // a directory or link in its place
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+	}
+	return err
+}
+
+// loginFile is the user's own credentials file that use_login copies: in
+// ~/.claude of the agent's user.
+func loginFile(env []string) string {
+	home := agent.EnvValue(env, "HOME")
+	if !filepath.IsAbs(home) {
+		return ""
+	}
+	return filepath.Join(home, ".claude", credentialsFile)
+}
+
+// credentialVars are the variables with which the CLI needs no login of its own.
+var credentialVars = []string{
+	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+	"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY",
+}
+
+// hasCredentialVar reports whether env holds one of credentialVars.
+func hasCredentialVar(env []string) bool {
+	for _, k := range credentialVars {
+		if strings.TrimSpace(agent.EnvValue(env, k)) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// authHint says how to authenticate agents without the user's `claude` login.
+const authHint = "agents do not use your `claude` login (each issue has its own Claude Code configuration directory): " +
+	"set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`, in the daemon's environment, " +
+	"or set claude-code.use_login: true to copy the login to each issue (the agent can then read it)"
+
+// authNotes are the notifications of a session whose CLI has no credential Sortie can
+// see: neither a credentialVars variable nor a copied login (login, "" for none).
+func authNotes(env []string, login string) []string {
+	if hasCredentialVar(env) {
+		return nil
+	}
+	if login != "" {
+		if _, err := os.Stat(login); err != nil {
+			return []string{"claude-code.use_login: no login at " + login + " to copy (run `claude` and /login as the agent's user)"}
+		}
+		return []string{"claude-code.use_login: the agent runs with a copy of " + login + ", which it can read"}
+	}
+	if own := loginFile(env); own != "" {
+		if _, err := os.Stat(own); err == nil {
+			return []string{"claude-code: no ANTHROPIC_API_KEY or other credential in the environment, and " + authHint}
+		}
+	}
+	return nil
+}
+
+// notLoggedIn reports whether a failed turn's message says the CLI had no credential.
+func notLoggedIn(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "not logged in") || strings.Contains(m, "run /login") || strings.Contains(m, "invalid api key")
+}
+
+// openOwnDir opens dir, which Sortie made at <cache>/sortie/<cli>/<workflow>/<issue>,
+// as a root nothing below it can lead out of. None of those four directories may be a
+// link: with agent.run_as and no confinement, the agent's user could otherwise point
+// one elsewhere and have the daemon remove what is there.
+func openOwnDir(dir string) (*os.Root, error) {
+	p := filepath.Clean(dir)
+	var fi os.FileInfo
+	for i := range 4 {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory (a link?)", p)
+		}
+		if i == 0 {
+			fi = st
+		}
+		p = filepath.Dir(p)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := root.Stat("."); err != nil || !os.SameFile(fi, st) {
+		root.Close()
+		return nil, fmt.Errorf("%s changed while it was opened", dir)
+	}
+	return root, nil
+}

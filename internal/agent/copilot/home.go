@@ -1,0 +1,158 @@
+package copilot
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"sortie/internal/agent"
+	"sortie/internal/runas"
+)
+
+// The per-issue COPILOT_HOME. Copilot CLI 1.0.102 loads instructions
+// (copilot-instructions.md), hooks (hooks/*.json, settings.json), custom agents,
+// skills, plugins, MCP and LSP servers from its home, ~/.copilot by default, and even
+// runs a newer CLI it finds under pkg/ there; a confined CLI must be able to write
+// that home. Shared by every issue and by the operator's own `copilot`, it would let one
+// issue's agent plant instructions or hooks for every later session, and code for the
+// operator's unconfined one. So a local CLI runs with COPILOT_HOME set to a directory of
+// its issue's own, and before every run of the CLI (the unconfined --version canary
+// too) everything in it but the sessions (session-state/, which --resume reads) is
+// removed: not even the issue's own earlier turns can plant what the CLI loads. With
+// COPILOT_HOME set, the CLI does not migrate the legacy $XDG_CONFIG_HOME/.copilot and
+// $XDG_STATE_HOME/.copilot into it, and writes nothing else outside it but its runtime
+// cache.
+
+// homeEnv is the variable that names the CLI's home.
+const homeEnv = "COPILOT_HOME"
+
+// keptInHome are the entries of an issue's COPILOT_HOME that a reset leaves.
+var keptInHome = []string{"session-state"}
+
+// issueHome is the COPILOT_HOME of the issue whose session has environment env and
+// workspace workspace, in the workflow in workflowDir:
+// <cache>/sortie/copilot/<workflow key>/<issue key>, where cache is the agent user's
+// cache directory (XDG_CACHE_HOME, else ~/.cache, in env; else below the temporary
+// directory) and the keys are the start of the SHA-256 of the workflow's directory and
+// of the issue (SORTIE_ISSUE_ID, which the daemon sets; the workspace, unique per issue,
+// when it is unset). It is the same for every turn of the issue, after a restart too.
+func issueHome(env []string, workflowDir, workspace string) string {
+	base := cacheHome(env)
+	if base == "" {
+		// No home to keep it in: the daemon's user's own directory below the
+		// temporary one.
+		base = filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()))
+	}
+	wf := sha256.Sum256([]byte(filepath.Clean(workflowDir)))
+	issue := "issue:" + agent.EnvValue(env, "SORTIE_ISSUE_ID")
+	if issue == "issue:" {
+		issue = "workspace:" + filepath.Clean(workspace)
+	}
+	is := sha256.Sum256([]byte(issue))
+	return filepath.Join(base, "sortie", "copilot", hex.EncodeToString(wf[:6]), hex.EncodeToString(is[:8]))
+}
+
+// cacheHome is the agent user's cache directory in env: XDG_CACHE_HOME, else
+// ~/.cache; "" without either.
+func cacheHome(env []string) string {
+	if v := agent.EnvValue(env, "XDG_CACHE_HOME"); filepath.IsAbs(v) {
+		return v
+	}
+	if home := agent.EnvValue(env, "HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, ".cache")
+	}
+	return ""
+}
+
+// runtimeDirs are where the npm package's native loader unpacks the CLI's runtime
+// (its JavaScript and native modules, loaded by every later run) and looks for it:
+// $XDG_CACHE_HOME/copilot, or COPILOT_CACHE_HOME and COPILOT_PKG_CACHE_HOME when set.
+// The unconfined --version canary unpacks it before a session's first turn; a
+// confined CLI may read it, never write it, or it could change the code every later
+// run of the CLI executes, the operator's own included.
+func runtimeDirs(env []string) []string {
+	var dirs []string
+	for _, k := range []string{"COPILOT_PKG_CACHE_HOME", "COPILOT_CACHE_HOME"} {
+		if v := agent.EnvValue(env, k); filepath.IsAbs(v) {
+			dirs = append(dirs, v)
+		}
+	}
+	if c := cacheHome(env); c != "" {
+		dirs = append(dirs, filepath.Join(c, "copilot"))
+	}
+	return dirs
+}
+
+// resetHome creates dir (0700, owner's) when missing and removes from it everything
+// but keptInHome. Links are removed, never followed, and nothing outside dir is
+// touched even if a link replaced part of it.
+func resetHome(dir string, owner *runas.User) error {
+	if err := owner.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	root, err := openOwnDir(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() && slices.Contains(keptInHome, e.Name()) {
+			continue
+		}
+		if err := root.RemoveAll(e.Name()); err != nil {
+			return fmt.Errorf("resetting %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// sharedHomeWarning is the start-up warning when the operator set COPILOT_HOME, which
+// every issue's agent then shares.
+func sharedHomeWarning(env []string) string {
+	dir := agent.EnvValue(env, homeEnv)
+	if dir == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s=%s is set: every issue's agent shares that Copilot CLI home and can write it, so one issue's agent can "+
+		"plant instructions and hooks (copilot-instructions.md, hooks/) for every other issue and for whoever runs copilot with it; "+
+		"unset it to give each issue a home of its own", homeEnv, dir)
+}
+
+// openOwnDir opens dir, which Sortie made at <cache>/sortie/<cli>/<workflow>/<issue>,
+// as a root nothing below it can lead out of. None of those four directories may be a
+// link: with agent.run_as and no confinement, the agent's user could otherwise point
+// one elsewhere and have the daemon remove what is there.
+func openOwnDir(dir string) (*os.Root, error) {
+	p := filepath.Clean(dir)
+	var fi os.FileInfo
+	for i := range 4 {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory (a link?)", p)
+		}
+		if i == 0 {
+			fi = st
+		}
+		p = filepath.Dir(p)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := root.Stat("."); err != nil || !os.SameFile(fi, st) {
+		root.Close()
+		return nil, fmt.Errorf("%s changed while it was opened", dir)
+	}
+	return root, nil
+}
