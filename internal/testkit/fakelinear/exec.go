@@ -400,6 +400,13 @@ func (ex *exec) matchIssue(is *Issue, filter any) (bool, *gqlError) {
 		case "state":
 			st := s.state(is.StateID)
 			ok, err = matchFields(v, map[string]any{"id": st.ID, "name": st.Name, "type": st.Type}, "WorkflowStateFilter")
+		case "assignee":
+			u := s.user(is.AssigneeID)
+			if is.AssigneeID == "" || u == nil {
+				ok = false
+				break
+			}
+			ok, err = matchFields(v, map[string]any{"id": u.ID, "email": u.Email, "isMe": u.ID == s.viewer}, "NullableUserFilter")
 		case "project":
 			if is.ProjectSlug == "" {
 				ok = false

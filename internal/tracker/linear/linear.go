@@ -67,6 +67,9 @@ type Tracker struct {
 	userAgent string
 	project   string // project slugId; "" when scoped by team
 	team      string // team key, upper case; "" when scoped by project
+	// assignee narrows the candidates to one assignee's issues (tracker.assignee):
+	// "me" (the key's user), an e-mail address or a user id; "" for everyone's.
+	assignee string
 	active    []string
 	terminal  []string
 
@@ -131,7 +134,7 @@ func newTracker(cfg tracker.Config) (*Tracker, error) {
 	}
 	t := &Tracker{
 		endpoint: endpoint, key: strings.TrimPrefix(key, "Bearer "), auth: key, userAgent: ua,
-		project: project, team: team,
+		project: project, team: team, assignee: strings.TrimSpace(cfg.Assignee),
 		active: clean(cfg.ActiveStates), terminal: clean(cfg.TerminalStates),
 		// Redirects are not followed: the key must go to the configured endpoint only.
 		client: &http.Client{Timeout: requestTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -219,6 +222,21 @@ func (t *Tracker) scope() map[string]any {
 	return f
 }
 
+// assigneeFilter is the IssueFilter's assignee part for tracker.assignee (Symphony's
+// rule: only the worker's issues are dispatched): isMe for "me", the e-mail address
+// (case ignored) for a value with an @, else the user id; nil for no assignee filter.
+func assigneeFilter(assignee string) map[string]any {
+	switch {
+	case assignee == "":
+		return nil
+	case strings.EqualFold(assignee, "me"):
+		return map[string]any{"isMe": map[string]any{"eq": true}}
+	case strings.Contains(assignee, "@"):
+		return map[string]any{"email": map[string]any{"eqIgnoreCase": assignee}}
+	}
+	return map[string]any{"id": map[string]any{"eq": assignee}}
+}
+
 // inScope reports whether an issue is in the configured project and team.
 func (t *Tracker) inScope(a *apiIssue) bool {
 	if t.project != "" && (a.Project == nil || !strings.EqualFold(a.Project.SlugID, t.project)) {
@@ -284,6 +302,9 @@ func (t *Tracker) FetchCandidateIssues(ctx context.Context) ([]tracker.Issue, er
 	const op = "fetch_candidates"
 	filter := t.scope()
 	filter["state"] = map[string]any{"name": map[string]any{"in": t.active}}
+	if f := assigneeFilter(t.assignee); f != nil {
+		filter["assignee"] = f
+	}
 	out := []tracker.Issue{}
 	err := t.pages(ctx, op, queryCandidates, map[string]any{"filter": filter}, field("issues"), func(nodes []byte) error {
 		list, err := decodeNodes[apiIssue](nodes)

@@ -142,6 +142,49 @@ func TestFetchCandidates_ScopedByProject(t *testing.T) {
 	}
 }
 
+// tracker.assignee (Symphony's): only the worker's issues are candidates, named as
+// "me" (the key's user), by e-mail (case ignored) or by user id.
+func TestFetchCandidates_OnlyTheAssigneesIssues(t *testing.T) {
+	for _, tc := range []struct{ name, assignee, want string }{
+		{"me", "me", "mine"},
+		{"e-mail", "Alice@Example.com", "alice's"},
+		{"nobody set", "", "mine alice's nobody's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, tr, _ := newTest(t, tracker.Config{})
+			alice, me := f.AddUser("Alice Doe", "alice", "alice@example.com"), f.Viewer().ID
+			f.AddIssue("ENG", "mine", "Todo", func(is *fakelinear.Issue) { is.AssigneeID = me })
+			f.AddIssue("ENG", "alice's", "Todo", func(is *fakelinear.Issue) { is.AssigneeID = alice.ID })
+			f.AddIssue("ENG", "nobody's", "Todo", nil)
+			tr.assignee = tc.assignee
+			got, err := tr.FetchCandidateIssues(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var titles []string
+			for _, is := range got {
+				titles = append(titles, is.Title)
+			}
+			if strings.Join(titles, " ") != tc.want {
+				t.Errorf("candidates for tracker.assignee %q = %q, want %q", tc.assignee, titles, tc.want)
+			}
+		})
+	}
+	// By user id, through New as the daemon builds it.
+	f, _, _ := newTest(t, tracker.Config{})
+	bob := f.AddUser("Bob", "bob", "bob@example.com")
+	f.AddIssue("ENG", "bob's", "Todo", func(is *fakelinear.Issue) { is.AssigneeID = bob.ID })
+	f.AddIssue("ENG", "other", "Todo", nil)
+	tr, err := newTracker(tracker.Config{Kind: "linear", Endpoint: f.URL, APIKey: fakelinear.Key, Team: "ENG", Assignee: bob.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tr.FetchCandidateIssues(context.Background())
+	if err != nil || len(got) != 1 || got[0].Title != "bob's" {
+		t.Fatalf("candidates for Bob's id = %+v, %v; want bob's issue only", got, err)
+	}
+}
+
 func TestFetchIssueByID_NormalisesEverything(t *testing.T) {
 	f, tr, _ := newTest(t, tracker.Config{})
 	alice := f.AddUser("Alice Doe", "alice", "alice@example.com")
