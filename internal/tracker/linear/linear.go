@@ -70,8 +70,8 @@ type Tracker struct {
 	// assignee narrows the candidates to one assignee's issues (tracker.assignee):
 	// "me" (the key's user), an e-mail address or a user id; "" for everyone's.
 	assignee string
-	active    []string
-	terminal  []string
+	active   []string
+	terminal []string
 
 	client *http.Client
 	now    func() time.Time // the rate limiter's clock; replaced in tests
