@@ -282,9 +282,10 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 
 	lr := proc.NewLineReader(pr.Stdout(), proc.DefaultMaxLine)
 	for lr.Next() {
-		if st.target != nil && t.remotePGID == 0 {
+		if st.target != nil && !t.pgidRead {
+			t.pgidRead = true
 			// The remote shell names its group on stderr before the CLI starts.
-			t.remotePGID, _ = remote.ParsePGID(pr.Stderr().Head(4096))
+			t.remotePGID = remote.AwaitPGID(pr.Stderr())
 		}
 		t.tr.line(lr.Line())
 	}
@@ -319,6 +320,7 @@ type turn struct {
 	pid     int
 	// remotePGID is the remote process group over SSH, once announced; 0 otherwise.
 	remotePGID int
+	pgidRead   bool   // the announced group was looked for (once, at the first line)
 	name       string // what ran: "opencode", or "ssh to <host>"
 	resumed    bool   // the turn continued a session by its id
 }

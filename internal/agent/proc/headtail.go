@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"fmt"
 	"sync"
 )
@@ -18,6 +19,8 @@ type HeadTailBuffer struct {
 	tailNext int  // where the next tail byte goes
 	tailFull bool // the ring has wrapped
 	total    int64
+	// changed is closed by the next Write (WaitHead); nil when nobody waits.
+	changed chan struct{}
 }
 
 // NewHeadTailBuffer keeps up to head bytes from the start and tail bytes from the end.
@@ -31,6 +34,10 @@ func (b *HeadTailBuffer) Write(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	n := len(p)
 	b.total += int64(n)
+	if b.changed != nil && n > 0 {
+		close(b.changed)
+		b.changed = nil
+	}
 	if room := b.headMax - len(b.head); room > 0 {
 		k := min(room, len(p))
 		b.head = append(b.head, p[:k]...)
@@ -85,6 +92,29 @@ func (b *HeadTailBuffer) Head(n int) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.head[:min(n, len(b.head))])
+}
+
+// WaitHead waits until ok accepts the first n bytes written, or ctx ends, and
+// reports whether ok accepted them: for a line a process writes on stderr before it
+// writes anything else, which its stdout reader may see first.
+func (b *HeadTailBuffer) WaitHead(ctx context.Context, n int, ok func(head string) bool) bool {
+	for {
+		b.mu.Lock()
+		head := string(b.head[:min(n, len(b.head))])
+		if b.changed == nil {
+			b.changed = make(chan struct{})
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		if ok(head) {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (b *HeadTailBuffer) tailBytes() []byte {

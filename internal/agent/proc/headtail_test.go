@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,25 @@ func TestHeadTailBuffer_MemoryIsBounded(t *testing.T) {
 	want := "0123456789012345\n... [999968 bytes omitted] ...\n4567890123456789"
 	if got != want {
 		t.Errorf("String: want %q, got %q", want, got)
+	}
+}
+
+// WaitHead returns once a later write completes what it waits for, and gives up when
+// its context ends.
+func TestHeadTailBuffer_WaitHeadSeesALaterWrite(t *testing.T) {
+	b := NewHeadTailBuffer(64, 64)
+	done := make(chan bool)
+	go func() {
+		done <- b.WaitHead(context.Background(), 64, func(h string) bool { return strings.Contains(h, "ready\n") })
+	}()
+	b.Write([]byte("rea"))
+	b.Write([]byte("dy\n"))
+	if !<-done {
+		t.Fatal("WaitHead did not see the line written after it started")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if b.WaitHead(ctx, 64, func(h string) bool { return strings.Contains(h, "never") }) {
+		t.Fatal("WaitHead accepted a head that does not hold what it waits for")
 	}
 }

@@ -103,22 +103,49 @@ const PGIDMarker = "sortie-remote-pgid="
 
 const announcePGID = "echo " + PGIDMarker + "$$ >&2 && "
 
+// PGIDWait bounds how long a turn waits, at its first line of output, for the stderr
+// line that names the remote process group: the remote shell writes it before the CLI
+// starts, but the local stdout and stderr pipes are read by different goroutines.
+const PGIDWait = 5 * time.Second
+
 // ParsePGID finds the remote process group that Command's line announced in the
-// session's stderr.
+// session's stderr. The line must be whole (ended by a newline): a number still being
+// written is not a group yet.
 func ParsePGID(stderr string) (int, bool) {
 	i := strings.Index(stderr, PGIDMarker)
 	if i < 0 {
 		return 0, false
 	}
 	digits := stderr[i+len(PGIDMarker):]
-	if end := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); end >= 0 {
-		digits = digits[:end]
+	end := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 || (digits[end] != '\n' && digits[end] != '\r') {
+		return 0, false
 	}
+	digits = digits[:end]
 	pgid, err := strconv.Atoi(digits)
 	if err != nil || pgid <= 1 {
 		return 0, false
 	}
 	return pgid, true
+}
+
+// StderrHead is what AwaitPGID reads a turn's stderr through: proc.HeadTailBuffer.
+type StderrHead interface {
+	WaitHead(ctx context.Context, n int, ok func(head string) bool) bool
+}
+
+// AwaitPGID returns the remote process group announced at the start of a turn's
+// stderr, waiting up to PGIDWait for the line to arrive; 0 when it does not. Call it
+// once the turn's first line of output has been read: the line precedes the CLI.
+func AwaitPGID(stderr StderrHead) int {
+	ctx, cancel := context.WithTimeout(context.Background(), PGIDWait)
+	defer cancel()
+	pgid := 0
+	stderr.WaitHead(ctx, 4096, func(head string) bool {
+		pgid, _ = ParsePGID(head)
+		return pgid > 0
+	})
+	return pgid
 }
 
 // StripPGID removes the PGIDMarker line from captured stderr, for error messages.

@@ -442,6 +442,8 @@ func TestParsePGID(t *testing.T) {
 		{PGIDMarker + "1\n", 0, false}, // never init
 		{PGIDMarker + "\n", 0, false},
 		{"nothing here", 0, false},
+		{PGIDMarker + "42", 0, false},     // still being written: 42 may become 4217
+		{PGIDMarker + "42 x\n", 0, false}, // not the shell's line
 	}
 	for _, c := range cases {
 		pgid, ok := ParsePGID(c.stderr)
