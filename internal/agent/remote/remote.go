@@ -75,6 +75,10 @@ func ParseTarget(s string) (Target, error) {
 	if host == "" {
 		return Target{}, fmt.Errorf("ssh host %q: no host name", s)
 	}
+	if user == "" && strings.HasPrefix(host, "-") {
+		// "[-oProxyCommand=…]" would reach ssh as an option once the brackets are gone.
+		return Target{}, fmt.Errorf("ssh host %q: must not start with '-'", s)
+	}
 	t := Target{Host: user + host}
 	if hasPort {
 		p, err := strconv.Atoi(port)

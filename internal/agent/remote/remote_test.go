@@ -58,6 +58,7 @@ func TestParseTarget_RejectsBadForms(t *testing.T) {
 		{"blank", " \t ", "empty"},
 		{"option injection", "-oProxyCommand=touch /tmp/pwned", "start with '-'"},
 		{"option injection without blanks", "-oProxyCommand=sh", "start with '-'"},
+		{"option injection in brackets", "[-oProxyCommand=sh]:22", "start with '-'"},
 		{"port option", "-p2222", "start with '-'"},
 		{"option as user", "-oProxyCommand=sh@host", "start with '-'"},
 		{"inner space", "host name", "whitespace"},
