@@ -89,7 +89,7 @@ func resetConfigDir(dir string, owner *runas.User, login string) error {
 	if err := owner.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	root, err := openOwnDir(dir)
+	root, err := agent.OpenStateDir(dir)
 	if err != nil {
 		return err
 	}
@@ -288,35 +288,4 @@ func authNotes(env []string, login string) []string {
 func notLoggedIn(msg string) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "not logged in") || strings.Contains(m, "run /login") || strings.Contains(m, "invalid api key")
-}
-
-// openOwnDir opens dir, which Sortie made at <cache>/sortie/<cli>/<workflow>/<issue>,
-// as a root nothing below it can lead out of. None of those four directories may be a
-// link: with agent.run_as and no confinement, the agent's user could otherwise point
-// one elsewhere and have the daemon remove what is there.
-func openOwnDir(dir string) (*os.Root, error) {
-	p := filepath.Clean(dir)
-	var fi os.FileInfo
-	for i := range 4 {
-		st, err := os.Lstat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("%s is not a directory (a link?)", p)
-		}
-		if i == 0 {
-			fi = st
-		}
-		p = filepath.Dir(p)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := root.Stat("."); err != nil || !os.SameFile(fi, st) {
-		root.Close()
-		return nil, fmt.Errorf("%s changed while it was opened", dir)
-	}
-	return root, nil
 }

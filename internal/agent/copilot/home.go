@@ -94,7 +94,7 @@ func resetHome(dir string, owner *runas.User) error {
 	if err := owner.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	root, err := openOwnDir(dir)
+	root, err := agent.OpenStateDir(dir)
 	if err != nil {
 		return err
 	}
@@ -124,35 +124,4 @@ func sharedHomeWarning(env []string) string {
 	return fmt.Sprintf("%s=%s is set: every issue's agent shares that Copilot CLI home and can write it, so one issue's agent can "+
 		"plant instructions and hooks (copilot-instructions.md, hooks/) for every other issue and for whoever runs copilot with it; "+
 		"unset it to give each issue a home of its own", homeEnv, dir)
-}
-
-// openOwnDir opens dir, which Sortie made at <cache>/sortie/<cli>/<workflow>/<issue>,
-// as a root nothing below it can lead out of. None of those four directories may be a
-// link: with agent.run_as and no confinement, the agent's user could otherwise point
-// one elsewhere and have the daemon remove what is there.
-func openOwnDir(dir string) (*os.Root, error) {
-	p := filepath.Clean(dir)
-	var fi os.FileInfo
-	for i := range 4 {
-		st, err := os.Lstat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("%s is not a directory (a link?)", p)
-		}
-		if i == 0 {
-			fi = st
-		}
-		p = filepath.Dir(p)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := root.Stat("."); err != nil || !os.SameFile(fi, st) {
-		root.Close()
-		return nil, fmt.Errorf("%s changed while it was opened", dir)
-	}
-	return root, nil
 }

@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestOpenStateDir(t *testing.T) {
+	levels := []string{"sortie", "cli", "workflow", "issue"}
+	t.Run("real dir", func(t *testing.T) {
+		dir := filepath.Join(append([]string{t.TempDir()}, levels...)...)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		root, err := OpenStateDir(dir)
+		if err != nil {
+			t.Fatalf("OpenStateDir(%s): %v", dir, err)
+		}
+		defer root.Close()
+		if err := root.WriteFile("f", []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "f")); err != nil || string(b) != "x" {
+			t.Fatalf("file written through the root: %q, %v", b, err)
+		}
+	})
+	// A link at each checked level, pointing at a real directory with the same tree
+	// below it, is refused.
+	for i, name := range levels {
+		t.Run("link at "+name, func(t *testing.T) {
+			cache := t.TempDir()
+			elsewhere := t.TempDir()
+			target := filepath.Join(append([]string{elsewhere}, levels[i:]...)...)
+			if err := os.MkdirAll(target, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			parent := filepath.Join(append([]string{cache}, levels[:i]...)...)
+			if err := os.MkdirAll(parent, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(elsewhere, name), filepath.Join(parent, name)); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(append([]string{cache}, levels...)...)
+			if _, err := os.Stat(dir); err != nil {
+				t.Fatalf("the dir should resolve through the link: %v", err)
+			}
+			if root, err := OpenStateDir(dir); err == nil {
+				root.Close()
+				t.Fatalf("OpenStateDir(%s) opened it with a link at %s", dir, name)
+			}
+		})
+	}
+	t.Run("missing", func(t *testing.T) {
+		if _, err := OpenStateDir(filepath.Join(t.TempDir(), "sortie", "cli", "workflow", "issue")); err == nil {
+			t.Fatal("OpenStateDir opened a directory that does not exist")
+		}
+	})
+}
