@@ -243,7 +243,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	// tracker_api reaches the tracker in force, which a reload may replace.
 	tools.svc.Issues = orch.Tracker()
 	tools.svc.Refresh = func() { orch.Refresh() }
-	tools.svc.AgentMoved = orch.AgentMoved
+	tools.svc.AgentMoving = orch.AgentMoving
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", dbShown, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))

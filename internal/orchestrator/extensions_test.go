@@ -316,7 +316,7 @@ func TestAgentMoved_OwnTransitionLetsTheTurnFinish(t *testing.T) {
 	h.awaitEvent("MOV-1", "session_started")
 
 	// What ToolService does for a transition_issue of the agent's own issue.
-	h.orch.AgentMoved("MOV-1", "In Review")
+	h.orch.AgentMoving("MOV-1", "In Review")
 	h.setState("MOV-1", "In Review")
 	h.refresh()
 	o := h.awaitStep(StepTick, "")

@@ -167,8 +167,7 @@ type Orchestrator struct {
 
 	lastReloadErr string // the rejected WORKFLOW.md edit already reported
 
-	movedMu sync.Mutex
-	moved   map[string]string // issue id → the state its own agent moved it to
+	moves   agentMoves // the states running issues' own agents moved them to
 	cp      checkpoints
 	own     ownWrites // Sortie's own changes to issues, for holds (comments.go)
 	started time.Time
@@ -213,7 +212,6 @@ func New(opts Options) (*Orchestrator, error) {
 		remoteWaits: map[string]store.Run{},
 		sessions:    map[string]int{},
 		spent:       map[string]spend{},
-		moved:       map[string]string{},
 		hostLoad:    map[string]int{},
 		answers:     make(chan string, 64),
 		renewDue:    make(chan struct{}, 1),

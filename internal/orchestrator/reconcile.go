@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"sortie/internal/config"
@@ -23,7 +24,7 @@ func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
 		if !ok {
 			continue
 		}
-		if moved, ok := o.agentMovedTo(id); ok && tracker.StateIn(state, []string{moved}) {
+		if moved, ok := o.moves.movedTo(id); ok && tracker.StateIn(state, []string{moved}) {
 			// The agent moved its own issue (tracker_api): it is finishing its work, so
 			// its turn ends normally and the worker stops after it.
 			e.issue.State = state
@@ -226,31 +227,59 @@ func (o *Orchestrator) overBudget(cfg *config.Config, id string) bool {
 	return o.spent[id].exceeded(cfg) != ""
 }
 
-// AgentMoved records that the agent running issueID moved it to state itself, through
-// tracker_api: reconciliation then lets the agent finish its turn rather than stopping
-// it for its own change. The worker still stops after that turn, since the issue left
-// the active states. An empty state withdraws the record (the tracker did not make the
-// move). It is safe to call from any goroutine.
-func (o *Orchestrator) AgentMoved(issueID, state string) {
-	o.movedMu.Lock()
-	if state == "" {
-		delete(o.moved, issueID)
-	} else {
-		o.moved[issueID] = state
-	}
-	o.movedMu.Unlock()
+// AgentMoving records that the agent running issueID is moving it to state itself,
+// through tracker_api or linear_graphql: reconciliation then lets the agent finish its
+// turn rather than stopping it for its own change. The worker still stops after that
+// turn, since the issue left the active states. Call it before the move is sent (a
+// poll may see the move at once), then call what it returns with whether the tracker
+// made the move: a move not made puts back the record held before. It is safe to call
+// from any goroutine.
+func (o *Orchestrator) AgentMoving(issueID, state string) (settle func(moved bool)) {
+	return o.moves.moving(issueID, state)
 }
 
-func (o *Orchestrator) agentMovedTo(issueID string) (string, bool) {
-	o.movedMu.Lock()
-	defer o.movedMu.Unlock()
-	s, ok := o.moved[issueID]
+// agentMoves is the state each running issue's own agent moved it to, by issue id.
+// The loop reads it in reconcile; the agent socket's handlers write it.
+type agentMoves struct {
+	mu sync.Mutex
+	to map[string]string
+}
+
+func (m *agentMoves) moving(issueID, state string) func(moved bool) {
+	m.mu.Lock()
+	prev, had := m.to[issueID]
+	if m.to == nil {
+		m.to = map[string]string{}
+	}
+	m.to[issueID] = state
+	m.mu.Unlock()
+	return func(moved bool) {
+		if moved {
+			return
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.to[issueID] != state {
+			return // a later move is recorded: it settles itself
+		}
+		if had {
+			m.to[issueID] = prev
+		} else {
+			delete(m.to, issueID)
+		}
+	}
+}
+
+func (m *agentMoves) movedTo(issueID string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.to[issueID]
 	return s, ok
 }
 
-// forgetAgentMoved drops the record when the issue's worker exits.
-func (o *Orchestrator) forgetAgentMoved(issueID string) {
-	o.movedMu.Lock()
-	delete(o.moved, issueID)
-	o.movedMu.Unlock()
+// forget drops the record when the issue's worker exits: a next run starts afresh.
+func (m *agentMoves) forget(issueID string) {
+	m.mu.Lock()
+	delete(m.to, issueID)
+	m.mu.Unlock()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -38,12 +37,11 @@ type ToolService struct {
 	// Refresh wakes the loop after the agent changed the tracker (a transition), since
 	// Sortie's own tracker writes do not notify it. Optional.
 	Refresh func()
-	// AgentMoved is told when an agent moves its own issue, before the move is sent
+	// AgentMoving is told when an agent moves its own issue, before the move is sent
 	// and the loop woken, so that the agent finishes its turn instead of being stopped
-	// for a state change it made itself (Orchestrator.AgentMoved). When the tracker
-	// does not make the move, it is told again with the state the agent's run had moved
-	// the issue to before, "" for none, which withdraws the record. Optional.
-	AgentMoved func(issueID, state string)
+	// for a state change it made itself; what it returns is told whether the tracker
+	// made the move (Orchestrator.AgentMoving). Optional.
+	AgentMoving func(issueID, state string) (settle func(moved bool))
 	// Timeout bounds each call; 0 means DefaultToolTimeout.
 	Timeout time.Duration
 	// Workflows answers the workflow tools (*engine.Engine); nil means they are not
@@ -57,47 +55,15 @@ type ToolService struct {
 	NotifyRateLimited func(scope string)
 
 	notifyLimit notifyLimiter
-	moves       agentMoves
 }
 
-// agentMoves is the state each issue's agent last moved it to, with the tracker's
-// confirmation, in which run: what AgentMoved is restored to when a later move fails.
-type agentMoves struct {
-	mu   sync.Mutex
-	last map[string]agentMove // by issue id
-}
-
-type agentMove struct {
-	run   int64
-	state string
-}
-
-// agentMoving tells AgentMoved that sess's agent is moving its issue to state, and
-// returns what settles it: a move made is remembered, a move not made restores the
-// record to the run's previous move, or withdraws it.
+// agentMoving tells AgentMoving that sess's agent is moving its own issue to state,
+// and returns what settles it.
 func (t *ToolService) agentMoving(sess agentsock.Session, state string) func(moved bool) {
-	if t.AgentMoved == nil {
+	if t.AgentMoving == nil {
 		return func(bool) {}
 	}
-	t.moves.mu.Lock()
-	prev := ""
-	if m, ok := t.moves.last[sess.IssueID]; ok && m.run == sess.RunID {
-		prev = m.state
-	}
-	t.moves.mu.Unlock()
-	t.AgentMoved(sess.IssueID, state)
-	return func(moved bool) {
-		if !moved {
-			t.AgentMoved(sess.IssueID, prev)
-			return
-		}
-		t.moves.mu.Lock()
-		if t.moves.last == nil {
-			t.moves.last = map[string]agentMove{}
-		}
-		t.moves.last[sess.IssueID] = agentMove{run: sess.RunID, state: state}
-		t.moves.mu.Unlock()
-	}
+	return t.AgentMoving(sess.IssueID, state)
 }
 
 // WorkflowCaller runs one workflow tool call for an agent session: *engine.Engine.

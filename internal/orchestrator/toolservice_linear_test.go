@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -72,10 +71,11 @@ func TestLinearGraphQL_OfferedOnlyWithLinear(t *testing.T) {
 func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
 	f, mine, other, c, svc, refreshed := linearService(t)
 	var movedTo string
-	svc.AgentMoved = func(id, state string) {
+	svc.AgentMoving = func(id, state string) func(bool) {
 		if id == mine.ID {
 			movedTo = state
 		}
+		return func(bool) {}
 	}
 	ctx := context.Background()
 
@@ -142,30 +142,22 @@ func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
 	}
 }
 
-// recordMoves is an AgentMoved that keeps what the orchestrator keeps: the state the
-// agent moved each issue to, "" withdrawing it.
-func recordMoves(svc *ToolService) func() map[string]string {
-	var mu sync.Mutex
-	moved := map[string]string{}
-	svc.AgentMoved = func(id, state string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if state == "" {
-			delete(moved, id)
-			return
-		}
-		moved[id] = state
+// recordMoves wires svc to the orchestrator's own record of agent moves, and returns
+// a reader of it and a way to start a new run (the record forgotten at a worker's exit).
+func recordMoves(svc *ToolService) (read func() map[string]string, newRun func(issueID string)) {
+	m := &agentMoves{}
+	svc.AgentMoving = m.moving
+	read = func() map[string]string {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return maps.Clone(m.to)
 	}
-	return func() map[string]string {
-		mu.Lock()
-		defer mu.Unlock()
-		return maps.Clone(moved)
-	}
+	return read, m.forget
 }
 
 func TestLinearGraphQL_AMoveLinearRefusedIsNotTheAgents(t *testing.T) {
 	f, mine, _, c, svc, refreshed := linearService(t)
-	moves := recordMoves(svc)
+	moves, newRun := recordMoves(svc)
 	ctx := context.Background()
 	review, done := f.StateID("ENG", "In Review"), f.StateID("ENG", "Done")
 	move := func(state string) error {
@@ -190,8 +182,7 @@ func TestLinearGraphQL_AMoveLinearRefusedIsNotTheAgents(t *testing.T) {
 	}
 	// In a new run, a refused move leaves no record: a human's move to Done later is
 	// not mistaken for the agent's.
-	svc.moves = agentMoves{}
-	svc.AgentMoved(mine.ID, "")
+	newRun(mine.ID)
 	move(done)
 	if got, ok := moves()[mine.ID]; ok {
 		t.Fatalf("a refused first move left the record %q", got)
@@ -200,7 +191,7 @@ func TestLinearGraphQL_AMoveLinearRefusedIsNotTheAgents(t *testing.T) {
 
 func TestToolService_ATransitionTheTrackerRefusedIsNotTheAgents(t *testing.T) {
 	svc, ft, refreshed := toolService(t, nil)
-	moves := recordMoves(svc)
+	moves, _ := recordMoves(svc)
 	ft.FailNext(faketracker.OpTransition, 1, nil)
 	_, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: sess.IssueID, TargetState: "Done"})
 	if e == nil {
