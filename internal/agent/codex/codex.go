@@ -12,6 +12,7 @@ package codex
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,9 +208,9 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	if st.authHint = a.authHint(env); st.authHint != "" {
 		st.notes = append(st.notes, st.authHint)
 	}
-	if st.landlocked && cmp(a.opts.ThreadSandbox, DefaultThreadSandbox) != "danger-full-access" {
+	if st.landlocked && cmp.Or(a.opts.ThreadSandbox, DefaultThreadSandbox) != "danger-full-access" {
 		st.notes = append(st.notes, "codex: Sortie's Landlock confinement holds this session to its workspace; codex's own sandbox ("+
-			cmp(a.opts.ThreadSandbox, DefaultThreadSandbox)+") cannot run inside it and is off")
+			cmp.Or(a.opts.ThreadSandbox, DefaultThreadSandbox)+") cannot run inside it and is off")
 	}
 	if p.MCPConfigPath != "" {
 		if st.mcp, err = mcpServers(p.MCPConfigPath); err != nil {
@@ -424,7 +425,7 @@ func (t *turn) handshake(ctx context.Context) (string, error) {
 		policy = DefaultApprovalPolicy
 	}
 	params["approvalPolicy"] = policy
-	params["sandbox"] = cmp(o.ThreadSandbox, DefaultThreadSandbox)
+	params["sandbox"] = cmp.Or(o.ThreadSandbox, DefaultThreadSandbox)
 	if o.Model != "" {
 		params["model"] = o.Model
 	}
@@ -478,13 +479,6 @@ func (t *turn) handshake(ctx context.Context) (string, error) {
 	}
 	t.st.started = true
 	return how, nil
-}
-
-func cmp(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }
 
 // call sends a request and reads until its answer, handling whatever comes before it.
@@ -718,13 +712,7 @@ func lookPathIn(name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		return exec.LookPath(name)
 	}
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
+	for _, dir := range filepath.SplitList(agent.EnvValue(env, "PATH")) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
