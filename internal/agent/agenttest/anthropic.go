@@ -1,9 +1,7 @@
 package agenttest
 
 import (
-	"cmp"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,37 +36,26 @@ type Anthropic struct {
 	Server *fakemodel.Server
 	tools  AnthropicTools
 
-	mu     sync.Mutex
-	script []fakemodel.Reply // as pushed, so Reported can tell what each answer reported
+	script scripted[fakemodel.Reply]
 }
 
 // push scripts r, reporting usage of its own when it is a response.
 func (m *Anthropic) push(r fakemodel.Reply) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r.Status == 0 && !r.Stall {
-		r.Usage = scriptedUsage(len(m.script))
-	}
-	m.script = append(m.script, r)
-	m.Server.Push(r)
+	m.script.push(r, func(r *fakemodel.Reply) *fakemodel.Usage {
+		if r.Status == 0 && !r.Stall {
+			return &r.Usage
+		}
+		return nil
+	}, m.Server.Push)
 }
 
 // Reported implements Model.
 func (m *Anthropic) Reported() agent.Usage {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var sum agent.Usage
-	for _, req := range m.Server.Messages() {
-		r := fakemodel.Reply{} // the default reply
-		if req.Reply >= 0 {
-			r = m.script[req.Reply]
-		}
-		if len(req.Messages) == 0 || req.ScriptError != "" || r.Status != 0 && r.Status != http.StatusOK || r.Stall || r.Malformed {
-			continue // not answered with a response (a request the server could not read has no messages)
-		}
-		addUsage(&sum, cmp.Or(r.Usage, fakemodel.DefaultUsage))
-	}
-	return sum
+	return reported(&m.script, m.Server.Messages, func(req fakemodel.Request) int { return req.Reply },
+		func(req fakemodel.Request, r fakemodel.Reply) (fakemodel.Usage, bool) {
+			// A request the server could not read has no messages.
+			return r.Usage, len(req.Messages) > 0 && req.ScriptError == "" && (r.Status == 0 || r.Status == http.StatusOK) && !r.Stall && !r.Malformed
+		})
 }
 
 // NewAnthropic starts a fake Anthropic API on 127.0.0.1 for one case, closed when t

@@ -1,6 +1,7 @@
 package agenttest
 
 import (
+	"cmp"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +60,46 @@ func addUsage(sum *agent.Usage, u fakemodel.Usage) {
 	sum.Output += u.OutputTokens
 	sum.CacheRead += u.CacheReadInputTokens
 	sum.Total = sum.Input + sum.Output
+}
+
+// scripted is what a Model has scripted, in the dialect's reply type R, as pushed, so
+// that Reported can tell what each answer reported. The zero value is ready to use.
+type scripted[R any] struct {
+	mu      sync.Mutex
+	replies []R
+}
+
+// push scripts r with send. When usage returns where r's usage goes (nil when r is not
+// a response: an error or a stall), r reports figures of its own (scriptedUsage).
+func (s *scripted[R]) push(r R, usage func(*R) *fakemodel.Usage, send func(...R)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u := usage(&r); u != nil {
+		*u = scriptedUsage(len(s.replies))
+	}
+	s.replies = append(s.replies, r)
+	send(r)
+}
+
+// reported implements Reported over s: it sums the usage of every request requests
+// returns that was answered with a response, or the default usage when that response
+// set none. reply is the index of the scripted reply that answered a request (-1 for the
+// server's default reply, R's zero value); served reports whether a request and the
+// reply it got make a response, and that response's usage.
+func reported[Q, R any](s *scripted[R], requests func() []Q, reply func(Q) int, served func(Q, R) (fakemodel.Usage, bool)) agent.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sum agent.Usage
+	for _, req := range requests() {
+		var r R // the default reply
+		if i := reply(req); i >= 0 {
+			r = s.replies[i]
+		}
+		if u, ok := served(req, r); ok {
+			addUsage(&sum, cmp.Or(u, fakemodel.DefaultUsage))
+		}
+	}
+	return sum
 }
 
 // Request is what one model request carried, dialect-neutral.

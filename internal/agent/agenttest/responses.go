@@ -1,9 +1,7 @@
 package agenttest
 
 import (
-	"cmp"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,37 +32,26 @@ type Responses struct {
 	Server *fakemodel.ResponsesServer
 	tools  ResponsesTools
 
-	mu     sync.Mutex
-	script []fakemodel.ResponsesReply // as pushed, so Reported can tell what each answer reported
+	script scripted[fakemodel.ResponsesReply]
 }
 
 // push scripts r, reporting usage of its own when it is a response.
 func (m *Responses) push(r fakemodel.ResponsesReply) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r.Status == 0 && !r.Stall && !r.Failed {
-		r.Usage = scriptedUsage(len(m.script))
-	}
-	m.script = append(m.script, r)
-	m.Server.Push(r)
+	m.script.push(r, func(r *fakemodel.ResponsesReply) *fakemodel.Usage {
+		if r.Status == 0 && !r.Stall && !r.Failed {
+			return &r.Usage
+		}
+		return nil
+	}, m.Server.Push)
 }
 
 // Reported implements Model.
 func (m *Responses) Reported() agent.Usage {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var sum agent.Usage
-	for _, req := range m.Server.Responses() {
-		r := fakemodel.ResponsesReply{} // the default reply
-		if req.Reply >= 0 {
-			r = m.script[req.Reply]
-		}
-		if len(req.Input) == 0 || req.ScriptError != "" || r.Status != 0 && r.Status != http.StatusOK || r.Stall || r.Failed || r.Malformed {
-			continue // not answered with a response (a request the server could not read has no input)
-		}
-		addUsage(&sum, cmp.Or(r.Usage, fakemodel.DefaultUsage))
-	}
-	return sum
+	return reported(&m.script, m.Server.Responses, func(req fakemodel.ResponsesRequest) int { return req.Reply },
+		func(req fakemodel.ResponsesRequest, r fakemodel.ResponsesReply) (fakemodel.Usage, bool) {
+			// A request the server could not read has no input.
+			return r.Usage, len(req.Input) > 0 && req.ScriptError == "" && (r.Status == 0 || r.Status == http.StatusOK) && !r.Stall && !r.Failed && !r.Malformed
+		})
 }
 
 // NewResponses starts a fake Responses API on 127.0.0.1 for one case, closed when t
