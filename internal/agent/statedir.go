@@ -1,10 +1,44 @@
 package agent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 )
+
+// IssueStateDir is where the CLI named cli keeps one issue's state when Sortie runs it
+// locally: <cache>/sortie/<cli>/<workflow>/<issue>, below the agent user's cache
+// directory (CacheHome, else a directory of the daemon's user below the temporary
+// one). The keys are the start of the SHA-256 of the workflow's directory and of the
+// issue (SORTIE_ISSUE_ID, which the daemon sets; the workspace, unique per issue, when
+// it is unset), so it is the same for every turn of the issue, after a restart too.
+func IssueStateDir(env []string, cli, workflowDir, workspace string) string {
+	base := CacheHome(env)
+	if base == "" {
+		base = filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()))
+	}
+	wf := sha256.Sum256([]byte(filepath.Clean(workflowDir)))
+	issue := "issue:" + EnvValue(env, "SORTIE_ISSUE_ID")
+	if issue == "issue:" {
+		issue = "workspace:" + filepath.Clean(workspace)
+	}
+	is := sha256.Sum256([]byte(issue))
+	return filepath.Join(base, "sortie", cli, hex.EncodeToString(wf[:6]), hex.EncodeToString(is[:8]))
+}
+
+// CacheHome is the agent user's cache directory in env: XDG_CACHE_HOME, else
+// ~/.cache; "" without either (or with relative ones).
+func CacheHome(env []string) string {
+	if v := EnvValue(env, "XDG_CACHE_HOME"); filepath.IsAbs(v) {
+		return v
+	}
+	if home := EnvValue(env, "HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, ".cache")
+	}
+	return ""
+}
 
 // stateDirLevels is how many directories OpenStateDir checks: <issue> and its three
 // parents, up to sortie.

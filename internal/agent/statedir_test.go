@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -57,4 +58,27 @@ func TestOpenStateDir(t *testing.T) {
 			t.Fatal("OpenStateDir opened a directory that does not exist")
 		}
 	})
+}
+
+// IssueStateDir is one directory per issue of a workflow, the same at every call, below
+// the agent user's cache directory.
+func TestIssueStateDir_OnePerIssue(t *testing.T) {
+	env := func(issue string) []string { return []string{"HOME=/home/u", "SORTIE_ISSUE_ID=" + issue} }
+	a := IssueStateDir(env("1"), "claude", "/srv/wf", "/ws/A")
+	if a != IssueStateDir(env("1"), "claude", "/srv/wf", "/ws/A") || !strings.HasPrefix(a, "/home/u/.cache/sortie/claude/") {
+		t.Fatalf("issue 1's dir %q: want it stable and below ~/.cache/sortie/claude", a)
+	}
+	for _, other := range []string{
+		IssueStateDir(env("2"), "claude", "/srv/wf", "/ws/A"),
+		IssueStateDir(env("1"), "claude", "/srv/other", "/ws/A"),
+		IssueStateDir(env("1"), "copilot", "/srv/wf", "/ws/A"),
+		IssueStateDir([]string{"HOME=/home/u"}, "claude", "/srv/wf", "/ws/A"),
+	} {
+		if other == a {
+			t.Errorf("another issue, workflow or CLI shares %q", a)
+		}
+	}
+	if got := IssueStateDir([]string{"XDG_CACHE_HOME=/c", "HOME=/home/u"}, "claude", "/w", "/ws"); !strings.HasPrefix(got, "/c/sortie/claude/") {
+		t.Errorf("with XDG_CACHE_HOME: %q", got)
+	}
 }

@@ -1,8 +1,6 @@
 package claude
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,25 +51,7 @@ var keptGlobalState = []string{"userID", "firstStartTime"}
 // of the issue (SORTIE_ISSUE_ID, which the daemon sets; the workspace, unique per issue,
 // when it is unset). It is the same for every turn of the issue, after a restart too.
 func issueConfigDir(env []string, workflowDir, workspace string) string {
-	base := agent.EnvValue(env, "XDG_CACHE_HOME")
-	if !filepath.IsAbs(base) {
-		base = ""
-		if home := agent.EnvValue(env, "HOME"); filepath.IsAbs(home) {
-			base = filepath.Join(home, ".cache")
-		}
-	}
-	if base == "" {
-		// No home to keep it in: the daemon's user's own directory below the
-		// temporary one.
-		base = filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()))
-	}
-	wf := sha256.Sum256([]byte(filepath.Clean(workflowDir)))
-	issue := "issue:" + agent.EnvValue(env, "SORTIE_ISSUE_ID")
-	if issue == "issue:" {
-		issue = "workspace:" + filepath.Clean(workspace)
-	}
-	is := sha256.Sum256([]byte(issue))
-	return filepath.Join(base, "sortie", "claude", hex.EncodeToString(wf[:6]), hex.EncodeToString(is[:8]))
+	return agent.IssueStateDir(env, "claude", workflowDir, workspace)
 }
 
 // sessionDir matches the name of a session's directory beside its transcript

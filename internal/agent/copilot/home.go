@@ -1,11 +1,8 @@
 package copilot
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -41,31 +38,7 @@ var keptInHome = []string{"session-state"}
 // of the issue (SORTIE_ISSUE_ID, which the daemon sets; the workspace, unique per issue,
 // when it is unset). It is the same for every turn of the issue, after a restart too.
 func issueHome(env []string, workflowDir, workspace string) string {
-	base := cacheHome(env)
-	if base == "" {
-		// No home to keep it in: the daemon's user's own directory below the
-		// temporary one.
-		base = filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()))
-	}
-	wf := sha256.Sum256([]byte(filepath.Clean(workflowDir)))
-	issue := "issue:" + agent.EnvValue(env, "SORTIE_ISSUE_ID")
-	if issue == "issue:" {
-		issue = "workspace:" + filepath.Clean(workspace)
-	}
-	is := sha256.Sum256([]byte(issue))
-	return filepath.Join(base, "sortie", "copilot", hex.EncodeToString(wf[:6]), hex.EncodeToString(is[:8]))
-}
-
-// cacheHome is the agent user's cache directory in env: XDG_CACHE_HOME, else
-// ~/.cache; "" without either.
-func cacheHome(env []string) string {
-	if v := agent.EnvValue(env, "XDG_CACHE_HOME"); filepath.IsAbs(v) {
-		return v
-	}
-	if home := agent.EnvValue(env, "HOME"); filepath.IsAbs(home) {
-		return filepath.Join(home, ".cache")
-	}
-	return ""
+	return agent.IssueStateDir(env, "copilot", workflowDir, workspace)
 }
 
 // runtimeDirs are where the npm package's native loader unpacks the CLI's runtime
@@ -81,7 +54,7 @@ func runtimeDirs(env []string) []string {
 			dirs = append(dirs, v)
 		}
 	}
-	if c := cacheHome(env); c != "" {
+	if c := agent.CacheHome(env); c != "" {
 		dirs = append(dirs, filepath.Join(c, "copilot"))
 	}
 	return dirs
