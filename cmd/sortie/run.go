@@ -44,6 +44,8 @@ type runFlags struct {
 	logFormat    string
 	port         int    // -1: server.port
 	host         string // "": server.host
+	cpuProfile   string // --cpuprofile: a CPU profile of the daemon's whole life
+	memProfile   string // --memprofile: a heap profile at exit
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -54,6 +56,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "", "text or json")
 	fs.IntVar(&f.port, "port", -1, "serve the dashboard, API and metrics on this port (0: off)")
 	fs.StringVar(&f.host, "host", "", "listen on this IP address")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (go tool pprof)")
+	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile to this file when the daemon exits (go tool pprof)")
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -71,7 +75,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runDaemon(ctx, workflowPath(fs.Args()), f, stdout, stderr)
+	stopProfiles, err := startProfiles(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "sortie: %v\n", err)
+		return exitFailure
+	}
+	code := runDaemon(ctx, workflowPath(fs.Args()), f, stdout, stderr)
+	if err := stopProfiles(); err != nil {
+		fmt.Fprintf(stderr, "sortie: %v\n", err)
+	}
+	return code
 }
 
 // workflowPath returns the absolute WORKFLOW.md path from the positional arguments.
@@ -267,6 +280,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if ctx.Err() != nil {
 		logger.Info("shut down gracefully")
 	}
+	logResources(logger)
 	return exitOK
 }
 

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+)
+
+// startProfiles starts the CPU profile of --cpuprofile and returns what ends it and
+// writes the heap profile of --memprofile: the profiles docs/performance.md's figures
+// come from, taken of a real daemon rather than a test binary.
+func startProfiles(f runFlags) (stop func() error, err error) {
+	var cpu *os.File
+	if f.cpuProfile != "" {
+		if cpu, err = os.Create(f.cpuProfile); err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
+	return func() error {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
+		}
+		if f.memProfile == "" {
+			return nil
+		}
+		mem, err := os.Create(f.memProfile)
+		if err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		runtime.GC() // the heap as it is, not as of the last collection
+		if err := pprof.WriteHeapProfile(mem); err != nil {
+			mem.Close()
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		return mem.Close()
+	}, nil
+}
+
+// logResources logs what the daemon itself used over its life, its agents excluded:
+// CPU time and the peak resident set size (what an operator sizes a machine by).
+func logResources(log *slog.Logger) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return
+	}
+	cpu := func(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
+	log.Info("resources used", "cpu_user_s", cpu(ru.Utime), "cpu_system_s", cpu(ru.Stime),
+		"max_rss_kb", maxRSSKiB(ru.Maxrss))
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// w1 is 200 issues, 10 slots, one turn each of an 8-tool transcript.
+func (h *harness) w1() (*report, error) {
+	return h.drain("W1: 200 issues, 10 slots, an 8-tool claude transcript, 1 turn",
+		setup{name: "w1", issues: 200, slots: 10, tools: 8}, true)
+}
+
+// w2 is 20 issues, 10 slots, one turn each of a 20,000-line transcript.
+func (h *harness) w2() (*report, error) {
+	return h.drain("W2: 20 issues, 10 slots, 20,000-line claude transcripts, 1 turn",
+		setup{name: "w2", issues: 20, slots: 10, lines: 20000}, false)
+}
+
+// drain runs the workload count times, each time xargs then sortie on a fresh
+// directory, and reports the medians. withTargets: W1's wall and CPU targets apply.
+func (h *harness) drain(title string, s setup, withTargets bool) (*report, error) {
+	var walls, limits, ratios, cpus, rsss []float64
+	var events int
+	for i := 0; i < max(h.opts.count, 1); i++ {
+		w, err := h.prepare(s)
+		if err != nil {
+			return nil, err
+		}
+		limit, err := h.xargs(w, s.issues, s.slots)
+		if err != nil {
+			return nil, err
+		}
+		profile := ""
+		if h.opts.profile != "" && i == 0 {
+			profile = filepath.Join(h.opts.profile, s.name)
+		}
+		d, err := h.startDaemon(w, true, true, profile)
+		if err != nil {
+			return nil, err
+		}
+		run, err := d.wait(w, 10*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		if run.handedOff != s.issues {
+			return nil, fmt.Errorf("%d of %d issues were handed off (log: %s)", run.handedOff, s.issues, run.logPath)
+		}
+		events = w.lines * s.issues
+		walls = append(walls, run.wall.Seconds())
+		limits = append(limits, limit.Seconds())
+		ratios = append(ratios, run.wall.Seconds()/limit.Seconds())
+		cpus = append(cpus, run.cpu)
+		rsss = append(rsss, float64(run.maxRSSKiB))
+		if h.opts.verbose {
+			fmt.Fprintf(os.Stderr, "benchdrain: %s run %d: sortie %.2fs, xargs %.2fs, daemon CPU %.2fs, peak RSS %.1f MB\n",
+				s.name, i+1, run.wall.Seconds(), limit.Seconds(), run.cpu, float64(run.maxRSSKiB)/1024)
+		}
+		h.cleanup(w)
+	}
+	r := &report{title: title}
+	ratio, cpu := median(ratios), median(cpus)
+	perIssue := cpu / float64(s.issues) * 1000
+	r.add("sortie wall", fmt.Sprintf("%.2f s", median(walls)))
+	r.add("xargs wall (the limit)", fmt.Sprintf("%.2f s", median(limits)))
+	if withTargets {
+		r.check("wall / limit", fmt.Sprintf("%.2f×", ratio), "≤ 1.5×", ratio <= 1.5)
+		r.check("daemon CPU per issue", fmt.Sprintf("%.2f ms", perIssue), "≤ 2.5 ms", perIssue <= 2.5)
+	} else {
+		r.add("wall / limit", fmt.Sprintf("%.2f×", ratio))
+		r.add("daemon CPU per issue", fmt.Sprintf("%.2f ms", perIssue))
+	}
+	r.add("daemon CPU", fmt.Sprintf("%.2f s", cpu))
+	r.peakRSSKiB = median(rsss)
+	r.add("daemon peak RSS", fmt.Sprintf("%.1f MB", r.peakRSSKiB/1024))
+	r.add("events per daemon CPU-second", fmt.Sprintf("%.0f", float64(events)/cpu))
+	r.note("medians of %d runs; every issue handed off in each; ratios of %s", len(ratios), spread(ratios, "×"))
+	return r, nil
+}
+
+// spread is "min–max" of xs.
+func spread(xs []float64, unit string) string {
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return fmt.Sprintf("%.2f–%.2f%s", lo, hi, unit)
+}
