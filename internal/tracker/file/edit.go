@@ -10,16 +10,14 @@ import (
 	"sortie/internal/tracker"
 )
 
-// The edits in this file rewrite one issue object inside the file's bytes and leave
+// The edits in this file rewrite one issue object, and the file around it keeps
 // every other byte as it was: other issues, unknown fields, key order, whitespace and
 // line endings. New text copies the indentation of its neighbours, so a hand-formatted
 // file still looks hand-formatted after Sortie writes to it.
 
-// setState returns data with issue i's state set to state and its updated_at to
-// updatedAt, adding updated_at if the issue has none.
-func setState(data []byte, doc *document, i int, state, updatedAt string) ([]byte, error) {
-	sp := doc.spans[i]
-	obj := data[sp.start:sp.end]
+// setState returns the object obj of an issue with its state set to state and its
+// updated_at to updatedAt, adding updated_at if the issue has none.
+func setState(obj []byte, state, updatedAt string) ([]byte, error) {
 	ms, err := objectMembers(obj)
 	if err != nil {
 		return nil, err
@@ -27,7 +25,7 @@ func setState(data []byte, doc *document, i int, state, updatedAt string) ([]byt
 	var edits []replacement
 	si := lastMember(ms, "state")
 	if si < 0 {
-		return nil, fmt.Errorf("issue %q has no state field", doc.issues[i].ID)
+		return nil, fmt.Errorf("the issue has no state field")
 	}
 	edits = append(edits, replacement{ms[si].valStart, ms[si].valEnd, encodeJSON(state, "", "", "")})
 	if ui := lastMember(ms, "updated_at"); ui >= 0 {
@@ -35,24 +33,23 @@ func setState(data []byte, doc *document, i int, state, updatedAt string) ([]byt
 	} else {
 		edits = append(edits, appendMember(obj, ms, "updated_at", encodeJSON(updatedAt, "", "", "")))
 	}
-	return splice(data, sp, applyEdits(obj, edits)), nil
+	return applyEdits(obj, edits), nil
 }
 
-// appendComment returns data with c appended to issue i's comments, creating the
-// comments array if it is absent, null or empty.
-func appendComment(data []byte, doc *document, i int, c tracker.Comment) ([]byte, error) {
-	sp := doc.spans[i]
-	obj := data[sp.start:sp.end]
+// appendComment returns the object obj of an issue with c appended to its comments,
+// creating the comments array if it is absent, null or empty. objIndent is the
+// indentation of the line the object starts on.
+func appendComment(obj []byte, objIndent string, c tracker.Comment) ([]byte, error) {
 	ms, err := objectMembers(obj)
 	if err != nil {
 		return nil, err
 	}
-	unit := indentUnit(data, sp.start, obj, ms)
+	unit := indentUnit(objIndent, obj, ms)
 	ci := lastMember(ms, "comments")
 	if ci < 0 {
 		indent, nl := layout(memberSep(obj, ms[len(ms)-1].keyStart))
 		arr := commentArray(c, indent, unit, nl)
-		return splice(data, sp, applyEdits(obj, []replacement{appendMember(obj, ms, "comments", arr)})), nil
+		return applyEdits(obj, []replacement{appendMember(obj, ms, "comments", arr)}), nil
 	}
 	m := ms[ci]
 	val := obj[m.valStart:m.valEnd]
@@ -65,7 +62,7 @@ func appendComment(data []byte, doc *document, i int, c tracker.Comment) ([]byte
 	if len(elems) == 0 {
 		indent, nl := layout(memberSep(obj, m.keyStart))
 		arr := commentArray(c, indent, unit, nl)
-		return splice(data, sp, applyEdits(obj, []replacement{{m.valStart, m.valEnd, arr}})), nil
+		return applyEdits(obj, []replacement{{m.valStart, m.valEnd, arr}}), nil
 	}
 	// After the last element, separated from it as it is from the one before.
 	last := elems[len(elems)-1]
@@ -74,7 +71,7 @@ func appendComment(data []byte, doc *document, i int, c tracker.Comment) ([]byte
 	text := append([]byte{','}, sep...)
 	text = append(text, encodeJSON(c, indent, unit, nl)...)
 	at := m.valStart + last.end
-	return splice(data, sp, applyEdits(obj, []replacement{{at, at, text}})), nil
+	return applyEdits(obj, []replacement{{at, at, text}}), nil
 }
 
 // member is one "key": value pair of a JSON object, located by byte offsets into it.
@@ -169,11 +166,16 @@ func layout(sep []byte) (indent, newline string) {
 	return string(sep[nl+1:]), newline
 }
 
+// lineIndent is the indentation of the line of data that offset at is on, up to at.
+func lineIndent(data []byte, at int) string {
+	lineStart := bytes.LastIndexByte(data[:at], '\n') + 1
+	return string(data[lineStart : lineStart+skipSpace(data[lineStart:at], 0)])
+}
+
 // indentUnit guesses one level of indentation from how far the issue's members are
-// indented past the line the issue starts on; two spaces when that says nothing.
-func indentUnit(data []byte, objStart int, obj []byte, ms []member) string {
-	lineStart := bytes.LastIndexByte(data[:objStart], '\n') + 1
-	objIndent := string(data[lineStart : lineStart+skipSpace(data[lineStart:objStart], 0)])
+// indented past the line the issue starts on (objIndent); two spaces when that says
+// nothing.
+func indentUnit(objIndent string, obj []byte, ms []member) string {
 	memberIndent, nl := layout(memberSep(obj, ms[0].keyStart))
 	if nl != "" && len(memberIndent) > len(objIndent) && strings.HasPrefix(memberIndent, objIndent) {
 		return memberIndent[len(objIndent):]
@@ -241,14 +243,6 @@ func applyEdits(b []byte, edits []replacement) []byte {
 		at = e.end
 	}
 	return append(out, b[at:]...)
-}
-
-// splice returns data with the bytes of sp replaced by obj.
-func splice(data []byte, sp span, obj []byte) []byte {
-	out := make([]byte, 0, len(data)-(sp.end-sp.start)+len(obj))
-	out = append(out, data[:sp.start]...)
-	out = append(out, obj...)
-	return append(out, data[sp.end:]...)
 }
 
 func isNull(raw []byte) bool { return string(raw) == "null" }

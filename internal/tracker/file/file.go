@@ -54,6 +54,8 @@ type Tracker struct {
 	written []byte
 
 	writeMu sync.Mutex // serialises read-modify-write cycles
+	queueMu sync.Mutex // guards queue
+	queue   []*request // edits waiting for the next write (modify)
 	// beforeRename, when set by a test, runs after the new content is safely in the
 	// temporary file and before the final check that the file did not change meanwhile.
 	beforeRename func()

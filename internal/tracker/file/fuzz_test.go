@@ -2,6 +2,7 @@ package file
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -50,12 +51,12 @@ func FuzzParse(f *testing.F) {
 		}
 		i := len(data) % len(doc.issues)
 		sp := doc.spans[i]
+		tr := &Tracker{path: "issues.json", newCommentID: randomCommentID}
 
-		out, err := setState(data, doc, i, `Fuzzed <&> "state"`, "2026-01-02T03:04:05Z")
-		if err != nil {
-			t.Fatalf("setState on a file that parsed: %v", err)
-		}
-		after := roundTrip(t, data, out, doc, i)
+		out, patched := editOne(t, tr, data, doc, i, func(obj []byte, _ *tracker.Issue, _ string) ([]byte, error) {
+			return setState(obj, `Fuzzed <&> "state"`, "2026-01-02T03:04:05Z")
+		})
+		after := roundTrip(t, data, out, doc, patched, i)
 		if got := after.issues[i]; got.State != `Fuzzed <&> "state"` || got.UpdatedAt != "2026-01-02T03:04:05Z" {
 			t.Fatalf("after transition: state %q updated_at %q", got.State, got.UpdatedAt)
 		}
@@ -64,31 +65,89 @@ func FuzzParse(f *testing.F) {
 		sameIssue(t, after.issues[i], want)
 
 		c := tracker.Comment{ID: "sortie-1", Author: "sortie", Body: "a\nb </x> \u2028", CreatedAt: "2026-01-02T03:04:05Z"}
-		out, err = appendComment(data, doc, i, c)
-		if err != nil {
-			t.Fatalf("appendComment on a file that parsed: %v", err)
-		}
-		after = roundTrip(t, data, out, doc, i)
+		out, patched = editOne(t, tr, data, doc, i, func(obj []byte, _ *tracker.Issue, indent string) ([]byte, error) {
+			return appendComment(obj, indent, c)
+		})
+		after = roundTrip(t, data, out, doc, patched, i)
 		want = doc.issues[i]
 		want.Comments = append(append([]tracker.Comment{}, doc.issues[i].Comments...), c)
 		sameIssue(t, after.issues[i], want)
 		if !bytes.Equal(out[:sp.start], data[:sp.start]) {
 			t.Fatal("bytes before the edited issue changed")
 		}
+
+		// Both in one write, and a transition of the first issue too, as a group
+		// commit makes them: the patched document is the file's parse.
+		reqs := []*request{
+			{ctx: context.Background(), op: "transition", id: doc.issues[i].ID, done: make(chan struct{}), edit: func(obj []byte, _ *tracker.Issue, _ string) ([]byte, error) {
+				return setState(obj, "Batched", "2026-01-02T03:04:05Z")
+			}},
+			{ctx: context.Background(), op: "comment", id: doc.issues[i].ID, done: make(chan struct{}), edit: func(obj []byte, _ *tracker.Issue, indent string) ([]byte, error) {
+				return appendComment(obj, indent, c)
+			}},
+			{ctx: context.Background(), op: "transition", id: doc.issues[0].ID, done: make(chan struct{}), edit: func(obj []byte, _ *tracker.Issue, _ string) ([]byte, error) {
+				return setState(obj, "First", "2026-01-02T03:04:05Z")
+			}},
+		}
+		out, patched, applied := tr.apply(data, doc, reqs)
+		if len(applied) != len(reqs) {
+			for _, r := range reqs {
+				select {
+				case <-r.done:
+					t.Fatalf("a batched %s failed: %v", r.op, r.err)
+				default:
+				}
+			}
+		}
+		full, err := parse(out)
+		if err != nil {
+			t.Fatalf("the batched edit does not parse: %v\nbefore: %q\nafter:  %q", err, data, out)
+		}
+		samePatch(t, patched, full)
+		if got := full.issues[0].State; got != "First" {
+			t.Fatalf("first issue's state %q after the batch", got)
+		}
+		if i != 0 && (full.issues[i].State != "Batched" || len(full.issues[i].Comments) != len(doc.issues[i].Comments)+1) {
+			t.Fatalf("issue %d after the batch: state %q, %d comments", i, full.issues[i].State, len(full.issues[i].Comments))
+		}
 	})
+}
+
+// editOne runs one edit of issue i through the tracker's write path (apply) and
+// returns the new content and its patched document.
+func editOne(t *testing.T, tr *Tracker, data []byte, doc *document, i int, edit editFunc) ([]byte, *document) {
+	t.Helper()
+	r := &request{ctx: context.Background(), op: "edit", id: doc.issues[i].ID, edit: edit, done: make(chan struct{})}
+	out, patched, applied := tr.apply(data, doc, []*request{r})
+	if len(applied) != 1 {
+		<-r.done
+		t.Fatalf("an edit on a file that parsed: %v", r.err)
+	}
+	return out, patched
+}
+
+// samePatch checks that a document patched after an edit is the one a full parse of
+// the new content gives.
+func samePatch(t *testing.T, patched, full *document) {
+	t.Helper()
+	if !reflect.DeepEqual(patched.issues, full.issues) || !reflect.DeepEqual(patched.spans, full.spans) ||
+		!reflect.DeepEqual(patched.blockers, full.blockers) {
+		t.Fatalf("the patched document differs from the file's parse:\npatched %+v\nfull    %+v", patched.issues, full.issues)
+	}
 }
 
 // roundTrip parses out and checks it has the same issues as before, that issues other
 // than i are unchanged, and that only the bytes of issue i differ.
-func roundTrip(t *testing.T, data, out []byte, before *document, i int) *document {
+func roundTrip(t *testing.T, data, out []byte, before, patched *document, i int) *document {
 	t.Helper()
 	after, err := parse(out)
 	if err != nil {
 		t.Fatalf("edited file does not parse: %v\nbefore: %q\nafter:  %q", err, data, out)
 	}
-	if _, err := checkEdit(before, out); err != nil {
-		t.Fatal(err)
+	if len(after.issues) != len(before.issues) {
+		t.Fatalf("edited content has %d issues, want %d", len(after.issues), len(before.issues))
 	}
+	samePatch(t, patched, after)
 	sp := before.spans[i]
 	if !bytes.Equal(out[:sp.start], data[:sp.start]) || !bytes.Equal(out[len(out)-(len(data)-sp.end):], data[sp.end:]) {
 		t.Fatalf("bytes outside the edited issue changed:\nbefore: %q\nafter:  %q", data, out)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -21,6 +22,10 @@ type document struct {
 	spans        []span // spans[i] is the byte range of issues[i]'s object
 	byID         map[string]int
 	byIdentifier map[string]int
+	// blockers[i] is issues[i]'s blocked_by as written, before fillBlockers completed
+	// it from the issues it points at; nil for an issue without blockers. A document
+	// patched after an edit (patch) fills them again from the issues' new states.
+	blockers [][]tracker.BlockerRef
 }
 
 // span is a half-open byte range [start, end).
@@ -116,6 +121,14 @@ func parseArray(data []byte, base int) (*document, error) {
 // state (and id or identifier) is taken from that issue, so "blocked by" follows the
 // blocker's live state. A state written in the ref is the operator's and is kept.
 func fillBlockers(doc *document) {
+	if doc.blockers == nil {
+		doc.blockers = make([][]tracker.BlockerRef, len(doc.issues))
+		for i := range doc.issues {
+			if len(doc.issues[i].BlockedBy) > 0 {
+				doc.blockers[i] = slices.Clone(doc.issues[i].BlockedBy)
+			}
+		}
+	}
 	for i := range doc.issues {
 		for j := range doc.issues[i].BlockedBy {
 			b := &doc.issues[i].BlockedBy[j]
@@ -138,6 +151,69 @@ func fillBlockers(doc *document) {
 			}
 		}
 	}
+}
+
+// parseObject validates and normalises one issue object on its own, as parseArray
+// does each element: how an edited issue is checked without parsing the whole file.
+func parseObject(obj []byte) (tracker.Issue, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	dec.UseNumber()
+	var w wireIssue
+	if err := dec.Decode(&w); err != nil {
+		return tracker.Issue{}, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return tracker.Issue{}, errors.New("unexpected data after the issue object")
+	}
+	return w.issue()
+}
+
+// patch is the document of data with the objects of the issues in objs (index → new
+// object) replaced by their new bytes, whose parses are in issues: the new file content
+// and its document, built from doc without parsing the other issues again. doc is
+// not changed; the new document shares its unchanged issues' data, which no one
+// modifies (callers copy what they hand out).
+func patch(data []byte, doc *document, objs map[int][]byte, issues map[int]tracker.Issue) ([]byte, *document) {
+	grow := 0
+	for i, obj := range objs {
+		grow += len(obj) - (doc.spans[i].end - doc.spans[i].start)
+	}
+	out := make([]byte, 0, len(data)+max(grow, 0))
+	after := &document{
+		issues:       slices.Clone(doc.issues),
+		spans:        make([]span, len(doc.spans)),
+		byID:         doc.byID, // ids and identifiers are unchanged (checked by the caller)
+		byIdentifier: doc.byIdentifier,
+		blockers:     slices.Clone(doc.blockers),
+	}
+	at, delta := 0, 0
+	for i, sp := range doc.spans {
+		obj, ok := objs[i]
+		if !ok {
+			after.spans[i] = span{sp.start + delta, sp.end + delta}
+			continue
+		}
+		out = append(out, data[at:sp.start]...)
+		start := len(out)
+		out = append(out, obj...)
+		after.spans[i] = span{start, len(out)}
+		at = sp.end
+		delta = len(out) - at
+		after.issues[i] = issues[i]
+		after.blockers[i] = nil
+		if len(issues[i].BlockedBy) > 0 {
+			after.blockers[i] = slices.Clone(issues[i].BlockedBy)
+		}
+	}
+	out = append(out, data[at:]...)
+	// Blocker refs follow their issues' new states: fill them again, as written.
+	for i, refs := range after.blockers {
+		if refs != nil {
+			after.issues[i].BlockedBy = slices.Clone(refs)
+		}
+	}
+	fillBlockers(after)
+	return out, after
 }
 
 // syntaxError explains why data is not valid JSON, with the line and column of the first

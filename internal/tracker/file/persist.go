@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,11 +45,11 @@ func (t *Tracker) TransitionIssue(ctx context.Context, id, targetState string) e
 			"cannot move issue %q to %q: not a configured state (active: %s; terminal: %s; handoff: %s); check its spelling in WORKFLOW.md or the agent's transition_issue call",
 			id, targetState, listOrNone(t.activeStates), listOrNone(t.terminalStates), listOrNone([]string{t.handoffState}))
 	}
-	return t.modify(ctx, op, id, func(data []byte, doc *document, i int) ([]byte, error) {
-		if doc.issues[i].State == target {
+	return t.modify(ctx, op, id, func(obj []byte, iss *tracker.Issue, _ string) ([]byte, error) {
+		if iss.State == target {
 			return nil, nil
 		}
-		return setState(data, doc, i, target, t.now().UTC().Format(time.RFC3339))
+		return setState(obj, target, t.now().UTC().Format(time.RFC3339))
 	})
 }
 
@@ -69,107 +70,258 @@ func (t *Tracker) CommentIssue(ctx context.Context, id, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return tracker.Errorf(tracker.ErrPayload, op, "refusing to add an empty comment to issue %q", id)
 	}
-	return t.modify(ctx, op, id, func(data []byte, doc *document, i int) ([]byte, error) {
+	return t.modify(ctx, op, id, func(obj []byte, iss *tracker.Issue, indent string) ([]byte, error) {
 		c := tracker.Comment{
-			ID:        t.uniqueCommentID(doc.issues[i].Comments),
+			ID:        t.uniqueCommentID(iss.Comments),
 			Author:    commentAuthor,
 			Body:      text,
 			CreatedAt: t.now().UTC().Format(time.RFC3339),
 		}
-		return appendComment(data, doc, i, c)
+		return appendComment(obj, indent, c)
 	})
 }
 
-// editFunc computes the new file content for issue i of doc, parsed from data. It
-// returns nil when there is nothing to write.
-type editFunc func(data []byte, doc *document, i int) ([]byte, error)
+// editFunc computes the new bytes of one issue's object: obj as it stands (after the
+// edits before it in the same write), iss its parse, indent the indentation of the
+// line the object starts on. It returns nil when there is nothing to write.
+type editFunc func(obj []byte, iss *tracker.Issue, indent string) ([]byte, error)
 
-// modify is one read-modify-write of the file. It holds the file's write lock
-// (lockFile) throughout, so that several daemons sharing one issues file write one at a
-// time and none loses another's transition. It reads the file fresh under the lock
-// (never from the cache), so an edit saved by hand or by another daemon a moment ago is
-// the base of ours, and before replacing the file it checks the file still holds what
-// it read; if not (an editor, which takes no lock, saved it), it starts over. The
-// window left between that check and the rename is a few system calls wide; closing it
-// would need every editor to honour the lock.
-func (t *Tracker) modify(ctx context.Context, op, id string, edit editFunc) error {
-	t.writeMu.Lock()
-	defer t.writeMu.Unlock()
-	unlock, err := t.lockFile(ctx, op)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	for range maxWriteAttempts {
-		if err := ctx.Err(); err != nil {
-			return &tracker.Error{Kind: tracker.ErrTransport, Op: op, Err: err}
-		}
-		done, err := t.tryModify(op, id, edit)
-		if done || err != nil {
-			return err
-		}
-	}
-	return tracker.Errorf(tracker.ErrTransport, op,
-		"issues file %s changed while Sortie was writing to it, %d times in a row; nothing was written, the next attempt may succeed", t.path, maxWriteAttempts)
+// request is one transition or comment waiting to be written.
+type request struct {
+	ctx  context.Context
+	op   string
+	id   string
+	edit editFunc
+	err  error
+	done chan struct{} // closed once err is final
 }
 
-// tryModify makes one attempt. done is false when the file changed under it and the
-// attempt should be repeated.
-func (t *Tracker) tryModify(op, id string, edit editFunc) (done bool, err error) {
+func (r *request) finish(err error) {
+	r.err = err
+	close(r.done)
+}
+
+// modify makes one edit of the file, durably, and returns when it is on disk.
+//
+// Edits are group-committed: the first caller to find no write in progress writes its
+// own edit together with every edit queued by then, in one read-modify-write (one
+// temporary file, one fsync, one rename, one directory sync), while later callers
+// queue theirs for the next. Ten workers handing off at once cost one write, not
+// ten in a row. Each edit still succeeds or fails on its own: an unknown id or a
+// cancelled caller fails only that edit.
+//
+// A write holds the file's write lock (lockFile) throughout, so that several daemons
+// sharing one issues file write one at a time and none loses another's transition. It
+// reads the file fresh under the lock (never from the cache), so an edit saved by hand
+// or by another daemon a moment ago is the base of ours, and before replacing the file
+// it checks the file still holds what it read; if not (an editor, which takes no
+// lock, saved it), it starts over. The window left between that check and the rename
+// is a few system calls wide; closing it would need every editor to honour the lock.
+func (t *Tracker) modify(ctx context.Context, op, id string, edit editFunc) error {
+	r := &request{ctx: ctx, op: op, id: id, edit: edit, done: make(chan struct{})}
+	t.queueMu.Lock()
+	t.queue = append(t.queue, r)
+	t.queueMu.Unlock()
+
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
+	select {
+	case <-r.done: // the write before took it along
+		return r.err
+	default:
+	}
+	t.queueMu.Lock()
+	batch := t.queue // r among them: only a writer, holding writeMu, empties the queue
+	t.queue = nil
+	t.queueMu.Unlock()
+	t.write(batch)
+	<-r.done
+	return r.err
+}
+
+// write makes the edits of batch in as few read-modify-writes as the file allows, and
+// finishes every request in it.
+func (t *Tracker) write(batch []*request) {
+	ctx, release := allDone(batch)
+	defer release()
+	unlock, err := t.lockFile(ctx, batch[0].op)
+	if err != nil {
+		for _, r := range batch {
+			if cerr := r.ctx.Err(); cerr != nil {
+				err = &tracker.Error{Kind: tracker.ErrTransport, Op: r.op, Err: cerr}
+			}
+			r.finish(withOp(err, r.op))
+		}
+		return
+	}
+	defer unlock()
+	pending := batch
+	for range maxWriteAttempts {
+		if pending = t.tryWrite(pending); len(pending) == 0 {
+			return
+		}
+	}
+	for _, r := range pending {
+		r.finish(tracker.Errorf(tracker.ErrTransport, r.op,
+			"issues file %s changed while Sortie was writing to it, %d times in a row; nothing was written, the next attempt may succeed", t.path, maxWriteAttempts))
+	}
+}
+
+// allDone is a context that ends when every request's context has ended: what waiting
+// for another daemon's lock may give up on.
+func allDone(batch []*request) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	left := len(batch)
+	var mu sync.Mutex
+	stops := make([]func() bool, 0, len(batch))
+	for _, r := range batch {
+		stops = append(stops, context.AfterFunc(r.ctx, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if left--; left == 0 {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// withOp is err as seen by the request op: a tracker error names its operation.
+func withOp(err error, op string) error {
+	var te *tracker.Error
+	if errors.As(err, &te) && te.Op != op {
+		c := *te
+		c.Op = op
+		return &c
+	}
+	return err
+}
+
+// tryWrite makes one attempt at writing pending's edits. It finishes the requests
+// that are settled (written, refused or failed) and returns those to try again
+// because the file changed under the attempt.
+func (t *Tracker) tryWrite(pending []*request) (again []*request) {
+	failAll := func(err error) []*request {
+		for _, r := range pending {
+			r.finish(withOp(err, r.op))
+		}
+		return nil
+	}
+	op := pending[0].op
 	// Write where the file really is: renaming over a symlink would replace the link.
 	real, err := filepath.EvalSymlinks(t.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return false, missingFile(op, t.path)
+			return failAll(missingFile(op, t.path))
 		}
-		return false, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "resolving issues file path", Err: err}
+		return failAll(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "resolving issues file path", Err: err})
 	}
 	data, info, err := readIssuesFile(op, real)
 	if err != nil {
-		return false, err
+		return failAll(err)
 	}
 	doc, err := t.parsed(data)
 	if err != nil {
-		return false, &tracker.Error{Kind: tracker.ErrPayload, Op: op,
-			Message: fmt.Sprintf("issues file %s is not valid, so Sortie did not change it and this %s was not made; fix the file", t.path, op), Err: err}
+		for _, r := range pending {
+			r.finish(&tracker.Error{Kind: tracker.ErrPayload, Op: r.op,
+				Message: fmt.Sprintf("issues file %s is not valid, so Sortie did not change it and this %s was not made; fix the file", t.path, r.op), Err: err})
+		}
+		return nil
 	}
-	i, ok := doc.byID[id]
-	if !ok {
-		return false, t.notFound(op, id)
+	out, after, applied := t.apply(data, doc, pending)
+	if len(applied) == 0 {
+		return nil
 	}
-	out, err := edit(data, doc, i)
-	var after *document
-	if err == nil && out != nil {
-		after, err = checkEdit(doc, out)
-	}
-	if err != nil {
-		// A file shape this code cannot edit, which is a bug here; retrying will not help.
-		return false, &tracker.Error{Kind: tracker.ErrPayload, Op: op, Message: "editing issues file " + t.path + " failed (please report this as a Sortie bug; the file was not changed)", Err: err}
-	}
-	if out == nil {
-		return true, nil
+	settle := func(err error) []*request {
+		for _, r := range applied {
+			r.finish(withOp(err, r.op))
+		}
+		return nil
 	}
 	if len(out) > MaxFileBytes {
-		return false, tooLarge(op, t.path, int64(len(out)))
+		return settle(tooLarge(op, t.path, int64(len(out))))
 	}
-
 	tmp, err := writeTemp(real, out, info.Mode().Perm())
 	if err != nil {
-		return false, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "writing issues file " + t.path, Err: err}
+		return settle(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "writing issues file " + t.path, Err: err})
 	}
 	if t.beforeRename != nil {
 		t.beforeRename()
 	}
 	if current, _, err := readIssuesFile(op, real); err != nil || !bytes.Equal(current, data) {
 		os.Remove(tmp)
-		return false, nil
+		return applied
 	}
 	if err := t.replace(tmp, real, out, after); err != nil {
 		os.Remove(tmp)
-		return false, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "replacing issues file " + t.path, Err: err}
+		return settle(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "replacing issues file " + t.path, Err: err})
 	}
 	syncDir(filepath.Dir(real))
-	return true, nil
+	return settle(nil)
+}
+
+// apply runs the edits of pending, in order, on data (parsed as doc). Requests that
+// settle without a write (cancelled, unknown id, nothing to change, an edit that
+// failed) are finished here. It returns the new content, its document, and the
+// requests whose edits it holds; none when there is nothing to write.
+func (t *Tracker) apply(data []byte, doc *document, pending []*request) ([]byte, *document, []*request) {
+	objs := map[int][]byte{}
+	issues := map[int]tracker.Issue{}
+	var applied []*request
+	for _, r := range pending {
+		if err := r.ctx.Err(); err != nil {
+			r.finish(&tracker.Error{Kind: tracker.ErrTransport, Op: r.op, Err: err})
+			continue
+		}
+		i, ok := doc.byID[r.id]
+		if !ok {
+			r.finish(t.notFound(r.op, r.id))
+			continue
+		}
+		obj, iss := data[doc.spans[i].start:doc.spans[i].end], doc.issues[i]
+		if o, ok := objs[i]; ok {
+			obj, iss = o, issues[i]
+		}
+		out, err := r.edit(obj, &iss, lineIndent(data, doc.spans[i].start))
+		var edited tracker.Issue
+		if err == nil && out != nil {
+			edited, err = checkObject(&iss, out)
+		}
+		if err != nil {
+			// A file shape this code cannot edit, which is a bug here; retrying will not help.
+			r.finish(&tracker.Error{Kind: tracker.ErrPayload, Op: r.op, Message: "editing issues file " + t.path + " failed (please report this as a Sortie bug; the file was not changed)", Err: err})
+			continue
+		}
+		if out == nil {
+			r.finish(nil)
+			continue
+		}
+		objs[i], issues[i] = out, edited
+		applied = append(applied, r)
+	}
+	if len(applied) == 0 {
+		return nil, nil, nil
+	}
+	out, after := patch(data, doc, objs, issues)
+	return out, after, applied
+}
+
+// checkObject parses an edited issue object on its own and confirms it is still the
+// same issue, so a bug in an edit can never replace a good file with a broken one.
+func checkObject(before *tracker.Issue, obj []byte) (tracker.Issue, error) {
+	after, err := parseObject(obj)
+	if err != nil {
+		return tracker.Issue{}, fmt.Errorf("the edited issue does not parse: %w", err)
+	}
+	if after.ID != before.ID || after.Identifier != before.Identifier {
+		return tracker.Issue{}, fmt.Errorf("the edited issue is %q (%s), want %q (%s)", after.ID, after.Identifier, before.ID, before.Identifier)
+	}
+	return after, nil
 }
 
 // lockFile takes the exclusive advisory lock (flock) that writers of the issues file
@@ -201,26 +353,6 @@ func (t *Tracker) lockFile(ctx context.Context, op string) (unlock func(), err e
 		case <-time.After(5 * time.Millisecond): // another daemon writes for a few milliseconds
 		}
 	}
-}
-
-// checkEdit re-parses the edited content and confirms it still holds the same issues in
-// the same order, so a bug in the edit can never replace a good file with a broken or
-// shorter one.
-func checkEdit(before *document, out []byte) (*document, error) {
-	after, err := parse(out)
-	if err != nil {
-		return nil, fmt.Errorf("edited content does not parse: %w", err)
-	}
-	if len(after.issues) != len(before.issues) {
-		return nil, fmt.Errorf("edited content has %d issues, want %d", len(after.issues), len(before.issues))
-	}
-	for i := range after.issues {
-		a, b := &after.issues[i], &before.issues[i]
-		if a.ID != b.ID || a.Identifier != b.Identifier {
-			return nil, fmt.Errorf("edited content has issue %q at position %d, want %q", a.ID, i+1, b.ID)
-		}
-	}
-	return after, nil
 }
 
 // writeTemp writes data to a new hidden file beside path with the given permissions and

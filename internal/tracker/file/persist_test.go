@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -597,4 +599,92 @@ func TestTransitionIssue_BlockedIssueSeesBlockersNewState(t *testing.T) {
 	if got := blockerState(); got != "Done" {
 		t.Errorf("blocker state after the blocker moved = %q, want Done", got)
 	}
+}
+
+// Edits that arrive while a write is in progress are written together in the next
+// one: one temporary file, one sync, one rename for all of them. Each still settles
+// on its own: an unknown id and a cancelled caller fail alone.
+func TestWrite_EditsQueuedDuringAWriteShareTheNextOne(t *testing.T) {
+	path := writeIssues(t, twoIssues)
+	tr := newTestTracker(t, path, "todo")
+	ctx := context.Background()
+	inWrite, release := make(chan struct{}), make(chan struct{})
+	writes := 0
+	tr.beforeRename = func() {
+		if writes++; writes == 1 {
+			close(inWrite)
+			<-release
+		}
+	}
+	first := make(chan error, 1)
+	go func() { first <- tr.CommentIssue(ctx, "a", "first") }()
+	<-inWrite
+
+	cancelled, cancel := context.WithCancel(ctx)
+	results := make(chan string, 4)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := tr.TransitionIssue(ctx, "a", "Done"); err != nil {
+			t.Errorf("transition a: %v", err)
+		}
+		results <- "a"
+	})
+	wg.Go(func() {
+		if err := tr.CommentIssue(ctx, "b", "second"); err != nil {
+			t.Errorf("comment b: %v", err)
+		}
+		results <- "b"
+	})
+	wg.Go(func() {
+		wantKind(t, tr.TransitionIssue(ctx, "nope", "Done"), tracker.ErrNotFound, `"nope"`)
+		results <- "nope"
+	})
+	wg.Go(func() {
+		err := tr.CommentIssue(cancelled, "b", "never")
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a cancelled caller's comment: %v, want context.Canceled", err)
+		}
+		results <- "cancelled"
+	})
+	// Wait, without sleeping, until all four are queued behind the first write.
+	for queued := 0; queued < 4; {
+		tr.queueMu.Lock()
+		queued = len(tr.queue)
+		tr.queueMu.Unlock()
+		runtime.Gosched()
+	}
+	cancel()
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if writes != 2 {
+		t.Errorf("writes = %d, want 2: the first, then one for everything queued during it", writes)
+	}
+	got := readString(t, path)
+	for _, want := range []string{`"first"`, `"second"`, `"state": "Done"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the file lacks %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "never") {
+		t.Errorf("the cancelled caller's comment was written:\n%s", got)
+	}
+	// What the tracker now serves is what the file holds.
+	other := newTestTracker(t, path, "todo")
+	for _, id := range []string{"a", "b"} {
+		mine, err := tr.FetchIssueByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := other.FetchIssueByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(mine, fresh) {
+			t.Errorf("issue %s served from the cache:\n%+v\nread from the file:\n%+v", id, mine, fresh)
+		}
+	}
+	assertNoTempFiles(t, filepath.Dir(path))
 }
