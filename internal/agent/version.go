@@ -3,6 +3,7 @@ package agent
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -13,7 +14,9 @@ const maxVersionLine = 120
 // versionLine is what a CLI's `--version` prints first: a version number, possibly after
 // up to four words naming the program and possibly followed by more text, as in
 // "2.1.330 (Claude Code)" or "GitHub Copilot CLI 1.0.102".
-var versionLine = regexp.MustCompile(`^(?:[A-Za-z][\w-]*\s+){0,4}v?\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?(?:[\s,(].*)?$`)
+var versionLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[A-Za-z][\w-]*\s+){0,4}v?\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?(?:[\s,(].*)?$`)
+})
 
 // VersionOf reduces a CLI's `--version` output to the version the daemon records: its
 // first line, trimmed and without a final period, when that line is a version. It
@@ -23,7 +26,7 @@ var versionLine = regexp.MustCompile(`^(?:[A-Za-z][\w-]*\s+){0,4}v?\d+\.\d+(?:\.
 func VersionOf(out []byte) (string, bool) {
 	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	v := strings.TrimSuffix(strings.TrimSpace(first), ".")
-	if v == "" || len(v) > maxVersionLine || strings.IndexFunc(v, notPrintable) >= 0 || !versionLine.MatchString(v) {
+	if v == "" || len(v) > maxVersionLine || strings.IndexFunc(v, notPrintable) >= 0 || !versionLine().MatchString(v) {
 		return "", false
 	}
 	return v, true

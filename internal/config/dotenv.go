@@ -41,7 +41,7 @@ func parseDotenv(path string, data []byte) (map[string]string, []Problem) {
 			continue
 		}
 		key = strings.TrimSpace(key)
-		if !envNameRE.MatchString(key) {
+		if !envNameRE().MatchString(key) {
 			fail(n, "invalid key %q: keys are letters, digits and _ and do not start with a digit", key)
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // envRef is one $VAR or ${VAR} that expandEnv could not resolve.
@@ -28,13 +29,13 @@ func expandEnv(s string, lookup func(string) (string, bool)) (string, []envRef) 
 }
 
 // envNameRE matches a portable environment variable name.
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // envRefs returns the names of the variables s references as $VAR or ${VAR}.
 func envRefs(s string) []string {
 	var names []string
 	os.Expand(s, func(name string) string {
-		if envNameRE.MatchString(name) && !slices.Contains(names, name) {
+		if envNameRE().MatchString(name) && !slices.Contains(names, name) {
 			names = append(names, name)
 		}
 		return ""

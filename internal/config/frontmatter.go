@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -85,7 +86,7 @@ func trimBody(body string, start int) (string, int) {
 
 // yamlLineRE finds the line numbers yaml.v3 puts in its messages ("line 3: ...",
 // "already defined at line 1"). They count from the first YAML line.
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // parseFrontMatter decodes the front matter of doc into a map. Problems name the
 // WORKFLOW.md line where yaml.v3 reports one.
@@ -127,7 +128,7 @@ func yamlProblems(path string, doc Document, err error) []Problem {
 	shift := func(msg string) (string, string) {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 		first := ""
-		msg = yamlLineRE.ReplaceAllStringFunc(msg, func(m string) string {
+		msg = yamlLineRE().ReplaceAllStringFunc(msg, func(m string) string {
 			n, convErr := strconv.Atoi(strings.TrimPrefix(m, "line "))
 			if convErr != nil {
 				return m

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // validate applies the rules that span fields. It runs after every section is built, and
@@ -48,7 +49,7 @@ func (b *builder) validateTrackerKind(cfg *Config) {
 				b.invalid("tracker.project", "must be owner/repo for tracker.kind github", t.Project)
 			}
 		}
-		if t.Kind == "jira" && t.Project != "" && !b.failed("tracker.project") && !jiraKeyRE.MatchString(t.Project) {
+		if t.Kind == "jira" && t.Project != "" && !b.failed("tracker.project") && !jiraKeyRE().MatchString(t.Project) {
 			b.invalid("tracker.project", "must be a Jira project key: a letter, then letters, digits or _ (for example PROJ)", t.Project)
 		}
 	case "linear":
@@ -67,7 +68,7 @@ func (b *builder) validateTrackerKind(cfg *Config) {
 
 // jiraKeyRE matches a Jira project key (Jira accepts upper case letters, digits and _,
 // starting with a letter; case is not significant in JQL).
-var jiraKeyRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+var jiraKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`) })
 
 // apiKeyHint suggests a variable name for a missing api_key.
 var apiKeyHint = map[string]string{"github": "GITHUB_TOKEN", "jira": "SORTIE_JIRA_API_KEY"}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sync"
 
 	"sortie/internal/mcp/tools"
 )
@@ -16,14 +17,14 @@ type Registry struct {
 }
 
 // toolNameRE is the tool names MCP clients accept.
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+var toolNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`) })
 
 // Register adds t. It panics, as a programming error, when the name is taken or
 // invalid, or when the input schema is not an object schema that rejects additional
 // properties.
 func (r *Registry) Register(t tools.Tool) {
 	spec := t.Spec()
-	if !toolNameRE.MatchString(spec.Name) {
+	if !toolNameRE().MatchString(spec.Name) {
 		panic(fmt.Sprintf("mcp: tool name %q is invalid (want 1-128 of A-Z a-z 0-9 _ . -)", spec.Name))
 	}
 	if r.Has(spec.Name) {

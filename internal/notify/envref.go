@@ -6,10 +6,11 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // envNameRE matches a portable environment variable name.
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // expand replaces $VAR and ${VAR} in s using lookup, with the syntax of os.Expand, as
 // package config does for the settings it expands. It returns the expanded value, the
@@ -25,7 +26,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, []string, []s
 		}
 		seen = append(seen, name)
 		shown := name
-		if envNameRE.MatchString(name) {
+		if envNameRE().MatchString(name) {
 			names = append(names, name)
 		} else {
 			shown = strconv.Quote(clip(name, 64))

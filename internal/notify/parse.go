@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"sortie/internal/config"
@@ -48,10 +49,10 @@ const (
 var reservedHeaders = []string{"Host", "Content-Type", "Content-Length", "Transfer-Encoding", "Connection"}
 
 // nameRE is what a backend name may look like: it appears in logs and errors.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.#-]{0,63}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.#-]{0,63}$`) })
 
 // headerNameRE is an HTTP token (RFC 9110 §5.6.2).
-var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+var headerNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$") })
 
 // ParseError is one problem in the notifications list. Path is the field, such as
 // `notifications[1].url`; Msg says what is wrong and never quotes a URL or header value.
@@ -174,7 +175,7 @@ func parseEntry(i int, entry any, lookup func(string) (string, bool)) (*backend,
 		switch {
 		case !isStr:
 			bad("name", "must be a string (got %s)", typeName(v))
-		case !nameRE.MatchString(s):
+		case !nameRE().MatchString(s):
 			bad("name", "must be 1 to 64 letters, digits, '_', '.', '#' or '-', starting with a letter or digit (got %q)", clip(s, 64))
 		default:
 			b.name = s
@@ -231,7 +232,7 @@ func parseEntry(i int, entry any, lookup func(string) (string, bool)) (*backend,
 				canon := http.CanonicalHeaderKey(k)
 				s, isStr := hm[k].(string)
 				switch {
-				case !headerNameRE.MatchString(k):
+				case !headerNameRE().MatchString(k):
 					bad("headers", "%q is not a valid HTTP header name", clip(k, 128))
 				case slices.Contains(reservedHeaders, canon):
 					bad(hp, "is set by Sortie and cannot be configured")
@@ -460,13 +461,13 @@ func gotValue(v any) string {
 
 // keyPath renders an operator-written key for a field path, quoted unless it is plain.
 func keyPath(k string) string {
-	if plainKeyRE.MatchString(k) {
+	if plainKeyRE().MatchString(k) {
 		return k
 	}
 	return strconv.Quote(clip(k, 64))
 }
 
-var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var plainKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // clip shortens s to at most n bytes on a UTF-8 boundary, for echoing input in errors.
 func clip(s string, n int) string {

@@ -600,12 +600,12 @@ func (o *Orchestrator) recoverCheckpoints(ctx context.Context) error {
 
 // chooseRE matches a tracker answer: a comment whose first line is
 // "/sortie choose <option>".
-var chooseRE = regexp.MustCompile(`^\s*/sortie\s+choose\s+(\S+)\s*$`)
+var chooseRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*/sortie\s+choose\s+(\S+)\s*$`) })
 
 // parseChoose returns the option of a "/sortie choose" comment.
 func parseChoose(body string) (string, bool) {
 	first, _, _ := strings.Cut(strings.TrimLeft(body, " \t\r\n"), "\n")
-	m := chooseRE.FindStringSubmatch(strings.TrimRight(first, "\r"))
+	m := chooseRE().FindStringSubmatch(strings.TrimRight(first, "\r"))
 	if m == nil {
 		return "", false
 	}

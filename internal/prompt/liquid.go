@@ -115,11 +115,11 @@ func liquidCause(err error) error {
 
 // liquidPrefix matches the engine's message prefix, whose line is already in the
 // TemplateError.
-var liquidPrefix = regexp.MustCompile(`^Liquid error( \(line \d+\))?: `)
+var liquidPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Liquid error( \(line \d+\))?: `) })
 
 // liquidMessage is an engine message without its prefix and its " in <file>" suffix.
 func liquidMessage(name, msg string) string {
-	msg = liquidPrefix.ReplaceAllString(msg, "")
+	msg = liquidPrefix().ReplaceAllString(msg, "")
 	return strings.TrimSuffix(msg, " in "+name)
 }
 

@@ -208,7 +208,7 @@ func TestExampleLibrary_SkillResourcesResolve(t *testing.T) {
 	refs := 0
 	for _, f := range files {
 		wf := filepath.Base(filepath.Dir(filepath.Dir(f)))
-		m := indexedName.FindStringSubmatch(filepath.Base(f))
+		m := indexedName().FindStringSubmatch(filepath.Base(f))
 		if m == nil {
 			t.Errorf("%s: not an NN-{id} file name", f)
 			continue

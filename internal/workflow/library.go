@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MetaWorkflow is the directory of universal skills and resources that
@@ -17,7 +18,7 @@ import (
 const MetaWorkflow = "meta"
 
 // indexedName matches NN-{name}.{ext}.
-var indexedName = regexp.MustCompile(`^(\d{1,9})-(.+)\.([A-Za-z]+)$`)
+var indexedName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d{1,9})-(.+)\.([A-Za-z]+)$`) })
 
 // Library is a validated, read-only workflow library. It is safe for
 // concurrent use.
@@ -253,7 +254,7 @@ func eachIndexed(dir string, ps *problems, fn func(path, index, name string, dat
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		m := indexedName.FindStringSubmatch(name)
+		m := indexedName().FindStringSubmatch(name)
 		if e.IsDir() || m == nil || !ok(name) {
 			ps.add(path, "", "not a definition file: want NN-{id} with a supported extension")
 			continue

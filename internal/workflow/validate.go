@@ -5,9 +5,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
-var semver = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
+var semver = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+\.\d+\.\d+$`) })
 
 var (
 	variableTypes = []string{"string", "number", "boolean", "array", "object"}
@@ -48,7 +49,7 @@ func (w *Workflow) checkLocal(ps *problems) {
 	r := ps.at(w.file, "")
 	required(r, "id", w.ID)
 	required(r, "title", w.Title)
-	if !semver.MatchString(w.Version) {
+	if !semver().MatchString(w.Version) {
 		r("version", "%q is not a version MAJOR.MINOR.PATCH", w.Version)
 	}
 	if w.ExecutionModel != nil {

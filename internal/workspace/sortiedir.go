@@ -125,6 +125,13 @@ func ClearStatus(wsPath string) error {
 // readers see the old or the new content, never a mix. It creates `.sortie/` and its
 // `.gitignore` first if needed. name must be a plain file name; a symlinked `.sortie/`
 // or target is refused.
+//
+// Where the system can swap two names at once (Linux), the temporary file is
+// `.sortie/.<name>.next` and the swap keeps the version it replaces there, to be
+// overwritten by the next write: a file rewritten all run long (state.json) creates
+// and deletes no inode after its second write. On file systems that scan recently
+// deleted inodes whenever they create one (ext4 without a journal), every delete
+// made each later file creation dearer.
 func WriteFileAtomic(wsPath, name string, data []byte) error {
 	if err := checkSortieName(name); err != nil {
 		return err
@@ -145,6 +152,12 @@ func WriteFileAtomic(wsPath, name string, data []byte) error {
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
 	defer r.Close()
+	if done, err := writeBySwap(r, wsPath, name, data); done || err != nil {
+		if err != nil {
+			return fmt.Errorf("workspace: write %s: %w", target, err)
+		}
+		return nil
+	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmpName := filepath.Join(SortieDir, "."+name+".tmp-"+hex.EncodeToString(rnd[:]))

@@ -5,6 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -125,9 +128,73 @@ func TestWriteFileAtomic(t *testing.T) {
 	if err != nil || string(gi) != "*\n" {
 		t.Errorf(".gitignore = %q, %v; want it written too", gi, err)
 	}
+	var names []string
 	entries, _ := os.ReadDir(filepath.Join(ws, ".sortie"))
-	if len(entries) != 2 {
-		t.Errorf(".sortie holds %d entries, want 2 (no temp files left): %v", len(entries), entries)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	// The version the second write replaced stays as .state.json.next where names
+	// can be swapped (swap_linux.go); nothing else is left.
+	want := []string{".gitignore", "state.json"}
+	if runtime.GOOS == "linux" {
+		want = []string{".gitignore", ".state.json.next", "state.json"}
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf(".sortie holds %v, want %v (no temp files left)", names, want)
+	}
+}
+
+// The third and later writes of a file reuse the inode the swap kept: nothing is
+// created or deleted. A .next file the agent replaced by a link, a hard link or a
+// FIFO is removed, never written through.
+func TestWriteFileAtomic_SwapReusesAndDistrusts(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("names are swapped only on Linux")
+	}
+	ino := func(path string) uint64 {
+		t.Helper()
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	ws := t.TempDir()
+	state := filepath.Join(ws, ".sortie", "state.json")
+	next := filepath.Join(ws, ".sortie", ".state.json.next")
+	must(t, WriteFileAtomic(ws, "state.json", []byte("1")))
+	must(t, WriteFileAtomic(ws, "state.json", []byte("2")))
+	inodes := map[uint64]bool{ino(state): true, ino(next): true}
+	for i := 3; i <= 5; i++ {
+		must(t, WriteFileAtomic(ws, "state.json", []byte(strconv.Itoa(i))))
+		if !inodes[ino(state)] || !inodes[ino(next)] {
+			t.Fatalf("write %d made a new file", i)
+		}
+		if got, _ := os.ReadFile(state); string(got) != strconv.Itoa(i) {
+			t.Fatalf("write %d: state.json = %q", i, got)
+		}
+	}
+
+	outside := filepath.Join(t.TempDir(), "outside")
+	must(t, os.WriteFile(outside, []byte("keep"), 0o644))
+	plant := map[string]func() error{
+		"symlink":   func() error { return os.Symlink(outside, next) },
+		"hard link": func() error { return os.Link(outside, next) },
+		"fifo":      func() error { return syscall.Mkfifo(next, 0o600) },
+	}
+	for name, mk := range plant {
+		must(t, os.Remove(next))
+		must(t, mk())
+		must(t, WriteFileAtomic(ws, "state.json", []byte(name)))
+		if got, _ := os.ReadFile(state); string(got) != name {
+			t.Errorf("%s planted: state.json = %q", name, got)
+		}
+		if got, _ := os.ReadFile(outside); string(got) != "keep" {
+			t.Fatalf("%s planted: written through to %s: %q", name, outside, got)
+		}
+		if fi, err := os.Lstat(next); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s planted: .next is %v, %v; want a regular file of ours", name, fi, err)
+		}
 	}
 }
 

@@ -21,8 +21,9 @@ import (
 
 // harness holds what every workload shares.
 type harness struct {
-	opts options
-	self string // this program, which is also the fake agent
+	opts      options
+	self      string   // this program, which is also the fake agent
+	leftovers []string // workload directories to remove at exit
 }
 
 // setup is one workload's directory and configuration.
@@ -137,13 +138,23 @@ You are working on {{ .issue.identifier }}: {{ .issue.title }}.
 	return w, nil
 }
 
-// cleanup removes the workload's directory unless -keep.
+// cleanup removes the workload's directory unless -keep, when the harness exits:
+// removing thousands of files between runs would slow the next run's file creation
+// on some file systems (ext4 without a journal scans recently deleted inodes), so
+// that one run would pay for the one before.
 func (h *harness) cleanup(w *workdir) {
 	if h.opts.keep {
 		fmt.Fprintf(os.Stderr, "benchdrain: kept %s\n", w.dir)
 		return
 	}
-	os.RemoveAll(w.dir)
+	h.leftovers = append(h.leftovers, w.dir)
+}
+
+// removeAll removes the directories cleanup kept for the end.
+func (h *harness) removeAll() {
+	for _, d := range h.leftovers {
+		os.RemoveAll(d)
+	}
 }
 
 // issuesJSON is a file tracker's issues: n issues in Todo, priorities 1–4 and creation

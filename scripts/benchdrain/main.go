@@ -78,6 +78,7 @@ func benchMain(args []string) int {
 		return 1
 	}
 	h := &harness{opts: o, self: self}
+	defer h.removeAll()
 	failed := false
 	var reports []*report
 	for _, w := range o.workloads {

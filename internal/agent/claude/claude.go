@@ -110,6 +110,7 @@ type session struct {
 	// configDir is the issue's own Claude Code configuration directory, reset before
 	// every turn (configdir.go); "" over SSH or when the operator set CLAUDE_CONFIG_DIR.
 	configDir string
+	reset     bool     // configDir was reset since a CLI last ran in it (StartSession's reset)
 	login     string   // the user's credentials file, copied into configDir (use_login); "" for none
 	notes     []string // said as notifications at the start of the first turn
 	turns     int      // turns started
@@ -157,6 +158,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 			if err := resetConfigDir(st.configDir, st.owner, st.login); err != nil {
 				return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "claude-code: the issue's configuration directory", Err: err}
 			}
+			st.reset = true
 			st.env = append(slices.Clip(st.env), configEnv+"="+st.configDir)
 			state = []string{st.configDir}
 			st.notes = authNotes(st.env, st.login)
@@ -199,13 +201,15 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	t.tr = newTranslator(a.now, t.emit, st.usage, st.cost, st.lastTotal)
 
-	if st.configDir != "" {
+	if st.configDir != "" && !st.reset {
 		// Whatever an earlier turn's agent left there, this turn's CLI loads nothing
-		// Sortie did not write.
+		// Sortie did not write. (The first turn's was reset by StartSession, and no CLI
+		// has run in it since.)
 		if err := resetConfigDir(st.configDir, st.owner, st.login); err != nil {
 			return t.fail(agent.EventStartupFailed, &agent.Error{Kind: agent.ErrPortExit, Message: "claude-code: the issue's configuration directory", Err: err})
 		}
 	}
+	st.reset = false
 	args := a.opts.args(s.ID, st.created, st.mcp)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
 		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap, Credential: st.cred, CgroupFD: st.cgroup}

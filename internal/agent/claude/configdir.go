@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"sortie/internal/agent"
 	"sortie/internal/runas"
@@ -56,7 +57,9 @@ func issueConfigDir(env []string, workflowDir, workspace string) string {
 
 // sessionDir matches the name of a session's directory beside its transcript
 // (subagent transcripts, large tool results): a UUID.
-var sessionDir = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var sessionDir = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+})
 
 // resetConfigDir creates dir (0700, owner's) when missing and removes from it
 // everything Sortie did not put there but the transcripts: projects/<project>/*.jsonl
@@ -125,7 +128,7 @@ func pruneProjects(root *os.Root) error {
 			return err
 		}
 		for _, f := range files {
-			keep := f.Type().IsRegular() && strings.HasSuffix(f.Name(), ".jsonl") || f.IsDir() && sessionDir.MatchString(f.Name())
+			keep := f.Type().IsRegular() && strings.HasSuffix(f.Name(), ".jsonl") || f.IsDir() && sessionDir().MatchString(f.Name())
 			if !keep {
 				if err := root.RemoveAll(filepath.Join(at, f.Name())); err != nil {
 					return err

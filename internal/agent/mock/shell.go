@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sync"
 	"time"
 
 	"sortie/internal/agent"
@@ -24,7 +25,7 @@ const (
 // shellDir/<name>.out holds "exit N" on its first line, then the combined output.
 const shellDir = counterDir + "/shell"
 
-var shellName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var shellName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // asShell reads `shell: [{name, run}]`.
 func asShell(path string, v any) ([]shellStep, error) {
@@ -58,7 +59,7 @@ func asShell(path string, v any) ([]shellStep, error) {
 			}
 		}
 		switch {
-		case !shellName.MatchString(s.Name):
+		case !shellName().MatchString(s.Name):
 			return nil, fmt.Errorf("%s.name: must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (got %q)", at, s.Name)
 		case seen[s.Name]:
 			return nil, fmt.Errorf("%s.name: %q is used twice", at, s.Name)

@@ -88,19 +88,26 @@ func Exec(p Policy, argv, env []string) error {
 	if p.Hidden(prog) {
 		return fmt.Errorf("sandbox: %s is hidden from agents and cannot be run confined", prog)
 	}
-	// Capability sets are per thread, and exec runs on the calling one: drop them on
-	// the thread that will exec (never unlocked; the process becomes prog).
-	runtime.LockOSThread()
-	if err := dropCapabilities(); err != nil {
-		return err
-	}
-	if err := Restrict(p); err != nil {
+	if err := ConfineThread(p); err != nil {
 		return err
 	}
 	if err := syscall.Exec(prog, argv, env); err != nil {
 		return fmt.Errorf("sandbox: running %s: %w", prog, err)
 	}
 	return nil
+}
+
+// ConfineThread confines this process to p, as Exec does before it executes the
+// program, for a caller that goes on running in this process and starts the program
+// itself. Capability sets are per thread, and a child inherits those of the thread
+// that forks it: ConfineThread locks the calling goroutine to its thread for good and
+// drops them there, so the caller must start every process from this goroutine.
+func ConfineThread(p Policy) error {
+	runtime.LockOSThread() // never unlocked: the thread keeps its reduced capabilities
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	return Restrict(p)
 }
 
 // droppedCaps are capabilities a confined tree never gets back, even as root. Landlock

@@ -14,3 +14,6 @@ func Restrict(Policy) error { return errNoLandlock }
 
 // Exec fails outside Linux.
 func Exec(Policy, []string, []string) error { return errNoLandlock }
+
+// ConfineThread fails outside Linux.
+func ConfineThread(Policy) error { return errNoLandlock }

@@ -103,8 +103,8 @@ func New(cfg tracker.Config) (tracker.Tracker, error) {
 }
 
 var (
-	ownerRe = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,38})$`)
-	repoRe  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+	ownerRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,38})$`) })
+	repoRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`) })
 )
 
 // ValidateProject checks that project is a GitHub repository as owner/repo and says how
@@ -126,9 +126,9 @@ func ValidateProject(project string) error {
 		return bad("must be owner/repo, for example octocat/hello-world")
 	case strings.Contains(repo, "/"):
 		return bad("must be owner/repo with exactly one slash")
-	case !ownerRe.MatchString(owner):
+	case !ownerRe().MatchString(owner):
 		return bad("the owner must be a GitHub user or organisation name (letters, digits, hyphens; at most 39)")
-	case repo == "." || repo == ".." || !repoRe.MatchString(repo):
+	case repo == "." || repo == ".." || !repoRe().MatchString(repo):
 		return bad("the repository name may hold only letters, digits, '.', '-' and '_' (at most 100)")
 	case strings.HasSuffix(strings.ToLower(repo), ".git"):
 		return bad("drop the .git suffix: owner/repo")

@@ -223,13 +223,15 @@ func (t *Tracker) RateLimits() []tracker.RateLimit { return t.c.rateLimits() }
 
 // issueRef accepts a numeric issue id or an issue key and rejects anything else, so an id
 // from an agent cannot walk to another API path.
-var issueRef = regexp.MustCompile(`^(?:[0-9]{1,20}|[A-Za-z][A-Za-z0-9_]*-[0-9]{1,20})$`)
+var issueRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[0-9]{1,20}|[A-Za-z][A-Za-z0-9_]*-[0-9]{1,20})$`)
+})
 
 // issuePath is the API path of one issue. A key of another project than
 // tracker.project is refused before Jira is asked: the token may see other projects,
 // Sortie and its agents must not.
 func (t *Tracker) issuePath(op, id string) (string, error) {
-	if !issueRef.MatchString(id) {
+	if !issueRef().MatchString(id) {
 		return "", tracker.Errorf(tracker.ErrNotFound, op, "%q is not a Jira issue id or key (such as 10001 or PROJ-1)", id)
 	}
 	if prefix, _, isKey := strings.Cut(id, "-"); isKey && !strings.EqualFold(prefix, t.project) {
@@ -352,14 +354,14 @@ func (t *Tracker) FetchIssueStatesByIdentifiers(ctx context.Context, identifiers
 	return t.states(ctx, "fetch_states_by_identifiers", identifiers, false)
 }
 
-var numericID = regexp.MustCompile(`^[0-9]{1,20}$`)
+var numericID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,20}$`) })
 
 func (t *Tracker) states(ctx context.Context, op string, refs []string, byID bool) (map[string]string, error) {
 	out := make(map[string]string, len(refs))
 	asked := make(map[string][]string, len(refs)) // canonical → as asked
 	var valid []string
 	for _, r := range refs {
-		if !issueRef.MatchString(r) || numericID.MatchString(r) != byID {
+		if !issueRef().MatchString(r) || numericID().MatchString(r) != byID {
 			continue // cannot exist: omitted, as an unknown issue is
 		}
 		c := strings.ToUpper(r)

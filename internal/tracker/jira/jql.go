@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // projectKeyRE is Jira's default project key format: an ASCII letter, then letters,
 // digits or underscores. Jira stores keys upper-case; JQL compares them case-insensitively.
-var projectKeyRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,254}$`)
+var projectKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,254}$`) })
 
 // ValidateProject reports whether project is a Jira project key such as PROJ. The error
 // says what is wrong and how to fix it; config validation (`sortie validate`) uses it.
@@ -21,10 +22,10 @@ func ValidateProject(project string) error {
 		return fmt.Errorf("config: tracker.project: must be a project key such as PROJ, not a URL (got %q); put the site URL in tracker.endpoint", p)
 	case strings.Contains(p, "/"):
 		return fmt.Errorf("config: tracker.project: must be a Jira project key such as PROJ, not owner/repo (got %q); owner/repo is for tracker.kind github", p)
-	case projectKeyRE.MatchString(p):
+	case projectKeyRE().MatchString(p):
 		return nil
 	}
-	if i := strings.LastIndexByte(p, '-'); i > 0 && projectKeyRE.MatchString(p[:i]) {
+	if i := strings.LastIndexByte(p, '-'); i > 0 && projectKeyRE().MatchString(p[:i]) {
 		return fmt.Errorf("config: tracker.project: must be the project key, not an issue key (got %q); use %q", p, p[:i])
 	}
 	return fmt.Errorf("config: tracker.project: must be a Jira project key: an ASCII letter, then letters, digits or underscores, such as PROJ (got %q)", p)

@@ -102,7 +102,7 @@ func ValidateConfig(cfg tracker.Config) error {
 	return err
 }
 
-var teamKeyRe = regexp.MustCompile(`^[A-Za-z0-9]{1,10}$`)
+var teamKeyRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]{1,10}$`) })
 
 func newTracker(cfg tracker.Config) (*Tracker, error) {
 	project, err := ParseProject(cfg.Project)
@@ -114,7 +114,7 @@ func newTracker(cfg tracker.Config) (*Tracker, error) {
 	case project == "" && team == "":
 		return nil, &tracker.Error{Kind: tracker.ErrMissingProject, Message: "config: tracker.project_slug or tracker.team_key: one is required for tracker.kind linear; " +
 			"set project_slug to the project's slug id (the end of its URL, linear.app/ORG/project/NAME-<slug id>) or team_key to the team's key (ENG in ENG-42)"}
-	case team != "" && !teamKeyRe.MatchString(team):
+	case team != "" && !teamKeyRe().MatchString(team):
 		return nil, &tracker.Error{Kind: tracker.ErrMissingProject, Message: fmt.Sprintf("config: tracker.team_key: must be a Linear team key, letters and digits as in the team's issue identifiers (ENG in ENG-42) (got %q)", cfg.Team)}
 	}
 	key := strings.TrimSpace(cfg.APIKey)
@@ -160,7 +160,7 @@ func newTracker(cfg tracker.Config) (*Tracker, error) {
 	return t, nil
 }
 
-var slugRe = regexp.MustCompile(`^[A-Za-z0-9]{1,64}$`)
+var slugRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]{1,64}$`) })
 
 // ParseProject returns the project slugId of tracker.project_slug: the slug id itself
 // (8e8d1fcd6c4c), the project's URL slug (my-project-8e8d1fcd6c4c) or its URL; "" when
@@ -177,7 +177,7 @@ func ParseProject(project string) (string, error) {
 	if i := strings.LastIndex(p, "-"); i >= 0 {
 		p = p[i+1:]
 	}
-	if !slugRe.MatchString(p) {
+	if !slugRe().MatchString(p) {
 		return "", fmt.Errorf("config: tracker.project_slug: must be a Linear project's slug id, the end of its URL (linear.app/ORG/project/NAME-<slug id>) (got %q)", project)
 	}
 	return p, nil
@@ -440,7 +440,7 @@ func (t *Tracker) FetchIssueStatesByIdentifiers(ctx context.Context, identifiers
 func splitIdentifier(id string) (string, int, bool) {
 	k, num, ok := strings.Cut(strings.TrimSpace(id), "-")
 	n, err := strconv.Atoi(num)
-	if !ok || err != nil || n <= 0 || !teamKeyRe.MatchString(k) {
+	if !ok || err != nil || n <= 0 || !teamKeyRe().MatchString(k) {
 		return "", 0, false
 	}
 	return strings.ToUpper(k), n, true

@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"strconv"
+	"sync"
 )
 
 // Migration is one schema change: the file migrations/NNN_name.sql.
@@ -19,7 +20,7 @@ type Migration struct {
 	SQL     string // the file's statements
 }
 
-var fileName = regexp.MustCompile(`^([0-9]{3})_([a-z0-9_]+)\.sql$`)
+var fileName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{3})_([a-z0-9_]+)\.sql$`) })
 
 // Load parses the migrations in fsys's directory migrations, which must be named
 // NNN_name.sql and numbered 001, 002, … without gaps. It returns them in order.
@@ -31,7 +32,7 @@ func Load(fsys fs.FS) ([]Migration, error) {
 	var ms []Migration
 	for _, f := range files { // Glob returns names sorted
 		base := path.Base(f)
-		m := fileName.FindStringSubmatch(base)
+		m := fileName().FindStringSubmatch(base)
 		if m == nil {
 			return nil, fmt.Errorf("migration %s: name must be NNN_name.sql", base)
 		}
