@@ -53,20 +53,29 @@ func Restrict(p Policy) error {
 	if err != nil {
 		return err
 	}
+	return restrictGrants(write, read)
+}
+
+// restrictGrants confines this process to the expanded grants.
+func restrictGrants(write, read []grant) error {
+	// A grant whose path is gone by the time the rule is made is skipped, as expand
+	// skips one already gone: a directory expanded around a hidden file lists every
+	// entry beside it, temporary files included (the issues file's next version, say),
+	// and one renamed away meanwhile must not stop the agent from starting.
 	rules := make([]landlock.Rule, 0, len(write)+len(read))
 	for _, g := range write {
 		switch {
 		case g.dir:
-			rules = append(rules, landlock.RWDirs(g.path).WithRefer().WithIoctlDev())
+			rules = append(rules, landlock.RWDirs(g.path).WithRefer().WithIoctlDev().IgnoreIfMissing())
 		default:
-			rules = append(rules, landlock.RWFiles(g.path).WithIoctlDev())
+			rules = append(rules, landlock.RWFiles(g.path).WithIoctlDev().IgnoreIfMissing())
 		}
 	}
 	for _, g := range read {
 		if g.dir {
-			rules = append(rules, landlock.RODirs(g.path))
+			rules = append(rules, landlock.RODirs(g.path).IgnoreIfMissing())
 		} else {
-			rules = append(rules, landlock.ROFiles(g.path))
+			rules = append(rules, landlock.ROFiles(g.path).IgnoreIfMissing())
 		}
 	}
 	if err := config.Restrict(rules...); err != nil {

@@ -14,6 +14,16 @@ import (
 const childEnv = "SORTIE_SANDBOX_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	if gone := os.Getenv(goneEnv); gone != "" {
+		// Confine to grants of which one is gone, as a file renamed away between the
+		// expansion and the rules would be.
+		if err := restrictGrants([]grant{{path: os.TempDir(), dir: true}}, []grant{{path: gone}}); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(111)
+		}
+		os.Stdout.WriteString("confined\n")
+		os.Exit(0)
+	}
 	if os.Getenv(childEnv) == "1" {
 		p, argv, err := ParseArgs(os.Args[1:])
 		if err == nil {
@@ -23,6 +33,22 @@ func TestMain(m *testing.M) {
 		os.Exit(111)
 	}
 	os.Exit(m.Run())
+}
+
+// goneEnv names a path that no longer exists, for TestRestrict_AGrantGoneMeanwhileIsSkipped.
+const goneEnv = "SORTIE_SANDBOX_TEST_GONE"
+
+// A directory expanded around a hidden file lists every entry beside it; one renamed
+// away before its rule is made (the issues file's temporary next version, say) is
+// skipped, not a failure that keeps the agent from starting.
+func TestRestrict_AGrantGoneMeanwhileIsSkipped(t *testing.T) {
+	requireLandlock(t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), goneEnv+"="+filepath.Join(t.TempDir(), ".issues.json.sortie-1.tmp"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "confined" {
+		t.Fatalf("confining with a grant gone: %v\n%s", err, out)
+	}
 }
 
 // requireLandlock skips without Landlock, except in CI, where the suite must prove
