@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"sortie/internal/agent"
 	"sortie/internal/config"
@@ -240,7 +241,9 @@ func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path
 func (o *Orchestrator) dropCandidate(id string) {
 	for i, is := range o.candidates {
 		if is.ID == id {
-			o.candidates = append(o.candidates[:i:i], o.candidates[i+1:]...)
+			// In place: the list is the loop's own copy (SortForDispatch), and copying
+			// the rest of a backlog of thousands on every exit was most of the loop's work.
+			o.candidates = slices.Delete(o.candidates, i, i+1)
 			return
 		}
 	}

@@ -1,9 +1,9 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +18,7 @@ type tickResult struct {
 	reloadErr     error
 	states        map[string]string // running issue id → state (nil when the fetch failed)
 	statesErr     error
-	candidates    []tracker.Issue
+	candidates    []tracker.Issue // in dispatch order
 	candidatesErr error
 	adopted       *adoption // in a cluster: what dead daemons left, taken over
 }
@@ -60,6 +60,9 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 			res.states, res.statesErr = o.opts.Tracker.FetchIssueStatesByIDs(ctx, ids)
 		}
 		res.candidates, res.candidatesErr = o.opts.Tracker.FetchCandidateIssues(ctx)
+		// Sorted here, off the loop: a backlog of thousands takes milliseconds, which the
+		// loop would keep the API and the workers waiting for.
+		res.candidates = SortForDispatch(res.candidates)
 		select {
 		case o.ticks <- res:
 		case <-ctx.Done():
@@ -102,7 +105,7 @@ func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 	} else {
 		o.lastPollOK = true
 		o.lastPollAt = o.clk.Now()
-		o.candidates = SortForDispatch(res.candidates)
+		o.candidates = res.candidates // sorted by the poller (SortForDispatch)
 		o.liftAnsweredHolds(ctx, res.candidates)
 		o.forgetOwnWrites()
 		o.forgetBudgets()
@@ -132,29 +135,42 @@ func (o *Orchestrator) schedulePoll(ctx context.Context, cfg *config.Config) {
 
 // SortForDispatch orders issues for dispatch: priority ascending (none last), then
 // oldest created_at (unknown last), then identifier. The input is not modified.
+//
+// It sorts positions, not the issues themselves: a stable sort moves elements many
+// times, and an issue is a large struct, which made sorting a backlog of ten thousand
+// the most expensive thing a poll did on the loop.
 func SortForDispatch(issues []tracker.Issue) []tracker.Issue {
-	out := append([]tracker.Issue(nil), issues...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		switch {
-		case a.Priority != nil && b.Priority == nil:
-			return true
-		case a.Priority == nil && b.Priority != nil:
-			return false
-		case a.Priority != nil && b.Priority != nil && *a.Priority != *b.Priority:
-			return *a.Priority < *b.Priority
-		}
-		switch {
-		case a.CreatedAt != "" && b.CreatedAt == "":
-			return true
-		case a.CreatedAt == "" && b.CreatedAt != "":
-			return false
-		case a.CreatedAt != b.CreatedAt:
-			return a.CreatedAt < b.CreatedAt
-		}
-		return a.Identifier < b.Identifier
-	})
+	order := make([]int32, len(issues))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(i, j int32) int { return compareForDispatch(&issues[i], &issues[j]) })
+	out := make([]tracker.Issue, len(issues))
+	for k, i := range order {
+		out[k] = issues[i]
+	}
 	return out
+}
+
+// compareForDispatch compares two issues in SortForDispatch's order.
+func compareForDispatch(a, b *tracker.Issue) int {
+	switch {
+	case a.Priority != nil && b.Priority == nil:
+		return -1
+	case a.Priority == nil && b.Priority != nil:
+		return 1
+	case a.Priority != nil && b.Priority != nil && *a.Priority != *b.Priority:
+		return cmp.Compare(*a.Priority, *b.Priority)
+	}
+	switch {
+	case a.CreatedAt != "" && b.CreatedAt == "":
+		return -1
+	case a.CreatedAt == "" && b.CreatedAt != "":
+		return 1
+	case a.CreatedAt != b.CreatedAt:
+		return strings.Compare(a.CreatedAt, b.CreatedAt)
+	}
+	return strings.Compare(a.Identifier, b.Identifier)
 }
 
 // Ineligibility reasons, shown by --dry-run and the status API.

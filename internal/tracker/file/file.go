@@ -131,7 +131,7 @@ func (t *Tracker) FetchCandidateIssues(ctx context.Context) ([]tracker.Issue, er
 	out := make([]tracker.Issue, 0, len(doc.issues))
 	for i := range doc.issues {
 		if tracker.StateIn(doc.issues[i].State, t.activeStates) {
-			out = append(out, cloneIssue(&doc.issues[i], false))
+			out = append(out, cloneIssue(doc.issues[i], false))
 		}
 	}
 	return out, nil
@@ -149,7 +149,7 @@ func (t *Tracker) FetchIssueByID(ctx context.Context, id string) (tracker.Issue,
 	if !ok {
 		return tracker.Issue{}, t.notFound(op, id)
 	}
-	return cloneIssue(&doc.issues[i], true), nil
+	return cloneIssue(doc.issues[i], true), nil
 }
 
 // FetchIssueStatesByIDs returns id → state for the ids present in the file; unknown ids

@@ -102,10 +102,15 @@ func wantKind(t *testing.T, err error, k tracker.ErrorKind, subs ...string) {
 	}
 }
 
-func ids(issues []tracker.Issue) []string {
+func ids[I tracker.Issue | *tracker.Issue](issues []I) []string {
 	out := []string{}
 	for _, is := range issues {
-		out = append(out, is.ID)
+		switch v := any(is).(type) {
+		case tracker.Issue:
+			out = append(out, v.ID)
+		case *tracker.Issue:
+			out = append(out, v.ID)
+		}
 	}
 	return out
 }

@@ -60,18 +60,18 @@ func FuzzParse(f *testing.F) {
 		if got := after.issues[i]; got.State != `Fuzzed <&> "state"` || got.UpdatedAt != "2026-01-02T03:04:05Z" {
 			t.Fatalf("after transition: state %q updated_at %q", got.State, got.UpdatedAt)
 		}
-		want := doc.issues[i]
+		want := *doc.issues[i]
 		want.State, want.UpdatedAt = after.issues[i].State, after.issues[i].UpdatedAt
-		sameIssue(t, after.issues[i], want)
+		sameIssue(t, *after.issues[i], want)
 
 		c := tracker.Comment{ID: "sortie-1", Author: "sortie", Body: "a\nb </x> \u2028", CreatedAt: "2026-01-02T03:04:05Z"}
 		out, patched = editOne(t, tr, data, doc, i, func(obj []byte, _ *tracker.Issue, indent string) ([]byte, error) {
 			return appendComment(obj, indent, c)
 		})
 		after = roundTrip(t, data, out, doc, patched, i)
-		want = doc.issues[i]
+		want = *doc.issues[i]
 		want.Comments = append(append([]tracker.Comment{}, doc.issues[i].Comments...), c)
-		sameIssue(t, after.issues[i], want)
+		sameIssue(t, *after.issues[i], want)
 		if !bytes.Equal(out[:sp.start], data[:sp.start]) {
 			t.Fatal("bytes before the edited issue changed")
 		}
@@ -155,7 +155,7 @@ func roundTrip(t *testing.T, data, out []byte, before, patched *document, i int)
 	for j := range after.issues {
 		if j != i {
 			// A blocker's state may follow the edited issue's; everything else is fixed.
-			a, b := after.issues[j], before.issues[j]
+			a, b := *after.issues[j], *before.issues[j]
 			a.BlockedBy, b.BlockedBy = nil, nil
 			sameIssue(t, a, b)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"sortie/internal/tracker"
@@ -52,13 +53,14 @@ func (t *Tracker) load(ctx context.Context, op string) (*document, error) {
 	}
 	prev := t.cache
 	t.cache = nil
-	data, info, err := readIssuesFile(op, t.path)
+	data, info, err := readIssuesFileInto(op, t.path, scratch())
 	if err != nil {
 		return nil, err
 	}
 	if prev != nil && bytes.Equal(prev.data, data) {
 		// The stat could not prove the file unchanged (it was written moments ago),
 		// but its bytes are the ones already parsed.
+		recycle(data)
 		t.cache = &snapshot{info: info, readAt: readAt, data: prev.data, doc: prev.doc, err: prev.err}
 		return prev.doc, t.payloadErr(op, prev.err)
 	}
@@ -108,6 +110,33 @@ func (t *Tracker) payloadErr(op string, err error) error {
 // A missing file is tracker_payload_error (the operator must create it or fix the path;
 // waiting will not help); other I/O failures are tracker_transport_error.
 func readIssuesFile(op, path string) ([]byte, fs.FileInfo, error) {
+	return readIssuesFileInto(op, path, nil)
+}
+
+// readBuffers recycles the buffers of reads that are only compared and dropped: a
+// write reads the file twice, and every watch event and cache check once more, and a
+// backlog's file is megabytes. Allocating (and zeroing) each anew was most of the
+// tracker's work with ten thousand issues.
+var readBuffers sync.Pool
+
+// scratch is a buffer from readBuffers, or nil.
+func scratch() []byte {
+	if b, ok := readBuffers.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
+// recycle returns a buffer that nothing refers to any more to readBuffers.
+func recycle(b []byte) {
+	if cap(b) > 0 && cap(b) <= MaxFileBytes+bytes.MinRead {
+		readBuffers.Put(&b)
+	}
+}
+
+// readIssuesFileInto is readIssuesFile reading into buf's storage when it is large
+// enough.
+func readIssuesFileInto(op, path string, buf []byte) ([]byte, fs.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -126,16 +155,16 @@ func readIssuesFile(op, path string) ([]byte, fs.FileInfo, error) {
 	if info.Size() > MaxFileBytes {
 		return nil, nil, tooLarge(op, path, info.Size())
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(info.Size()) + bytes.MinRead)
+	b := bytes.NewBuffer(buf[:0])
+	b.Grow(int(info.Size()) + bytes.MinRead)
 	// The file may grow between Stat and the read; the limit holds regardless.
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileBytes+1)); err != nil {
+	if _, err := b.ReadFrom(io.LimitReader(f, MaxFileBytes+1)); err != nil {
 		return nil, nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "reading issues file", Err: err}
 	}
-	if buf.Len() > MaxFileBytes {
-		return nil, nil, tooLarge(op, path, int64(buf.Len()))
+	if b.Len() > MaxFileBytes {
+		return nil, nil, tooLarge(op, path, int64(b.Len()))
 	}
-	return buf.Bytes(), info, nil
+	return b.Bytes(), info, nil
 }
 
 func missingFile(op, path string) error {

@@ -18,8 +18,8 @@ import (
 // each issue's object sits in the bytes it was parsed from, so that an edit can rewrite
 // one issue and leave every other byte alone.
 type document struct {
-	issues       []tracker.Issue
-	spans        []span // spans[i] is the byte range of issues[i]'s object
+	issues       []*tracker.Issue // shared with the documents patched from this one: never modified
+	spans        []span           // spans[i] is the byte range of issues[i]'s object
 	byID         map[string]int
 	byIdentifier map[string]int
 	// blockers[i] is issues[i]'s blocked_by as written, before fillBlockers completed
@@ -102,7 +102,7 @@ func parseArray(data []byte, base int) (*document, error) {
 		}
 		doc.byID[iss.ID] = n
 		doc.byIdentifier[iss.Identifier] = n
-		doc.issues = append(doc.issues, iss)
+		doc.issues = append(doc.issues, &iss)
 		doc.spans = append(doc.spans, sp)
 	}
 	// The closing ']' and then nothing: a json.Decoder reads a stream of values, so
@@ -139,7 +139,7 @@ func fillBlockers(doc *document) {
 			if !ok {
 				continue
 			}
-			ref := &doc.issues[k]
+			ref := doc.issues[k]
 			if b.State == "" {
 				b.State = ref.State
 			}
@@ -199,17 +199,21 @@ func patch(data []byte, doc *document, objs map[int][]byte, issues map[int]track
 		after.spans[i] = span{start, len(out)}
 		at = sp.end
 		delta = len(out) - at
-		after.issues[i] = issues[i]
+		edited := issues[i]
+		after.issues[i] = &edited
 		after.blockers[i] = nil
 		if len(issues[i].BlockedBy) > 0 {
 			after.blockers[i] = slices.Clone(issues[i].BlockedBy)
 		}
 	}
 	out = append(out, data[at:]...)
-	// Blocker refs follow their issues' new states: fill them again, as written.
+	// Blocker refs follow their issues' new states: fill them again, as written, in
+	// copies of the issues that have them (the old document's stay as they are).
 	for i, refs := range after.blockers {
 		if refs != nil {
-			after.issues[i].BlockedBy = slices.Clone(refs)
+			c := *after.issues[i]
+			c.BlockedBy = slices.Clone(refs)
+			after.issues[i] = &c
 		}
 	}
 	fillBlockers(after)

@@ -76,7 +76,7 @@ func TestParse_Inputs(t *testing.T) {
 					},
 					CreatedAt: "2026-02-09T08:00:00Z", UpdatedAt: "2026-02-11T16:40:00Z",
 				}
-				if !reflect.DeepEqual(doc.issues[0], want) {
+				if !reflect.DeepEqual(*doc.issues[0], want) {
 					t.Errorf("issue 201 =\n%+v\nwant\n%+v", doc.issues[0], want)
 				}
 				if c := doc.issues[1].Comments; c == nil || len(c) != 0 {
@@ -95,7 +95,7 @@ func TestParse_Inputs(t *testing.T) {
 					ID: "205", Identifier: "SITE-5", Title: "Only the required fields", State: "to do",
 					Labels: []string{}, BlockedBy: []tracker.BlockerRef{},
 				}
-				if !reflect.DeepEqual(doc.issues[4], minimal) {
+				if !reflect.DeepEqual(*doc.issues[4], minimal) {
 					t.Errorf("minimal issue =\n%#v\nwant\n%#v", doc.issues[4], minimal)
 				}
 			},
@@ -143,7 +143,7 @@ func TestParse_ReferenceInputs(t *testing.T) {
 					Comments:  []tracker.Comment{{ID: "c1", Author: "bob", Body: "Needs SSO support.", CreatedAt: "2026-03-01T10:00:00Z"}},
 					CreatedAt: "2026-02-28T09:00:00Z", UpdatedAt: "2026-03-01T12:00:00Z",
 				}
-				if !reflect.DeepEqual(doc.issues[0], want) {
+				if !reflect.DeepEqual(*doc.issues[0], want) {
 					t.Errorf("issue 10001 =\n%+v\nwant\n%+v", doc.issues[0], want)
 				}
 				if c := doc.issues[1].Comments; c == nil || len(c) != 0 {
@@ -183,7 +183,7 @@ func TestParse_ReferenceInputs(t *testing.T) {
 					ID: "10005", Identifier: "PROJ-5", Title: "Minimal issue with only required fields", State: "To Do",
 					Labels: []string{}, BlockedBy: []tracker.BlockerRef{},
 				}
-				if !reflect.DeepEqual(doc.issues[4], want) {
+				if !reflect.DeepEqual(*doc.issues[4], want) {
 					t.Errorf("minimal issue =\n%#v\nwant\n%#v", doc.issues[4], want)
 				}
 				if got := doc.issues[3].Labels; !reflect.DeepEqual(got, []string{"enhancement"}) {
@@ -284,7 +284,7 @@ func TestParse_Normalisation(t *testing.T) {
 			if len(doc.issues) != 1 {
 				t.Fatalf("parse(%s) gave %d issues, want 1", tt.input, len(doc.issues))
 			}
-			if !tt.check(doc.issues[0]) {
+			if !tt.check(*doc.issues[0]) {
 				t.Errorf("parse(%s) = %+v, which breaks the rule", tt.input, doc.issues[0])
 			}
 		})

@@ -221,10 +221,13 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 		}
 		return failAll(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "resolving issues file path", Err: err})
 	}
-	data, info, err := readIssuesFile(op, real)
+	data, info, err := readIssuesFileInto(op, real, scratch())
 	if err != nil {
 		return failAll(err)
 	}
+	// The new content is a copy: data goes back to the pool once the attempt is over
+	// (the cache keeps its own bytes, never these).
+	defer recycle(data)
 	doc, err := t.parsed(data)
 	if err != nil {
 		for _, r := range pending {
@@ -253,7 +256,10 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 	if t.beforeRename != nil {
 		t.beforeRename()
 	}
-	if current, _, err := readIssuesFile(op, real); err != nil || !bytes.Equal(current, data) {
+	current, _, err := readIssuesFileInto(op, real, scratch())
+	changed := err != nil || !bytes.Equal(current, data)
+	recycle(current)
+	if changed {
 		os.Remove(tmp)
 		return applied
 	}
@@ -283,7 +289,7 @@ func (t *Tracker) apply(data []byte, doc *document, pending []*request) ([]byte,
 			r.finish(t.notFound(r.op, r.id))
 			continue
 		}
-		obj, iss := data[doc.spans[i].start:doc.spans[i].end], doc.issues[i]
+		obj, iss := data[doc.spans[i].start:doc.spans[i].end], *doc.issues[i]
 		if o, ok := objs[i]; ok {
 			obj, iss = o, issues[i]
 		}

@@ -93,7 +93,8 @@ func (t *Tracker) holdsOwnWrite() bool {
 	if own == nil {
 		return false
 	}
-	data, _, err := readIssuesFile("watch", t.path)
+	data, _, err := readIssuesFileInto("watch", t.path, scratch())
+	defer recycle(data)
 	return err == nil && bytes.Equal(data, own)
 }
 
