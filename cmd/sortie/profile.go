@@ -6,14 +6,24 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 )
 
-// startProfiles starts the CPU profile of --cpuprofile and returns what ends it and
-// writes the heap profile of --memprofile: the profiles docs/performance.md's figures
+// startProfiles starts the CPU profile of --cpuprofile and the execution trace of
+// --trace, and returns what ends them and writes the heap profile of --memprofile: the profiles docs/performance.md's figures
 // come from, taken of a real daemon rather than a test binary.
 func startProfiles(f runFlags) (stop func() error, err error) {
-	var cpu *os.File
+	var cpu, tr *os.File
+	if f.trace != "" {
+		if tr, err = os.Create(f.trace); err != nil {
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+		if err := trace.Start(tr); err != nil {
+			tr.Close()
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+	}
 	if f.cpuProfile != "" {
 		if cpu, err = os.Create(f.cpuProfile); err != nil {
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
@@ -24,6 +34,12 @@ func startProfiles(f runFlags) (stop func() error, err error) {
 		}
 	}
 	return func() error {
+		if tr != nil {
+			trace.Stop()
+			if err := tr.Close(); err != nil {
+				return fmt.Errorf("--trace: %w", err)
+			}
+		}
 		if cpu != nil {
 			pprof.StopCPUProfile()
 			if err := cpu.Close(); err != nil {

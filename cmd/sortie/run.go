@@ -46,6 +46,7 @@ type runFlags struct {
 	host         string // "": server.host
 	cpuProfile   string // --cpuprofile: a CPU profile of the daemon's whole life
 	memProfile   string // --memprofile: a heap profile at exit
+	trace        string // --trace: an execution trace of the daemon's whole life
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -58,6 +59,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.host, "host", "", "listen on this IP address")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (go tool pprof)")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile to this file when the daemon exits (go tool pprof)")
+	fs.StringVar(&f.trace, "trace", "", "write an execution trace of the daemon to this file (go tool trace)")
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {

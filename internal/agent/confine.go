@@ -34,13 +34,29 @@ func (c *Confinement) Wrap(exe string, write, dirs []string) []string {
 	if c == nil {
 		return nil
 	}
+	return append([]string{c.Self, "confine"}, c.policy(exe, write, dirs).Args()...)
+}
+
+// Thread returns the proc.Command.Confine that confines exe's start to the same
+// policy as Wrap, on the thread that starts it (sandbox.RestrictThread): no `sortie
+// confine` process. nil when c is nil.
+func (c *Confinement) Thread(exe string, write, dirs []string) func() error {
+	if c == nil {
+		return nil
+	}
+	p := c.policy(exe, write, dirs)
+	return func() error { return sandbox.RestrictThread(p) }
+}
+
+// policy is the run's policy plus write and exe's installation, with dirs created.
+func (c *Confinement) policy(exe string, write, dirs []string) sandbox.Policy {
 	for _, d := range dirs {
 		_ = c.Owner.MkdirAll(d, 0o700) // a failure shows as the CLI's own error
 	}
 	p := c.Policy
 	p.Write = append(append([]string(nil), p.Write...), write...)
 	p.Read = append(append([]string(nil), p.Read...), InstallRoots(exe)...)
-	return append([]string{c.Self, "confine"}, p.Args()...)
+	return p
 }
 
 // Supervision runs a local agent CLI under `Self supervise` (internal/agent/supervise):
@@ -63,19 +79,44 @@ func (s *Supervision) Cgroup() int {
 	return s.CgroupFD
 }
 
-// LocalWrap is the proc.Command.Wrap of a local CLI at exe started with p: `sortie
-// confine` when p.Confine is set (see Confinement.Wrap for write and dirs), then `sortie
-// supervise` when p.Supervise is set, confined with it. nil when neither is.
-func LocalWrap(p StartParams, exe string, write, dirs []string) []string {
-	w := p.Confine.Wrap(exe, write, dirs)
-	if s := p.Supervise; s != nil {
-		grace := s.Grace
-		if grace <= 0 {
-			grace = supervise.DefaultGrace
-		}
-		w = append(w, supervise.Args(s.Self, grace, s.KeepProcesses)...)
+// Launch is how a local CLI is started: the proc.Command fields of the same names.
+type Launch struct {
+	Wrap        []string     // `sortie confine`, then `sortie supervise`, when needed
+	Confine     func() error // confines the start itself (sandbox.RestrictThread)
+	SweepCgroup bool         // the CLI's leftovers are stopped through its cgroup
+}
+
+// LocalLaunch is how a local CLI at exe started with p runs, with as few processes
+// between the daemon and the CLI as confinement and supervision allow:
+//
+//   - confined (p.Confine) from the thread that starts it where the kernel allows
+//     that (sandbox.ThreadConfinable), else through `sortie confine` (see
+//     Confinement.Wrap for write and dirs);
+//   - supervised (p.Supervise) by its cgroup when the run has one and its processes
+//     are not kept (agent.keep_processes): what the CLI leaves there is stopped when
+//     it exits (proc.Command.SweepCgroup); else through `sortie supervise`, confined
+//     with it.
+//
+// Each program start saved is a start of the whole sortie binary per turn.
+func LocalLaunch(p StartParams, exe string, write, dirs []string) Launch {
+	var l Launch
+	if p.Confine != nil && sandbox.ThreadConfinable() {
+		l.Confine = p.Confine.Thread(exe, write, dirs)
+	} else {
+		l.Wrap = p.Confine.Wrap(exe, write, dirs)
 	}
-	return w
+	if s := p.Supervise; s != nil {
+		if s.CgroupFD > 0 && !s.KeepProcesses {
+			l.SweepCgroup = true
+		} else {
+			grace := s.Grace
+			if grace <= 0 {
+				grace = supervise.DefaultGrace
+			}
+			l.Wrap = append(l.Wrap, supervise.Args(s.Self, grace, s.KeepProcesses)...)
+		}
+	}
+	return l
 }
 
 // InstallRoots are the directories a CLI at exe needs to read to run: the directory

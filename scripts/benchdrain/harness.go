@@ -223,6 +223,9 @@ func (h *harness) startDaemon(w *workdir, exitWhenIdle bool, withServer bool, pr
 	}
 	if profile != "" {
 		args = append(args, "--cpuprofile", profile+".cpu.pprof", "--memprofile", profile+".heap.pprof")
+		if h.opts.trace {
+			args = append(args, "--trace", profile+".trace")
+		}
 	}
 	args = append(args, w.workflow)
 	log, err := os.Create(filepath.Join(w.dir, "sortie.log"))

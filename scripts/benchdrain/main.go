@@ -36,6 +36,7 @@ type options struct {
 	count     int           // runs of each drain workload; the median is reported
 	profile   string        // a directory for the daemon's CPU and heap profiles
 	keep      bool          // keep the temporary directories
+	trace     bool          // with profile: an execution trace of the daemon too
 	soak      time.Duration // the agents workload's simulated work
 	verbose   bool
 }
@@ -50,6 +51,7 @@ func benchMain(args []string) int {
 	fs.StringVar(&workloads, "workloads", "w1,w2,backlog,agents,latency", "comma-separated: w1, w2, backlog, agents, latency")
 	fs.IntVar(&o.count, "count", 3, "runs of W1 and W2 each (and of their xargs baselines); medians are reported")
 	fs.StringVar(&o.profile, "profile", "", "write the daemon's CPU and heap profiles of each workload into this directory")
+	fs.BoolVar(&o.trace, "trace", false, "with -profile: also write the daemon's execution trace (go tool trace)")
 	fs.BoolVar(&o.keep, "keep", false, "keep each workload's directory (WORKFLOW.md, issues, logs)")
 	fs.DurationVar(&o.soak, "soak", 30*time.Minute, "the agents workload: how long 100 agents work (simulated work, real time)")
 	fs.BoolVar(&o.verbose, "v", false, "print each run's figures")

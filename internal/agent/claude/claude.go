@@ -102,7 +102,7 @@ type session struct {
 	strict string         // StrictHostKeyChecking in SSH mode
 	env    []string
 	mcp    []string            // --mcp-config files
-	wrap   []string            // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
+	launch agent.Launch        // how the CLI is confined and supervised; zero over SSH
 	cred   *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
 	cgroup int                 // the run's cgroup v2 directory (fd), 0 for none
 	owner  *runas.User         // agent.run_as's user, who owns configDir; nil for the daemon's
@@ -163,7 +163,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 			state = []string{st.configDir}
 			st.notes = authNotes(st.env, st.login)
 		}
-		st.wrap = agent.LocalWrap(p, st.exe, state, state[:min(1, len(state))])
+		st.launch = agent.LocalLaunch(p, st.exe, state, state[:min(1, len(state))])
 		st.cred = p.RunAs.Credential()
 		st.cgroup = p.Supervise.Cgroup()
 	}
@@ -212,7 +212,8 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	st.reset = false
 	args := a.opts.args(s.ID, st.created, st.mcp)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.wrap, Credential: st.cred, CgroupFD: st.cgroup}
+		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.launch.Wrap,
+		Confine: st.launch.Confine, SweepCgroup: st.launch.SweepCgroup, Credential: st.cred, CgroupFD: st.cgroup}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

@@ -153,7 +153,7 @@ type session struct {
 	env      []string
 	mcp      []string            // --additional-mcp-config files
 	usageDir string              // private directory for the CLI's usage file, "" when not used
-	wrap     []string            // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
+	launch   agent.Launch        // how the CLI is confined and supervised; zero over SSH
 	cred     *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
 	cgroup   int                 // the run's cgroup v2 directory (fd), 0 for none
 	notes    []string            // said as notifications at the start of the first turn
@@ -251,7 +251,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 			c.Policy.Read = append(slices.Clip(c.Policy.Read), runtimeDirs(st.env)...)
 			p.Confine = &c
 		}
-		st.wrap = agent.LocalWrap(p, st.exe, write, write[:1])
+		st.launch = agent.LocalLaunch(p, st.exe, write, write[:1])
 		st.cred = p.RunAs.Credential()
 		st.cgroup = p.Supervise.Cgroup()
 	}
@@ -366,7 +366,8 @@ func (a *adapter) stopRemote(st *session, stderr string) {
 func (a *adapter) command(st *session, workspace string, ta turnArgs) proc.Command {
 	args := a.opts.args(ta)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: workspace, Env: st.env, Grace: a.grace, Wrap: st.wrap, Credential: st.cred, CgroupFD: st.cgroup}
+		Dir: workspace, Env: st.env, Grace: a.grace, Wrap: st.launch.Wrap,
+		Confine: st.launch.Confine, SweepCgroup: st.launch.SweepCgroup, Credential: st.cred, CgroupFD: st.cgroup}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

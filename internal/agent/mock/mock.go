@@ -60,10 +60,10 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 
 // session is the adapter's per-session state (agent.Session.Internal).
 type session struct {
-	exe  string
-	env  []string
-	wrap []string    // proc.Command.Wrap: the confinement, nil when unconfined
-	user *runas.User // agent.run_as's user, nil for the daemon's
+	exe    string
+	env    []string
+	launch agent.Launch // how the child is confined and supervised
+	user   *runas.User  // agent.run_as's user, nil for the daemon's
 	// cgroup is the run's cgroup v2 directory (fd), 0 for none.
 	cgroup int
 
@@ -96,7 +96,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	env := append(withoutKey(base, ChildEnv), ChildEnv+"="+childModeTurn)
 	return &agent.Session{
 		ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost,
-		Internal: &session{exe: exe, env: env, wrap: agent.LocalWrap(p, exe, nil, nil), user: p.RunAs, cgroup: p.Supervise.Cgroup()},
+		Internal: &session{exe: exe, env: env, launch: agent.LocalLaunch(p, exe, nil, nil), user: p.RunAs, cgroup: p.Supervise.Cgroup()},
 	}, nil
 }
 
@@ -119,12 +119,14 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	defer os.Remove(turnFile)
 
 	pr, err := st.guard.Start(ctx, proc.Command{
-		Path:  st.exe,
-		Args:  append(append([]string(nil), a.args...), turnFile),
-		Dir:   s.Workspace,
-		Env:   st.env,
-		Grace: a.grace,
-		Wrap:  st.wrap,
+		Path:        st.exe,
+		Args:        append(append([]string(nil), a.args...), turnFile),
+		Dir:         s.Workspace,
+		Env:         st.env,
+		Grace:       a.grace,
+		Wrap:        st.launch.Wrap,
+		Confine:     st.launch.Confine,
+		SweepCgroup: st.launch.SweepCgroup,
 
 		Credential: st.user.Credential(),
 		CgroupFD:   st.cgroup,

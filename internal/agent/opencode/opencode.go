@@ -104,7 +104,7 @@ type session struct {
 	// stdinHead goes to the CLI's standard input before the prompt: over SSH, the line
 	// the remote shell reads the inline configuration from (remoteProgram).
 	stdinHead string
-	wrap      []string // proc.Command.Wrap: the confinement, nil when unconfined or over SSH
+	launch    agent.Launch // how the CLI is confined and supervised; zero over SSH
 	cred      *syscall.Credential
 	cgroup    int
 
@@ -185,7 +185,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		c.Policy.Read = append(slices.Clone(c.Policy.Read), dirs.read...)
 		p.Confine = &c
 	}
-	st.wrap = agent.LocalWrap(p, st.exe, dirs.write, nil)
+	st.launch = agent.LocalLaunch(p, st.exe, dirs.write, nil)
 	st.cred = p.RunAs.Credential()
 	st.cgroup = p.Supervise.Cgroup()
 	return &agent.Session{ID: p.ResumeSessionID, Workspace: p.Workspace, Internal: st}, nil
@@ -254,8 +254,8 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}
 	args := a.args(s.ID, s.Workspace)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), st.program[1:]...), args...),
-		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(st.stdinHead + p.Prompt), Grace: a.grace, Wrap: st.wrap,
-		Credential: st.cred, CgroupFD: st.cgroup}
+		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(st.stdinHead + p.Prompt), Grace: a.grace, Wrap: st.launch.Wrap,
+		Confine: st.launch.Confine, SweepCgroup: st.launch.SweepCgroup, Credential: st.cred, CgroupFD: st.cgroup}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

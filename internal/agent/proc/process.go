@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -65,6 +66,17 @@ type Command struct {
 	// CgroupFD, when positive, is an open cgroup v2 directory the child starts in
 	// (Linux; internal/agent/cgroup), so that all it starts can be found and killed.
 	CgroupFD int
+	// SweepCgroup, with CgroupFD, stops whatever the child leaves in its cgroup once
+	// it has exited, its process group aside (SIGTERM, Grace, then SIGKILL): what
+	// `sortie supervise` does for a child started without it. The cgroup must hold
+	// this child's processes only.
+	SweepCgroup bool
+	// Confine, when set, confines the child before it runs anything of its own: it is
+	// called on the OS thread that then starts the child, which inherits what Confine
+	// set on that thread (Landlock, no_new_privs, capabilities: sandbox.RestrictThread).
+	// That thread runs nothing else and ends with the start. A Confine error fails the
+	// start; the child never runs unconfined.
+	Confine func() error
 }
 
 // Process is a started child and its process group (the group id is the child's pid).
@@ -82,6 +94,7 @@ type Process struct {
 	mu     sync.Mutex
 	reaped bool
 
+	sweep  int           // the cgroup (fd) to sweep once the leader has exited; -1 for none
 	exited chan struct{} // closed when the leader has exited (before it is reaped)
 	done   chan struct{} // closed once the leader is reaped and exit is set
 	exit   Exit
@@ -150,9 +163,19 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	// Backstop for an escaped descendant holding stderr: Wait gives up on the copy
 	// after the grace period instead of blocking forever.
 	cmd.WaitDelay = grace
-	if err := cmd.Start(); err != nil {
+	sweep := -1
+	if c.SweepCgroup && c.CgroupFD > 0 {
+		// Our own copy: the caller may close its descriptor before the child exits.
+		if sweep, err = dupCloexec(c.CgroupFD); err != nil {
+			r.Close()
+			w.Close()
+			return nil, fmt.Errorf("proc: the child's cgroup: %w", err)
+		}
+	}
+	if err := startCmd(cmd, c.Confine); err != nil {
 		r.Close()
 		w.Close()
+		closeFD(sweep)
 		return nil, err
 	}
 	w.Close() // the child has its copy; ours would keep the reader from seeing EOF
@@ -165,11 +188,33 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		stderr: stderr,
 		exited: make(chan struct{}),
 		done:   make(chan struct{}),
+		sweep:  sweep,
 	}
 	p.wg.Add(2)
 	go p.reap()
 	go p.watch(ctx)
 	return p, nil
+}
+
+// startCmd starts cmd; with confine, from an OS thread of its own that confine
+// confines first (Command.Confine).
+func startCmd(cmd *exec.Cmd, confine func() error) error {
+	if confine == nil {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread keeps the confinement, so it must end with this
+		// goroutine rather than go back to run others (the runtime ends a thread whose
+		// locked goroutine exits).
+		runtime.LockOSThread()
+		if err := confine(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
 }
 
 // PID is the child's process id.
@@ -254,6 +299,7 @@ func (p *Process) reap() {
 		close(p.exited)
 		p.signalGroup(syscall.SIGKILL)
 		p.markReaped()
+		p.sweepLeftovers() // before Wait, which waits for whoever holds stderr
 		p.stdout.SetReadDeadline(time.Now().Add(p.grace))
 	}
 
@@ -268,10 +314,22 @@ func (p *Process) reap() {
 		p.stdout.SetReadDeadline(time.Now().Add(p.grace))
 	}
 
+	p.sweepLeftovers()
 	p.exit = newExit(p.cmd.ProcessState, err)
 	p.exit.Stopped = p.stopped.Load()
 	p.exit.Cancelled = p.cancelled.Load()
 	close(p.done)
+}
+
+// sweepLeftovers stops what left the group (setsid, a daemonising fork) and is still
+// in the child's cgroup, once (Command.SweepCgroup).
+func (p *Process) sweepLeftovers() {
+	if p.sweep < 0 {
+		return
+	}
+	sweepCgroup(p.sweep, p.grace)
+	closeFD(p.sweep)
+	p.sweep = -1
 }
 
 func (p *Process) markReaped() {

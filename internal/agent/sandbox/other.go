@@ -17,3 +17,9 @@ func Exec(Policy, []string, []string) error { return errNoLandlock }
 
 // ConfineThread fails outside Linux.
 func ConfineThread(Policy) error { return errNoLandlock }
+
+// ThreadConfinable is false outside Linux.
+func ThreadConfinable() bool { return false }
+
+// RestrictThread fails outside Linux.
+func RestrictThread(Policy) error { return errNoLandlock }

@@ -5,8 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -192,5 +194,75 @@ func TestExpand_GrantsAroundHiddenPaths(t *testing.T) {
 	}
 	if g, _ := expand([]string{filepath.Join(base, "a/b/secret")}, []string{filepath.Join(base, "a")}); len(g) != 0 {
 		t.Errorf("a root beneath a hidden path granted %+v", g)
+	}
+}
+
+// RestrictThread confines what the thread starts, exactly as `sortie confine` would,
+// and nothing else: the process itself (every other thread, and later goroutines)
+// keeps its own access, however many confined children were started.
+func TestRestrictThread_ConfinesTheChildOnly(t *testing.T) {
+	requireLandlock(t)
+	if !ThreadConfinable() {
+		t.Skip("skipped: the kernel's Landlock is older than ABI 2")
+	}
+	base := t.TempDir()
+	ws, proj := filepath.Join(base, "ws"), filepath.Join(base, "proj")
+	for _, d := range []string{ws, proj} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(proj, "state.db")
+	if err := os.WriteFile(secret, []byte("the daemon's database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "README"), []byte("readable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{
+		Write: append([]string{ws}, SystemWrite...),
+		Read:  append(slices.Clone(SystemRead), proj),
+		Hide:  []string{secret},
+	}
+	script := `
+try() { if eval "$2" >/dev/null 2>&1; then echo "$1 ok"; else echo "$1 denied"; fi; }
+try write-workspace 'echo hi > ` + ws + `/a'
+try write-proj 'echo hi > ` + proj + `/new'
+try read-readme 'cat ` + proj + `/README'
+try read-db 'cat ` + secret + `'
+`
+	for i := range 8 {
+		out := make(chan string, 1)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			if err := RestrictThread(p); err != nil {
+				out <- "restrict: " + err.Error()
+				return
+			}
+			b, err := exec.Command("/bin/sh", "-c", script).CombinedOutput()
+			if err != nil {
+				out <- "run: " + err.Error() + ": " + string(b)
+				return
+			}
+			out <- string(b)
+		}()
+		got := strings.Fields(<-out)
+		want := strings.Fields(`write-workspace ok write-proj denied read-readme ok read-db denied`)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("child %d: %v\nwant %v", i, got, want)
+		}
+		// The rest of the process is not confined: from any goroutine, on any thread.
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if _, err := os.ReadFile(secret); err != nil {
+					t.Errorf("after confining a child, this process cannot read %s: %v", secret, err)
+				}
+				if err := os.WriteFile(filepath.Join(proj, "daemon-write"), []byte("x"), 0o600); err != nil {
+					t.Errorf("after confining a child, this process cannot write: %v", err)
+				}
+			})
+		}
+		wg.Wait()
 	}
 }
