@@ -8,7 +8,7 @@ FUZZTIME ?= 5s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN      := bin/sortie
 
-.PHONY: help build run demo test unit fuzz fuzz-long bench soak lint clis clean
+.PHONY: help build run demo test unit fuzz fuzz-long bench bench-drain soak lint clis clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -40,6 +40,11 @@ soak: ## the soak test: 540+ runs that daemonise, fail, stall and overspend, the
 
 bench: ## benchmarks; figures go to docs/performance.md
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+SOAK ?= 30m
+BENCH_DRAIN_FLAGS ?=
+bench-drain: build ## the real daemon against xargs: W1, W2, 10,000 issues, 100 agents for SOAK (30m), latency; each figure beside its target
+	$(GO) run ./scripts/benchdrain -sortie $(BIN) -soak $(SOAK) $(BENCH_DRAIN_FLAGS)
 
 lint: ## gofmt, go vet and staticcheck must be clean
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

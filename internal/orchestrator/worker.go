@@ -244,7 +244,8 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	}
 	w.sess = sess
 	w.setSession(sess.ID)
-	w.state.write(true)
+	// .sortie/state.json is first written as the first turn starts, a moment from
+	// now: the agent is what reads it, and none runs before then.
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout(cfg))
 		defer cancel()
