@@ -184,13 +184,12 @@ func issuesJSON(n int, key func(ident string, prio int, created time.Time)) []by
 
 // daemonRun is what one daemon run measured.
 type daemonRun struct {
-	wall       time.Duration
-	cpu        float64 // the daemon's user+system seconds
-	maxRSSKiB  int64
-	handedOff  int
-	exitErr    error
-	logPath    string
-	cpuProfile string
+	wall      time.Duration
+	cpu       float64 // the daemon's user+system seconds
+	maxRSSKiB int64
+	handedOff int
+	exitErr   error
+	logPath   string
 }
 
 // daemon is a running sortie.

@@ -143,10 +143,9 @@ func (h *harness) agents() (*report, error) {
 		return nil, err
 	}
 	type sample struct {
-		at                     time.Duration
-		rss, goroutines, fds   float64
-		running, heapInUse     float64
-		handedOff, toolCallsEv float64
+		at                   time.Duration
+		rss, goroutines, fds float64
+		running, heapInUse   float64
 	}
 	var samples []sample
 	every := min(10*time.Second, max(h.opts.soak/30, time.Second))

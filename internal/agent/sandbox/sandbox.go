@@ -125,14 +125,30 @@ type grant struct {
 // hidden paths. Roots and hidden paths are resolved (symbolic links, "..") first, so
 // a link cannot smuggle a hidden path in or a root around.
 func expand(roots, hide []string) ([]grant, error) {
+	return expandResolved(roots, resolveAllHidden(hide))
+}
+
+// resolveAllHidden resolves the hidden paths for expandResolved.
+func resolveAllHidden(hide []string) []string {
 	hidden := make([]string, 0, len(hide))
 	for _, h := range hide {
 		if r, err := resolveHidden(h); err == nil {
 			hidden = append(hidden, r)
 		}
 	}
+	return hidden
+}
+
+// expandResolved is expand with the hidden paths already resolved. A root named twice
+// is granted once.
+func expandResolved(roots, hidden []string) ([]grant, error) {
 	var out []grant
+	seen := make(map[string]bool, len(roots))
 	for _, root := range roots {
+		if seen[root] {
+			continue
+		}
+		seen[root] = true
 		r, err := resolve(root)
 		if err != nil {
 			continue // a missing root grants nothing

@@ -53,11 +53,12 @@ func RestrictThread(p Policy) error {
 	if abi < threadMinABI {
 		return fmt.Errorf("sandbox: the kernel's Landlock ABI %d is older than %d, which confining a thread needs", abi, threadMinABI)
 	}
-	write, err := expand(p.Write, p.Hide)
+	hidden := resolveAllHidden(p.Hide)
+	write, err := expandResolved(p.Write, hidden)
 	if err != nil {
 		return err
 	}
-	read, err := expand(p.Read, p.Hide)
+	read, err := expandResolved(p.Read, hidden)
 	if err != nil {
 		return err
 	}

@@ -105,14 +105,6 @@ func (t *Tracker) payloadErr(op string, err error) error {
 	return &tracker.Error{Kind: tracker.ErrPayload, Op: op, Message: "issues file " + t.path, Err: err}
 }
 
-// readIssuesFile reads the whole file at path, refusing one over MaxFileBytes. The
-// returned info is of the opened file, not of whatever is at path by the time we return.
-// A missing file is tracker_payload_error (the operator must create it or fix the path;
-// waiting will not help); other I/O failures are tracker_transport_error.
-func readIssuesFile(op, path string) ([]byte, fs.FileInfo, error) {
-	return readIssuesFileInto(op, path, nil)
-}
-
 // readBuffers recycles the buffers of reads that are only compared and dropped: a
 // write reads the file twice, and every watch event and cache check once more, and a
 // backlog's file is megabytes. Allocating (and zeroing) each anew was most of the
@@ -134,8 +126,11 @@ func recycle(b []byte) {
 	}
 }
 
-// readIssuesFileInto is readIssuesFile reading into buf's storage when it is large
-// enough.
+// readIssuesFileInto reads the whole file at path, into buf's storage when it is
+// large enough, refusing one over MaxFileBytes. The returned info is of the opened
+// file, not of whatever is at path by the time we return. A missing file is
+// tracker_payload_error (the operator must create it or fix the path; waiting will not
+// help); other I/O failures are tracker_transport_error.
 func readIssuesFileInto(op, path string, buf []byte) ([]byte, fs.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
