@@ -30,23 +30,11 @@ func (h *harness) backlog() (*report, error) {
 	s.issuesFile = issuesJSON(issues, func(ident string, prio int, created time.Time) {
 		keys = append(keys, key{ident, prio, created})
 	})
-	w, err := h.prepare(s)
+	w, d, err := h.startServing(s)
 	if err != nil {
 		return nil, err
 	}
 	defer h.cleanup(w)
-	profile := ""
-	if h.opts.profile != "" {
-		profile = filepath.Join(h.opts.profile, s.name)
-	}
-	d, err := h.startDaemon(w, false, true, profile)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.ready(time.Minute); err != nil {
-		d.stop(w)
-		return nil, err
-	}
 	// 30 s of work: 50 agents of 2 s each start about 750 issues. The API is asked
 	// for the state every 25 ms meanwhile (1,200 requests at most).
 	window := 30 * time.Second
@@ -125,23 +113,11 @@ func (h *harness) agents() (*report, error) {
 	const turn = 20 * time.Second
 	issues := int(h.opts.soak/turn+2) * slots
 	s := setup{name: "agents", issues: issues, slots: slots, lines: 2000, pace: turn, withServer: true}
-	w, err := h.prepare(s)
+	w, d, err := h.startServing(s)
 	if err != nil {
 		return nil, err
 	}
 	defer h.cleanup(w)
-	profile := ""
-	if h.opts.profile != "" {
-		profile = filepath.Join(h.opts.profile, s.name)
-	}
-	d, err := h.startDaemon(w, false, true, profile)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.ready(time.Minute); err != nil {
-		d.stop(w)
-		return nil, err
-	}
 	type sample struct {
 		at                   time.Duration
 		rss, goroutines, fds float64
@@ -206,16 +182,8 @@ func (h *harness) latency() (*report, error) {
 	for _, poll := range []int{30000, 300000} {
 		s := setup{name: "latency", issues: 0, slots: 10, tools: 8, pollMS: poll, withServer: true, logStarts: true,
 			issuesFile: []byte("[]\n")}
-		w, err := h.prepare(s)
+		w, d, err := h.startServing(s)
 		if err != nil {
-			return nil, err
-		}
-		d, err := h.startDaemon(w, false, true, "")
-		if err != nil {
-			return nil, err
-		}
-		if err := d.ready(time.Minute); err != nil {
-			d.stop(w)
 			return nil, err
 		}
 		const samples = 30
@@ -247,6 +215,30 @@ func (h *harness) latency() (*report, error) {
 			fmt.Sprintf("%.1f ms (p99 %.1f ms, %d appends)", p50, percentile(lat, 99), samples), "< 20 ms", p50 < 20)
 	}
 	return r, nil
+}
+
+// startServing prepares s and starts a daemon that keeps running, with its server,
+// once it is ready.
+func (h *harness) startServing(s setup) (*workdir, *daemon, error) {
+	w, err := h.prepare(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	profile := ""
+	if h.opts.profile != "" {
+		profile = filepath.Join(h.opts.profile, s.name)
+	}
+	d, err := h.startDaemon(w, false, true, profile)
+	if err != nil {
+		h.cleanup(w)
+		return nil, nil, err
+	}
+	if err := d.ready(time.Minute); err != nil {
+		d.stop(w)
+		h.cleanup(w)
+		return nil, nil, err
+	}
+	return w, d, nil
 }
 
 // appendIssue adds issue n to the issues file as an editor saves: a new file renamed
