@@ -187,6 +187,10 @@ Work on {{ .issue.identifier }}.
 	}
 	results = filepath.Join(base, "ws", identifier, ".mock-agent", "shell")
 	checkRedTeam(t, results, base, dir, r)
+	// The run's temporary directory went with the run, and their parent with the daemon.
+	if left, _ := filepath.Glob(filepath.Join(tmp, "sortie-runs-*")); len(left) > 0 {
+		t.Errorf("the runs' temporary directories outlived the daemon: %v", left)
+	}
 	return base, dir, envFile, results
 }
 
