@@ -15,13 +15,8 @@ import (
 // itself: the program is confined (the hidden file is out of reach, the workspace is
 // not), its detached descendants are swept when it exits, and its status is returned.
 func TestConfine_SupervisesInProcess(t *testing.T) {
+	requireConfinement(t)
 	t.Parallel()
-	if _, err := sandbox.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI needs Landlock: %v", err)
-		}
-		t.Skipf("skipped: confinement needs Landlock: %v", err)
-	}
 	base := t.TempDir()
 	ws, proj := filepath.Join(base, "ws"), filepath.Join(base, "proj")
 	for _, d := range []string{ws, proj} {

@@ -11,8 +11,9 @@ import (
 )
 
 // startProfiles starts the CPU profile of --cpuprofile and the execution trace of
-// --trace, and returns what ends them and writes the heap profile of --memprofile: the profiles docs/performance.md's figures
-// come from, taken of a real daemon rather than a test binary.
+// --trace, and returns what ends them and writes the heap profile of --memprofile:
+// the profiles docs/performance.md's figures come from, taken of a real daemon rather
+// than a test binary.
 func startProfiles(f runFlags) (stop func() error, err error) {
 	var cpu, tr *os.File
 	if f.trace != "" {
@@ -25,11 +26,16 @@ func startProfiles(f runFlags) (stop func() error, err error) {
 		}
 	}
 	if f.cpuProfile != "" {
-		if cpu, err = os.Create(f.cpuProfile); err != nil {
-			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		if cpu, err = os.Create(f.cpuProfile); err == nil {
+			if err = pprof.StartCPUProfile(cpu); err != nil {
+				cpu.Close()
+			}
 		}
-		if err := pprof.StartCPUProfile(cpu); err != nil {
-			cpu.Close()
+		if err != nil {
+			if tr != nil {
+				trace.Stop()
+				tr.Close()
+			}
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
 	}
