@@ -111,13 +111,18 @@ func Members(dir string) []int {
 	if err != nil {
 		return nil
 	}
-	var pids []int
+	return pids(b)
+}
+
+// pids reads the process ids of a cgroup.procs file.
+func pids(b []byte) []int {
+	var out []int
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
+			out = append(out, pid)
 		}
 	}
-	return pids
+	return out
 }
 
 func kill(dir string, timeout time.Duration) (int, error) {
