@@ -43,13 +43,8 @@ func processes(live bool) []process {
 	return out
 }
 
-// Descendants lists the living (not zombie) descendants of pid. It follows the
-// kernel's lists of each thread's children (/proc/<pid>/task/<tid>/children), reading
-// only the tree itself; where the kernel has no such lists, it scans /proc whole.
+// Descendants lists the living (not zombie) descendants of pid, from /proc.
 func Descendants(pid int) []int {
-	if out, ok := descendantsByChildren(pid); ok {
-		return out
-	}
 	children := map[int][]int{}
 	for _, p := range processes(true) {
 		children[p.ppid] = append(children[p.ppid], p.pid)
@@ -65,58 +60,6 @@ func Descendants(pid int) []int {
 		}
 	}
 	return out
-}
-
-// descendantsByChildren walks pid's tree through the children lists of its threads.
-// ok is false when pid's own lists cannot be read (a kernel without
-// CONFIG_PROC_CHILDREN). A process that exits during the walk is left out; Sweep
-// walks again until nothing is left.
-func descendantsByChildren(pid int) (out []int, ok bool) {
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		kids, err := childrenOf(p)
-		if err != nil {
-			if p == pid {
-				return nil, false
-			}
-			continue
-		}
-		for _, c := range kids {
-			if _, _, state, err := ProcStat(c); err != nil || state == "Z" {
-				continue // gone, or exited: a zombie has no children of its own
-			}
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out, true
-}
-
-// childrenOf lists the children of every thread of pid.
-func childrenOf(pid int) ([]int, error) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
-		if err != nil {
-			if len(tasks) == 1 || errors.Is(err, os.ErrNotExist) && t.Name() == strconv.Itoa(pid) {
-				return nil, err
-			}
-			continue // a thread that exited meanwhile
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(f); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	return out, nil
 }
 
 // Group lists the living (not zombie) members of process group pgid, from /proc.
