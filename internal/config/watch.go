@@ -30,6 +30,10 @@ type Watcher struct {
 	// targetBase is the base name of the symlink target when WORKFLOW.md links to a file
 	// in another directory (set by Start, read only by its goroutine).
 	targetBase string
+	// linkHead is the first element of WORKFLOW.md's relative symlink target, "" when
+	// it is no such link (kept by the Start goroutine, renewed on each event on
+	// WORKFLOW.md itself, so the database's writes beside it cost no system call).
+	linkHead string
 	opts       Options
 	validate   func(*Config) error
 	log        *slog.Logger
@@ -194,6 +198,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 			w.targetBase = filepath.Base(target)
 		}
 	}
+	w.linkHead = linkHead(w.path)
 	go w.run(ctx, fw)
 	return nil
 }
@@ -244,13 +249,20 @@ func (w *Watcher) run(ctx context.Context, fw *fsnotify.Watcher) {
 // SQLite database, are ignored.
 func (w *Watcher) relevant(name string) bool {
 	base := filepath.Base(name)
-	if base == w.base || base == w.targetBase || strings.HasPrefix(base, "..") {
+	if base == w.base {
+		w.linkHead = linkHead(w.path) // it may have become a link, or another one
 		return true
 	}
-	target, err := os.Readlink(w.path)
+	return base == w.targetBase || strings.HasPrefix(base, "..") || w.linkHead != "" && base == w.linkHead
+}
+
+// linkHead is the first element of path's symlink target when that is relative, ""
+// otherwise.
+func linkHead(path string) string {
+	target, err := os.Readlink(path)
 	if err != nil || filepath.IsAbs(target) {
-		return false
+		return ""
 	}
 	head, _, _ := strings.Cut(filepath.ToSlash(filepath.Clean(target)), "/")
-	return head == base
+	return head
 }

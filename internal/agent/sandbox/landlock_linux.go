@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -24,7 +25,10 @@ const minABI = 1
 var config = landlock.MustConfig(landlock.V8.HandledAccessFS, landlock.V8.Scoped).BestEffort()
 
 // Available reports the kernel's Landlock ABI version, or why Landlock cannot be used.
-func Available() (int, error) {
+// The kernel's answer cannot change while it runs, so it is asked once.
+func Available() (int, error) { return available() }
+
+var available = sync.OnceValues(func() (int, error) {
 	v, err := llsys.LandlockGetABIVersion()
 	if err != nil {
 		if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) {
@@ -36,7 +40,7 @@ func Available() (int, error) {
 		return v, fmt.Errorf("the kernel's Landlock ABI %d is older than %d", v, minABI)
 	}
 	return v, nil
-}
+})
 
 // Restrict confines the calling process, all its threads and everything it starts
 // afterwards to p. It fails, confining nothing, when the kernel has no Landlock or a

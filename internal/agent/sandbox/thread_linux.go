@@ -53,15 +53,48 @@ func RestrictThread(p Policy) error {
 	if abi < threadMinABI {
 		return fmt.Errorf("sandbox: the kernel's Landlock ABI %d is older than %d, which confining a thread needs", abi, threadMinABI)
 	}
-	hidden := resolveAllHidden(p.Hide)
-	write, err := expandResolved(p.Write, hidden)
-	if err != nil {
-		return err
+	err = restrictThread(p, abi, true)
+	if _, ok := err.(staleError); ok {
+		// A cached path changed under us (it became a link, or changed type): expand
+		// everything afresh. Nothing is enforced yet, so trying again is safe.
+		expansions.forget()
+		err = restrictThread(p, abi, false)
 	}
-	read, err := expandResolved(p.Read, hidden)
-	if err != nil {
-		return err
+	return err
+}
+
+// staleError is addRule's report that a grant no longer matches the file system:
+// its path has become a link, or its directory something else.
+type staleError struct{ path string }
+
+func (e staleError) Error() string {
+	return "sandbox: landlock: " + e.path + " changed while it was being granted (it is a link now, or no longer a directory)"
+}
+
+// restrictThread is RestrictThread with the ABI known, expanding p through the cache
+// when cached is true.
+func restrictThread(p Policy, abi int, cached bool) error {
+	var write, read []grant
+	if cached {
+		hidden, key := expansions.resolveHidden(p.Hide)
+		var err error
+		if write, err = expansions.expand(p.Write, hidden, key); err != nil {
+			return err
+		}
+		if read, err = expansions.expand(p.Read, hidden, key); err != nil {
+			return err
+		}
+	} else {
+		hidden := resolveAllHidden(p.Hide)
+		var err error
+		if write, err = expandResolved(p.Write, hidden); err != nil {
+			return err
+		}
+		if read, err = expandResolved(p.Read, hidden); err != nil {
+			return err
+		}
 	}
+	write, read = prune(write, read)
 	handled := uint64(accessHandled)
 	if abi < ioctlDevMinABI {
 		handled &^= llsys.AccessFSIoctlDev
@@ -83,7 +116,7 @@ func RestrictThread(p Policy) error {
 		if g.dir {
 			access = accessRWDir
 		}
-		if err := addRule(fd, g.path, access&handled); err != nil {
+		if err := addRule(fd, g, access&handled); err != nil {
 			return err
 		}
 	}
@@ -92,7 +125,7 @@ func RestrictThread(p Policy) error {
 		if g.dir {
 			access = accessRODir
 		}
-		if err := addRule(fd, g.path, access&handled); err != nil {
+		if err := addRule(fd, g, access&handled); err != nil {
 			return err
 		}
 	}
@@ -108,20 +141,31 @@ func RestrictThread(p Policy) error {
 	return nil
 }
 
-// addRule grants access beneath path. A path gone since it was expanded grants
-// nothing, as in Restrict.
-func addRule(ruleset int, path string, access uint64) error {
-	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
+// addRule grants access beneath g's path. A path gone since it was expanded grants
+// nothing, as in Restrict. The path is resolved, so it is opened without following
+// any link: one that has become a link (or a directory that has become a file) since
+// it was expanded is a staleError, never a grant of wherever it points now.
+func addRule(ruleset int, g grant, access uint64) error {
+	pfd, err := unix.Openat2(unix.AT_FDCWD, g.path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("sandbox: landlock: opening %s: %w", path, err)
+	case errors.Is(err, unix.ELOOP):
+		return staleError{g.path}
+	case err != nil:
+		return fmt.Errorf("sandbox: landlock: opening %s: %w", g.path, err)
 	}
 	defer unix.Close(pfd)
 	attr := llsys.PathBeneathAttr{AllowedAccess: access, ParentFd: pfd}
-	if err := llsys.LandlockAddPathBeneathRule(ruleset, &attr, 0); err != nil {
-		return fmt.Errorf("sandbox: landlock: the rule for %s: %w", path, err)
+	err = llsys.LandlockAddPathBeneathRule(ruleset, &attr, 0)
+	if g.dir && errors.Is(err, unix.EINVAL) {
+		return staleError{g.path} // a directory's rights on what is not one any more
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: landlock: the rule for %s: %w", g.path, err)
 	}
 	return nil
 }

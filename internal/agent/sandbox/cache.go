@@ -1,0 +1,165 @@
+package sandbox
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// expansionTTL is how long RestrictThread reuses what a root expanded to. Every start
+// of a busy daemon confines with the same forty-odd roots (the system, the PATH, the
+// CLI's installation), each resolved through its symbolic links: hundreds of stat
+// calls per start that find the same answer. A cached answer can only be stale the
+// safe way: rules are made by opening the cached paths without following any link
+// (see openGrant), so a path that became a link is refused and everything is
+// expanded afresh; a root created or retargeted meanwhile is granted from the first
+// start after the entry expires.
+const expansionTTL = 5 * time.Second
+
+// maxCachedRoots bounds the cache: a daemon's per-run roots (workspaces, temporary
+// directories) are all different, so without a bound they would pile up until they
+// expire.
+const maxCachedRoots = 1024
+
+// expansionCache remembers, for a little while, how roots and hidden paths resolve
+// and expand. The zero value is not usable; see newExpansionCache.
+type expansionCache struct {
+	now func() time.Time
+	ttl time.Duration
+
+	mu     sync.Mutex
+	hidden map[string]cachedHidden // by the hidden paths, joined
+	roots  map[rootKey]cachedRoot
+}
+
+type rootKey struct{ root, hidden string }
+
+type cachedRoot struct {
+	grants []grant
+	at     time.Time
+}
+
+type cachedHidden struct {
+	resolved []string
+	at       time.Time
+}
+
+func newExpansionCache(now func() time.Time, ttl time.Duration) *expansionCache {
+	return &expansionCache{now: now, ttl: ttl, hidden: map[string]cachedHidden{}, roots: map[rootKey]cachedRoot{}}
+}
+
+// expansions is RestrictThread's cache.
+var expansions = newExpansionCache(time.Now, expansionTTL)
+
+// resolveHidden is resolveAllHidden(hide), from the cache when fresh.
+func (c *expansionCache) resolveHidden(hide []string) (resolved []string, key string) {
+	key = strings.Join(hide, "\x00")
+	now := c.now()
+	c.mu.Lock()
+	h, ok := c.hidden[key]
+	c.mu.Unlock()
+	if ok && now.Sub(h.at) < c.ttl {
+		return h.resolved, key
+	}
+	resolved = resolveAllHidden(hide)
+	c.mu.Lock()
+	if len(c.hidden) >= maxCachedRoots {
+		clear(c.hidden)
+	}
+	c.hidden[key] = cachedHidden{resolved: resolved, at: now}
+	c.mu.Unlock()
+	return resolved, key
+}
+
+// expand is expandResolved(roots, hidden), each root's grants from the cache when
+// fresh; hiddenKey names hidden (resolveHidden's key).
+func (c *expansionCache) expand(roots, hidden []string, hiddenKey string) ([]grant, error) {
+	var out []grant
+	seen := make(map[string]bool, len(roots))
+	now := c.now()
+	for _, root := range roots {
+		if seen[root] {
+			continue
+		}
+		seen[root] = true
+		k := rootKey{root, hiddenKey}
+		c.mu.Lock()
+		e, ok := c.roots[k]
+		c.mu.Unlock()
+		if ok && now.Sub(e.at) < c.ttl {
+			out = append(out, e.grants...)
+			continue
+		}
+		var g []grant
+		if r, err := resolve(root); err == nil { // a missing root grants nothing
+			if g, err = expandOne(r, hidden); err != nil {
+				return nil, err
+			}
+		}
+		c.mu.Lock()
+		if len(c.roots) >= maxCachedRoots {
+			c.sweepLocked(now)
+		}
+		c.roots[k] = cachedRoot{grants: g, at: now}
+		c.mu.Unlock()
+		out = append(out, g...)
+	}
+	return out, nil
+}
+
+// sweepLocked drops the expired entries, or all of them when none has expired.
+func (c *expansionCache) sweepLocked(now time.Time) {
+	n := len(c.roots)
+	for k, e := range c.roots {
+		if now.Sub(e.at) >= c.ttl {
+			delete(c.roots, k)
+		}
+	}
+	if len(c.roots) == n {
+		clear(c.roots)
+	}
+}
+
+// forget empties the cache, so that the next expansion resolves everything afresh.
+func (c *expansionCache) forget() {
+	c.mu.Lock()
+	clear(c.roots)
+	clear(c.hidden)
+	c.mu.Unlock()
+}
+
+// prune drops the grants another grant already covers, so that the ruleset has one
+// rule where the policy names a directory and things beneath it (/usr and /usr/bin,
+// a PATH entry and its prefix, a path granted for reading beneath one granted for
+// writing). Rules only add access, and Landlock checks a path against the rules of
+// every directory above it, so the rules that remain allow exactly what all of them
+// did. Paths are resolved, so "beneath" is the real hierarchy.
+func prune(write, read []grant) ([]grant, []grant) {
+	covered := func(g grant, by []grant, self int) bool {
+		for i, a := range by {
+			if i == self || !within(g.path, a.path) {
+				continue
+			}
+			if a.path != g.path && !a.dir {
+				continue // a file covers nothing beneath it
+			}
+			if a.path == g.path && (a.dir != g.dir || i > self && self >= 0) {
+				continue // of two identical grants, the first stays
+			}
+			return true
+		}
+		return false
+	}
+	var w, r []grant
+	for i, g := range write {
+		if !covered(g, write, i) {
+			w = append(w, g)
+		}
+	}
+	for i, g := range read {
+		if !covered(g, w, -1) && !covered(g, read, i) {
+			r = append(r, g)
+		}
+	}
+	return w, r
+}

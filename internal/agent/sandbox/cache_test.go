@@ -1,0 +1,154 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPrune_DropsOnlyWhatAnotherGrantCovers(t *testing.T) {
+	d := func(p string) grant { return grant{path: p, dir: true} }
+	f := func(p string) grant { return grant{path: p} }
+	write := []grant{d("/ws"), d("/ws/sub"), f("/dev/null"), d("/ws"), d("/tmp/run")}
+	read := []grant{
+		d("/usr"), d("/usr/bin"), d("/usr/local/go"), // beneath /usr
+		d("/ws/sub/x"),       // beneath a write grant
+		f("/dev/null"),       // the same file, granted for writing
+		d("/usrx"),           // a sibling that shares a prefix, not beneath /usr
+		f("/etc/gitconfig"),  // a file beneath nothing else
+		d("/etc/gitconfig/"), // (not a real case; kept: it differs in kind)
+		d("/usr"),            // twice
+	}
+	w, r := prune(write, read)
+	if want := []grant{d("/ws"), f("/dev/null"), d("/tmp/run")}; !reflect.DeepEqual(w, want) {
+		t.Errorf("write = %v, want %v", w, want)
+	}
+	if want := []grant{d("/usr"), d("/usrx"), f("/etc/gitconfig"), d("/etc/gitconfig/")}; !reflect.DeepEqual(r, want) {
+		t.Errorf("read = %v, want %v", r, want)
+	}
+	// A write grant beneath a read grant still adds the right to write.
+	w, r = prune([]grant{d("/usr/local/ws")}, []grant{d("/usr")})
+	if len(w) != 1 || len(r) != 1 {
+		t.Errorf("a write grant beneath a read grant: write %v read %v", w, r)
+	}
+}
+
+// The cache answers from memory until the entry expires: a root created meanwhile is
+// granted from the first expansion after that, and a cached root removed meanwhile
+// is still listed (its rule is then skipped as missing).
+func TestExpansionCache_ReusesUntilExpired(t *testing.T) {
+	base := t.TempDir()
+	now := time.Unix(1_000_000, 0)
+	c := newExpansionCache(func() time.Time { return now }, 5*time.Second)
+	a, later := filepath.Join(base, "a"), filepath.Join(base, "later")
+	if err := os.Mkdir(a, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	expand := func() []string {
+		t.Helper()
+		hidden, key := c.resolveHidden([]string{filepath.Join(base, "db")})
+		g, err := c.expand([]string{a, later, a}, hidden, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, x := range g {
+			out = append(out, filepath.Base(x.path))
+		}
+		return out
+	}
+	if got := expand(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("first expansion = %v, want [a]", got)
+	}
+	if err := os.Mkdir(later, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(4 * time.Second)
+	if got := expand(); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("within the TTL = %v, want the cached [a]", got)
+	}
+	now = now.Add(time.Second)
+	if got := expand(); !slices.Equal(got, []string{"a", "later"}) {
+		t.Errorf("after the TTL = %v, want [a later]", got)
+	}
+}
+
+func TestExpansionCache_Bounded(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	c := newExpansionCache(func() time.Time { return now }, time.Hour)
+	base := t.TempDir()
+	for i := range maxCachedRoots + 10 {
+		if _, err := c.expand([]string{filepath.Join(base, "run-"+strconv.Itoa(i))}, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.roots) > maxCachedRoots {
+			t.Fatalf("%d cached roots, more than %d", len(c.roots), maxCachedRoots)
+		}
+	}
+}
+
+// A cached grant whose path has become a link since it was expanded must not grant
+// where the link points: RestrictThread notices (the rule's path is opened without
+// following links), expands afresh, and the link, like any link beside a hidden
+// path, is not granted.
+func TestRestrictThread_ACachedPathTurnedLinkIsNotFollowed(t *testing.T) {
+	requireLandlock(t)
+	if !ThreadConfinable() {
+		t.Skip("skipped: the kernel's Landlock is older than ABI 2")
+	}
+	now := time.Unix(1_000_000, 0)
+	saved := expansions
+	expansions = newExpansionCache(func() time.Time { return now }, time.Hour)
+	t.Cleanup(func() { expansions = saved })
+
+	base := t.TempDir()
+	proj, secret, sub := filepath.Join(base, "proj"), filepath.Join(base, "proj", "secret"), filepath.Join(base, "proj", "sub")
+	for _, d := range []string{secret, sub} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, data := range map[string]string{filepath.Join(secret, "token"): "the operator's token", filepath.Join(sub, "README"): "readable"} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := Policy{Write: SystemWrite, Read: append(slices.Clone(SystemRead), proj), Hide: []string{secret}}
+	run := func(script string) string {
+		t.Helper()
+		out := make(chan string, 1)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			if err := RestrictThread(p); err != nil {
+				out <- "restrict: " + err.Error()
+				return
+			}
+			b, _ := exec.Command("/bin/sh", "-c", script).CombinedOutput()
+			out <- strings.TrimSpace(string(b))
+		}()
+		return <-out
+	}
+	if got := run("cat " + filepath.Join(sub, "README")); got != "readable" {
+		t.Fatalf("before: %q, want the README", got)
+	}
+	// proj/sub is cached as a grant; make it a link to the hidden directory.
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, sub); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("cat " + filepath.Join(sub, "token") + " || echo denied"); !strings.HasSuffix(got, "denied") {
+		t.Fatalf("through the link that replaced a cached grant: %q, want denied", got)
+	}
+	if got := run("cat " + filepath.Join(secret, "token") + " || echo denied"); !strings.HasSuffix(got, "denied") {
+		t.Fatalf("the hidden directory: %q, want denied", got)
+	}
+}
