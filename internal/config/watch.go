@@ -34,10 +34,10 @@ type Watcher struct {
 	// it is no such link (kept by the Start goroutine, renewed on each event on
 	// WORKFLOW.md itself, so the database's writes beside it cost no system call).
 	linkHead string
-	opts       Options
-	validate   func(*Config) error
-	log        *slog.Logger
-	debounce   time.Duration
+	opts     Options
+	validate func(*Config) error
+	log      *slog.Logger
+	debounce time.Duration
 	// onReload, when set before Start, is called after each reload the file watch
 	// triggers. Tests use it to wait for a rejected edit, which produces no Change.
 	onReload func(error)
