@@ -128,19 +128,25 @@ func InstallRoots(exe string) []string {
 		if p == "" {
 			continue
 		}
-		dir := filepath.Dir(p)
-		if broad(dir) {
+		if dir := filepath.Dir(p); broad(dir) {
 			roots = append(roots, p) // a program alone in /tmp or a home: just itself
-			continue
+		} else {
+			roots = append(roots, dirRoots(dir)...)
 		}
-		roots = append(roots, dir)
-		if i := strings.Index(dir, string(filepath.Separator)+"node_modules"); i >= 0 {
-			roots = append(roots, dir[:i+len("/node_modules")])
-		}
-		if filepath.Base(dir) == "bin" {
-			if prefix := filepath.Dir(dir); !broad(prefix) {
-				roots = append(roots, prefix)
-			}
+	}
+	return roots
+}
+
+// dirRoots are what a program installed in dir (not a broad one) needs to read: dir,
+// the node_modules tree above it and, for a bin directory, its prefix.
+func dirRoots(dir string) []string {
+	roots := []string{dir}
+	if i := strings.Index(dir, string(filepath.Separator)+"node_modules"); i >= 0 {
+		roots = append(roots, dir[:i+len("/node_modules")])
+	}
+	if filepath.Base(dir) == "bin" {
+		if prefix := filepath.Dir(dir); !broad(prefix) {
+			roots = append(roots, prefix)
 		}
 	}
 	return roots
@@ -158,10 +164,12 @@ func PathRoots(env []string) []string {
 			continue
 		}
 		for _, dir := range filepath.SplitList(path) {
-			if !filepath.IsAbs(dir) {
+			// The directory itself, not a program in it: resolving links is the
+			// sandbox's business, and costs a stat per path element at every start.
+			if dir = filepath.Clean(dir); !filepath.IsAbs(dir) || broad(dir) {
 				continue
 			}
-			roots = append(roots, InstallRoots(filepath.Join(dir, "x"))...)
+			roots = append(roots, dirRoots(dir)...)
 		}
 	}
 	return roots

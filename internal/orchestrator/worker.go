@@ -545,8 +545,8 @@ func eventText(ev agent.Event) string {
 	return ev.Message
 }
 
-// flush writes the run's progress and buffered events to the store, at most once per
-// ProgressFlushInterval unless forced.
+// flush writes the run's progress and buffered events to the store, in one
+// transaction, at most once per ProgressFlushInterval unless forced.
 func (w *worker) flush(ctx context.Context, force bool) {
 	now := w.o.clk.Now()
 	if !force && now.Before(w.flushAt) {
@@ -556,17 +556,16 @@ func (w *worker) flush(ctx context.Context, force bool) {
 	if w.runID == 0 {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
 	p := w.e.progress.snapshot()
-	if err := w.o.opts.Store.UpdateRunProgress(ctx, w.runID, progressRecord(p)); err != nil {
+	if err := w.o.opts.Store.RecordProgress(context.WithoutCancel(ctx), w.runID, progressRecord(p), w.pendingEvents()); err != nil {
 		w.o.log.Warn("recording run progress failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
-	if len(w.log) > 0 {
-		if err := w.o.opts.Store.AppendEvents(ctx, w.runID, w.log[max(len(w.log)-eventLogBuffer, 0):]); err != nil {
-			w.o.log.Warn("recording run events failed", "issue_identifier", w.issue.Identifier, "error", err)
-		}
-		w.log = w.log[:0]
-	}
+	w.log = w.log[:0]
+}
+
+// pendingEvents are the newest eventLogBuffer events not yet written.
+func (w *worker) pendingEvents() []store.Event {
+	return w.log[max(len(w.log)-eventLogBuffer, 0):]
 }
 
 func (w *worker) recordProcess(pid, remotePGID int) {
@@ -626,7 +625,13 @@ func (w *worker) finish(ex workerExit) {
 	if w.runID == 0 {
 		return
 	}
-	w.flush(context.Background(), true)
+	// The end carries the progress; only events still buffered need a write first.
+	if len(w.log) > 0 {
+		if err := w.o.opts.Store.AppendEvents(context.Background(), w.runID, w.pendingEvents()); err != nil {
+			w.o.log.Warn("recording run events failed", "issue_identifier", w.issue.Identifier, "error", err)
+		}
+		w.log = w.log[:0]
+	}
 	p := w.e.progress.snapshot()
 	stop := stopNone
 	if ex.outcome == outcomeCancelled {

@@ -95,6 +95,10 @@ type Store interface {
 	// trims the log to the newest MaxEventsPerRun in the same transaction. Messages
 	// longer than MaxEventMessageBytes are truncated.
 	AppendEvents(ctx context.Context, runID int64, events []Event) error
+	// RecordProgress is UpdateRunProgress and AppendEvents in one transaction: a
+	// running worker's periodic write, one commit instead of two. The events are
+	// recorded only when the progress is (the run is running).
+	RecordProgress(ctx context.Context, id int64, p Progress, events []Event) error
 
 	// SaveRetry inserts or replaces the retry entry of r.IssueID.
 	SaveRetry(ctx context.Context, r Retry) error

@@ -28,20 +28,8 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 	if len(events) > store.MaxEventsPerRun {
 		events = events[len(events)-store.MaxEventsPerRun:]
 	}
-	times := make([]int64, len(events))
-	types := make([]string, len(events))
-	messages := make([]string, len(events))
-	for i, e := range events {
-		e.Type, e.Message = clean(e.Type), clean(e.Message)
-		e = e.Bounded()
-		times[i], types[i], messages[i] = sqlrow.MS(e.Time), e.Type, e.Message
-	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO run_events (run_id, time_ms, type, message)
-		SELECT $1, e.time_ms, e.type, e.message
-		FROM unnest($2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS e (time_ms, type, message, n)
-		ORDER BY e.n`, runID, times, types, messages)
-	b.Queue(sqlTrimEvents, runID, store.MaxEventsPerRun-1)
+	queueEvents(b, runID, events, "")
 	err := s.pool.SendBatch(ctx, b).Close()
 	switch {
 	case isForeignKeyViolation(err):
@@ -50,6 +38,53 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	return nil
+}
+
+// queueEvents queues the INSERT of events (at most MaxEventsPerRun) over arrays, in
+// their order, and the trim of runID's log after it. where, when not empty, is a
+// condition on the run (alias r) the events are inserted under.
+func queueEvents(b *pgx.Batch, runID int64, events []store.Event, where string) {
+	times := make([]int64, len(events))
+	types := make([]string, len(events))
+	messages := make([]string, len(events))
+	for i, e := range events {
+		e.Type, e.Message = clean(e.Type), clean(e.Message)
+		e = e.Bounded()
+		times[i], types[i], messages[i] = sqlrow.MS(e.Time), e.Type, e.Message
+	}
+	cond := ""
+	if where != "" {
+		cond = ` WHERE EXISTS (SELECT 1 FROM runs r WHERE r.id = $1 AND ` + where + `)`
+	}
+	b.Queue(`INSERT INTO run_events (run_id, time_ms, type, message)
+		SELECT $1, e.time_ms, e.type, e.message
+		FROM unnest($2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS e (time_ms, type, message, n)`+cond+`
+		ORDER BY e.n`, runID, times, types, messages)
+	b.Queue(sqlTrimEvents, runID, store.MaxEventsPerRun-1)
+}
+
+// RecordProgress implements store.Store: the progress update, the events and the
+// trim in one batch, so one round trip and one transaction (the batch's implicit
+// one). The events are inserted only while the run is running, as the update is.
+func (s *Store) RecordProgress(ctx context.Context, id int64, p store.Progress, events []store.Event) error {
+	if len(events) == 0 {
+		return s.UpdateRunProgress(ctx, id, p)
+	}
+	if len(events) > store.MaxEventsPerRun {
+		events = events[len(events)-store.MaxEventsPerRun:]
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE runs SET `+progressSet+` WHERE id = @id AND status = 'running'`, s.progressArgs(id, p))
+	queueEvents(b, id, events, "r.status = 'running'")
+	br := s.pool.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if isForeignKeyViolation(err) {
+		err = nil // no such run: the update found nothing, which checkRunUpdated reports
+	}
+	return s.checkRunUpdated(ctx, "record progress of run %d", id, tag, err)
 }
 
 // RunEvents implements store.Reader.

@@ -44,21 +44,70 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	ins := tx.StmtContext(ctx, s.stmtInsertEvent)
-	for _, e := range events {
-		e = e.Bounded()
-		_, err := ins.ExecContext(ctx, runID, sqlrow.MS(e.Time), e.Type, e.Message)
-		if err != nil {
-			return fmt.Errorf("store: %s: %w", op, err)
-		}
-	}
-	if _, err := tx.StmtContext(ctx, s.stmtTrimEvents).ExecContext(ctx, runID, runID, store.MaxEventsPerRun-1); err != nil {
-		return fmt.Errorf("store: %s: trim: %w", op, err)
+	if err := s.insertEvents(ctx, tx, runID, events); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	return nil
+}
+
+// insertEvents adds events (at most MaxEventsPerRun) to runID's log in tx and trims it.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID int64, events []store.Event) error {
+	ins := tx.StmtContext(ctx, s.stmtInsertEvent)
+	for _, e := range events {
+		e = e.Bounded()
+		if _, err := ins.ExecContext(ctx, runID, sqlrow.MS(e.Time), e.Type, e.Message); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.StmtContext(ctx, s.stmtTrimEvents).ExecContext(ctx, runID, runID, store.MaxEventsPerRun-1); err != nil {
+		return fmt.Errorf("trim: %w", err)
+	}
+	return nil
+}
+
+// RecordProgress implements store.Store: UpdateRunProgress and AppendEvents in one
+// transaction, one commit where a worker would make two.
+func (s *Store) RecordProgress(ctx context.Context, id int64, p store.Progress, events []store.Event) error {
+	if len(events) == 0 {
+		return s.UpdateRunProgress(ctx, id, p)
+	}
+	const opFormat = "record progress of run %d"
+	if err := s.writable(fmt.Sprintf(opFormat, id)); err != nil {
+		return err
+	}
+	if len(events) > store.MaxEventsPerRun {
+		events = events[len(events)-store.MaxEventsPerRun:]
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: "+opFormat+": %w", id, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.StmtContext(ctx, s.stmtProgress).ExecContext(ctx, append(progressArgs(p), sqlrow.MS(s.now()), id)...)
+	if n, rerr := rowsAffected(res, err); rerr != nil || n != 1 {
+		// The writer's one connection is the transaction's: give it back before
+		// asking why nothing was updated.
+		_ = tx.Rollback()
+		return s.checkRunUpdated(ctx, opFormat, id, res, err)
+	}
+	if err := s.insertEvents(ctx, tx, id, events); err != nil {
+		return fmt.Errorf("store: "+opFormat+": %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: "+opFormat+": %w", id, err)
+	}
+	return nil
+}
+
+// rowsAffected is res.RowsAffected(), or err.
+func rowsAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // RunEvents implements store.Reader.

@@ -22,6 +22,18 @@ const progressSet = `turns = max(turns, ?),
 const sqlUpdateProgress = `UPDATE runs SET ` + progressSet + `, updated_at_ms = ?
 	WHERE id = ? AND status = 'running'`
 
+const sqlStartRun = `INSERT INTO runs (issue_id, identifier, attempt, agent_kind,
+	workspace, ssh_host, workflow_path, status, started_at_ms, updated_at_ms, pid, pgid, cli_version,
+	session_id, daemon_host, daemon_pid)
+	VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+
+const sqlUpdateProcess = `UPDATE runs SET pid = ?, pgid = ?, remote_pgid = ?,
+	cli_version = COALESCE(NULLIF(?, ''), cli_version), updated_at_ms = ?
+	WHERE id = ? AND status = 'running'`
+
+const sqlFinishRun = `UPDATE runs SET status = ?, error = ?, ended_at_ms = ?, ` + progressSet + `,
+	updated_at_ms = ? WHERE id = ? AND status = 'running'`
+
 func progressArgs(p store.Progress) []any {
 	return []any{p.Turns, p.Tokens.Input, p.Tokens.Output, p.Tokens.Total, p.Tokens.CacheRead, p.CostUSD, p.Model, p.SessionID}
 }
@@ -35,10 +47,7 @@ func (s *Store) StartRun(ctx context.Context, r store.Run) (int64, error) {
 		return 0, fmt.Errorf("store: start run for issue %q: %w", r.IssueID, err)
 	}
 	var id int64
-	err := s.w.QueryRowContext(ctx, `INSERT INTO runs (issue_id, identifier, attempt, agent_kind,
-		workspace, ssh_host, workflow_path, status, started_at_ms, updated_at_ms, pid, pgid, cli_version,
-		session_id, daemon_host, daemon_pid)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	err := s.stmtStartRun.QueryRowContext(ctx,
 		r.IssueID, r.Identifier, r.Attempt, r.AgentKind, r.Workspace, r.SSHHost, r.WorkflowPath,
 		sqlrow.MS(r.StartedAt), sqlrow.MS(s.now()), r.PID, r.PGID, r.CLIVersion, r.SessionID, s.host, s.pid,
 	).Scan(&id)
@@ -54,9 +63,7 @@ func (s *Store) UpdateRunProcess(ctx context.Context, id int64, p store.Process)
 	if err := s.writable(fmt.Sprintf(op, id)); err != nil {
 		return err
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET pid = ?, pgid = ?, remote_pgid = ?,
-		cli_version = COALESCE(NULLIF(?, ''), cli_version), updated_at_ms = ?
-		WHERE id = ? AND status = 'running'`,
+	res, err := s.stmtProcess.ExecContext(ctx,
 		p.PID, p.PGID, p.RemotePGID, p.CLIVersion, sqlrow.MS(s.now()), id)
 	return s.checkRunUpdated(ctx, op, id, res, err)
 }
@@ -84,8 +91,7 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	args := []any{string(end.Status), store.Truncate(end.Error, store.MaxRunErrorBytes), sqlrow.MS(end.EndedAt)}
 	args = append(args, progressArgs(end.Progress)...)
 	args = append(args, sqlrow.MS(s.now()), id)
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, ended_at_ms = ?, `+progressSet+`,
-		updated_at_ms = ? WHERE id = ? AND status = 'running'`, args...)
+	res, err := s.stmtFinish.ExecContext(ctx, args...)
 	return s.checkRunUpdated(ctx, op, id, res, err)
 }
 

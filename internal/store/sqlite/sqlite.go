@@ -42,7 +42,8 @@ type Store struct {
 	host string
 	pid  int
 
-	stmtProgress, stmtInsertEvent, stmtTrimEvents *sql.Stmt
+	// The statements of every run's writes, compiled once (prepare).
+	stmtStartRun, stmtProcess, stmtProgress, stmtFinish, stmtInsertEvent, stmtTrimEvents *sql.Stmt
 
 	// workflowTables is set once the database is known to be at workflowSchema or
 	// newer; see workflowTablesExist.
@@ -173,7 +174,10 @@ func (s *Store) prepare(ctx context.Context) error {
 		stmt **sql.Stmt
 		sql  string
 	}{
+		{&s.stmtStartRun, sqlStartRun},
+		{&s.stmtProcess, sqlUpdateProcess},
 		{&s.stmtProgress, sqlUpdateProgress},
+		{&s.stmtFinish, sqlFinishRun},
 		{&s.stmtInsertEvent, sqlInsertEvent},
 		{&s.stmtTrimEvents, sqlTrimEvents},
 	} {
@@ -190,7 +194,7 @@ func (s *Store) prepare(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.stmtProgress, s.stmtInsertEvent, s.stmtTrimEvents} {
+		for _, st := range []*sql.Stmt{s.stmtStartRun, s.stmtProcess, s.stmtProgress, s.stmtFinish, s.stmtInsertEvent, s.stmtTrimEvents} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}

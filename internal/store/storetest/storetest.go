@@ -30,6 +30,7 @@ func Test(t *testing.T, open Open) {
 		{"EndedRunCannotChange", testEndedRunCannotChange},
 		{"UnknownRunIsNotFound", testUnknownRun},
 		{"ProgressNeverGoesBackwards", testProgressMonotonic},
+		{"RecordProgressWritesBoth", testRecordProgress},
 		{"ProcessUpdateKeepsKnownVersion", testProcessUpdate},
 		{"RunsInProgressAndMarkInterrupted", testRunsInProgress},
 		{"RunListsAreNewestFirst", testRunLists},
@@ -196,6 +197,9 @@ func testEndedRunCannotChange(t *testing.T, s store.Store) {
 		"FinishRun":         func() error { return s.FinishRun(ctx, id, store.RunEnd{Status: store.StatusFailed, EndedAt: t0}) },
 		"UpdateRunProgress": func() error { return s.UpdateRunProgress(ctx, id, store.Progress{Turns: 9}) },
 		"UpdateRunProcess":  func() error { return s.UpdateRunProcess(ctx, id, store.Process{PID: 9}) },
+		"RecordProgress": func() error {
+			return s.RecordProgress(ctx, id, store.Progress{Turns: 9}, []store.Event{{Time: t0, Type: "late"}})
+		},
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, store.ErrRunNotRunning) {
@@ -204,6 +208,9 @@ func testEndedRunCannotChange(t *testing.T, s store.Store) {
 	}
 	if r := onlyRun(t, s, "1"); r.Status != store.StatusSucceeded || r.Progress.Turns != 0 || r.Process.PID != 0 {
 		t.Fatalf("ended run changed: %+v", r)
+	}
+	if evs, err := s.RunEvents(ctx, id, 10); err != nil || len(evs) != 0 {
+		t.Fatalf("events recorded after the run ended: %v, %v", evs, err)
 	}
 }
 
@@ -216,11 +223,44 @@ func testUnknownRun(t *testing.T, s store.Store) {
 		"AppendEvents": func() error {
 			return s.AppendEvents(ctx, 999, []store.Event{{Time: t0, Type: "x"}})
 		},
+		"RecordProgress": func() error {
+			return s.RecordProgress(ctx, 999, store.Progress{Turns: 1}, []store.Event{{Time: t0, Type: "x"}})
+		},
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s on run 999: err = %v, want ErrNotFound", name, err)
 		}
+	}
+}
+
+// RecordProgress records progress and events together, merges progress like
+// UpdateRunProgress, and trims the log like AppendEvents.
+func testRecordProgress(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	id := start(t, s, NewRun("1", 1))
+	p := store.Progress{Turns: 1, Tokens: store.Tokens{Input: 10, Output: 2, Total: 12}, CostUSD: 0.25, Model: "opus", SessionID: "s1"}
+	if err := s.RecordProgress(ctx, id, p, events(0, 3)); err != nil {
+		t.Fatalf("RecordProgress: %v", err)
+	}
+	if err := s.RecordProgress(ctx, id, store.Progress{Turns: 2}, nil); err != nil { // no events: progress alone
+		t.Fatalf("RecordProgress without events: %v", err)
+	}
+	want := p
+	want.Turns = 2
+	if got := onlyRun(t, s, "1").Progress; got != want {
+		t.Errorf("progress = %+v, want %+v", got, want)
+	}
+	if err := s.RecordProgress(ctx, id, store.Progress{}, events(3, store.MaxEventsPerRun)); err != nil {
+		t.Fatalf("RecordProgress with a full log's worth: %v", err)
+	}
+	got, err := s.RunEvents(ctx, id, store.MaxEventsPerRun+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := messages(got)
+	if len(msgs) != store.MaxEventsPerRun || first(msgs) != messages(events(3, 1))[0] {
+		t.Errorf("log after RecordProgress: %d events from %q, want %d from the fourth", len(msgs), first(msgs), store.MaxEventsPerRun)
 	}
 }
 
