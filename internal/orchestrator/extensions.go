@@ -63,7 +63,8 @@ func (e *ConfigError) Error() string { return "config_error: " + e.Field + ": " 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // prepareExtensions writes .sortie/mcp.json for the session and returns its path ("" when
-// extensions are off) and a function that revokes the session's token. It sets w.tools
+// extensions are off) and a function that revokes the session's token and closes
+// w.sortie, which it opens for the session's writes to .sortie/. It sets w.tools
 // to the tools that configuration offers, for the first turn's prompt.
 func (w *worker) prepareExtensions() (string, func(), error) {
 	x := w.o.opts.Extensions
@@ -94,14 +95,25 @@ func (w *worker) prepareExtensions() (string, func(), error) {
 		revoke()
 		return "", func() {}, err
 	}
-	if err := workspace.WriteFileAtomic(w.ws.Path, MCPConfigFile, append(data, '\n')); err != nil {
+	sf, err := workspace.OpenSortieFiles(w.ws.Path)
+	if err == nil {
+		if err = sf.WriteFile(MCPConfigFile, append(data, '\n')); err != nil {
+			sf.Close()
+		}
+	}
+	if err != nil {
 		revoke()
 		return "", func() {}, fmt.Errorf("writing .sortie/%s: %w", MCPConfigFile, err)
 	}
+	w.sortie = sf // state.json goes there too, all session long
 	if x.PromptTools != nil {
 		w.tools = x.PromptTools(env)
 	}
-	return filepath.Join(w.ws.Path, ".sortie", MCPConfigFile), revoke, nil
+	return filepath.Join(w.ws.Path, ".sortie", MCPConfigFile), func() {
+		revoke()
+		w.sortie = nil
+		sf.Close()
+	}, nil
 }
 
 // operatorMCPServers adds the servers of the agent block's mcp_config to servers. The
@@ -252,7 +264,11 @@ func (s *stateFile) write(force bool) {
 	if err != nil {
 		return
 	}
-	if err := workspace.WriteFileAtomic(w.ws.Path, StateFile, data); err != nil {
+	write := func() error { return workspace.WriteFileAtomic(w.ws.Path, StateFile, data) }
+	if w.sortie != nil {
+		write = func() error { return w.sortie.WriteFile(StateFile, data) }
+	}
+	if err := write(); err != nil {
 		w.o.log.Warn("writing .sortie/state.json failed", "issue_identifier", w.issue.Identifier, "error", err)
 		return
 	}

@@ -68,8 +68,9 @@ type worker struct {
 	sess    *agent.Session
 	log     []store.Event // recent notable events not yet written
 	flushAt time.Time
-	state   *stateFile       // .sortie/state.json; nil before the session starts
-	tools   []prompt.ToolDoc // the session's sortie-tools, listed in its first prompt
+	state   *stateFile             // .sortie/state.json; nil before the session starts
+	sortie  *workspace.SortieFiles // the workspace's .sortie/ during a session with extensions; else nil
+	tools   []prompt.ToolDoc       // the session's sortie-tools, listed in its first prompt
 
 	// stopTurn ends the running turn (its context) when a budget is crossed mid-turn;
 	// nil between turns. budgetHit says which budget, once crossed. Both belong to the

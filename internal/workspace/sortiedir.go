@@ -124,7 +124,72 @@ func ClearStatus(wsPath string) error {
 // 0600: it writes a temporary file in `.sortie/` and renames it over the target, so
 // readers see the old or the new content, never a mix. It creates `.sortie/` and its
 // `.gitignore` first if needed. name must be a plain file name; a symlinked `.sortie/`
-// or target is refused.
+// or target is refused. A caller that writes there all run long opens SortieFiles
+// once instead.
+func WriteFileAtomic(wsPath, name string, data []byte) error {
+	if err := checkSortieName(name); err != nil {
+		return err
+	}
+	f, err := OpenSortieFiles(wsPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.WriteFile(name, data)
+}
+
+// SortieFiles writes the daemon's files into one workspace's `.sortie/` for the length
+// of a run (mcp.json, state.json): the directory is checked, and created with its
+// .gitignore, once, and then held open, so that a write is the write itself and not
+// a walk of the workspace's path with checks at each step.
+//
+// Every step goes through the directory opened once through an os.Root of the
+// workspace, so a `.sortie/` swapped for a link since (by an agent that owns the
+// workspace under agent.run_as) cannot send the daemon's writes outside it: they go
+// on into the directory that was opened, wherever the agent moved it.
+type SortieFiles struct {
+	wsPath   string
+	root     *os.Root
+	dir      *os.File
+	dfd      int
+	uid, gid int
+	chown    bool // give the files to uid and gid (the workspace is another user's)
+}
+
+// OpenSortieFiles makes sure `.sortie/` and its .gitignore exist in the workspace
+// wsPath, refusing a `.sortie/` that is a link or not a directory, and opens it.
+func OpenSortieFiles(wsPath string) (*SortieFiles, error) {
+	dir, err := ensureSortieDir(wsPath)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(wsPath)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	d, err := r.Open(SortieDir)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+		d.Close()
+		r.Close()
+		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrConflict)
+	}
+	f := &SortieFiles{wsPath: wsPath, root: r, dir: d, dfd: int(d.Fd())}
+	f.uid, f.gid, f.chown = otherOwner(wsPath)
+	return f, nil
+}
+
+// Close releases the directory.
+func (f *SortieFiles) Close() error {
+	return errors.Join(f.dir.Close(), f.root.Close())
+}
+
+// WriteFile writes data to `.sortie/<name>` with mode 0600, atomically (see
+// WriteFileAtomic). name must be a plain file name; a target that is a link or not a
+// regular file is refused.
 //
 // Where the system can swap two names at once (Linux), the temporary file is
 // `.sortie/.<name>.next` and the swap keeps the version it replaces there, to be
@@ -132,27 +197,15 @@ func ClearStatus(wsPath string) error {
 // and deletes no inode after its second write. On file systems that scan recently
 // deleted inodes whenever they create one (ext4 without a journal), every delete
 // made each later file creation dearer.
-func WriteFileAtomic(wsPath, name string, data []byte) error {
+func (f *SortieFiles) WriteFile(name string, data []byte) error {
 	if err := checkSortieName(name); err != nil {
 		return err
 	}
-	dir, err := ensureSortieDir(wsPath)
-	if err != nil {
+	target := filepath.Join(f.wsPath, SortieDir, name)
+	if err := f.checkTarget(name, target); err != nil {
 		return err
 	}
-	target := filepath.Join(dir, name)
-	if _, err := lstatRegular(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	// Every step goes through an os.Root of the workspace, so that a .sortie/ swapped
-	// for a link since the checks (by an agent that owns the workspace under
-	// agent.run_as) cannot send the daemon's writes outside it.
-	r, err := os.OpenRoot(wsPath)
-	if err != nil {
-		return fmt.Errorf("workspace: write %s: %w", target, err)
-	}
-	defer r.Close()
-	if done, err := writeBySwap(r, wsPath, name, data); done || err != nil {
+	if done, err := writeBySwap(f.dfd, name, data, f.uid, f.gid, f.chown); done || err != nil {
 		if err != nil {
 			return fmt.Errorf("workspace: write %s: %w", target, err)
 		}
@@ -162,20 +215,23 @@ func WriteFileAtomic(wsPath, name string, data []byte) error {
 	_, _ = rand.Read(rnd[:])
 	tmpName := filepath.Join(SortieDir, "."+name+".tmp-"+hex.EncodeToString(rnd[:]))
 	// O_EXCL never follows a link planted at the temp name.
-	tmp, err := r.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp, err := f.root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
 	_, werr := tmp.Write(data)
-	oerr := giveToOwner(wsPath, tmp)
+	var oerr error
+	if f.chown {
+		oerr = tmp.Chown(f.uid, f.gid)
+	}
 	cerr := tmp.Close()
 	if err := errors.Join(werr, oerr, cerr); err != nil {
-		r.Remove(tmpName)
+		f.root.Remove(tmpName)
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
 	// rename replaces a directory entry and never follows a link at target.
-	if err := r.Rename(tmpName, filepath.Join(SortieDir, name)); err != nil {
-		r.Remove(tmpName)
+	if err := f.root.Rename(tmpName, filepath.Join(SortieDir, name)); err != nil {
+		f.root.Remove(tmpName)
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
 	return nil

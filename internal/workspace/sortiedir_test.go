@@ -282,3 +282,45 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// SortieFiles holds `.sortie/` open for a run: writes keep going into the directory
+// that was opened even when the agent swaps `.sortie/` for a link to somewhere else,
+// and a target turned into a link is refused as WriteFileAtomic refuses it.
+func TestSortieFiles_HeldDirectory(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	f, err := OpenSortieFiles(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range 3 {
+		must(t, f.WriteFile("state.json", []byte(strconv.Itoa(i))))
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, ".sortie", "state.json")); string(got) != "2" {
+		t.Fatalf("state.json = %q, want 2", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, ".sortie", ".gitignore")); string(got) != gitignoreContent {
+		t.Fatalf(".gitignore = %q", got)
+	}
+
+	// The agent moves .sortie/ aside and puts a link in its place.
+	must(t, os.Rename(filepath.Join(ws, ".sortie"), filepath.Join(ws, "moved")))
+	must(t, os.Symlink(outside, filepath.Join(ws, ".sortie")))
+	must(t, f.WriteFile("state.json", []byte("after")))
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("wrote through the link: %v", entries)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "moved", "state.json")); string(got) != "after" {
+		t.Fatalf("the opened directory's state.json = %q, want after", got)
+	}
+
+	victim := filepath.Join(outside, "victim")
+	must(t, os.WriteFile(victim, []byte("original"), 0o600))
+	must(t, os.Symlink(victim, filepath.Join(ws, "moved", "mcp.json")))
+	if err := f.WriteFile("mcp.json", []byte("{}")); !errors.Is(err, ErrSymlink) {
+		t.Fatalf("a linked target: err = %v, want ErrSymlink", err)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "original" {
+		t.Fatalf("link target changed to %q", got)
+	}
+}

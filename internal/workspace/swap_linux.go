@@ -2,37 +2,30 @@ package workspace
 
 import (
 	"errors"
-	"os"
-	"syscall"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 )
 
-// writeBySwap writes data to `.sortie/<name>` through `.sortie/.<name>.next`: it
-// overwrites that file (the version the previous swap displaced) or creates it, then
-// swaps the two names in one step (renameat2 RENAME_EXCHANGE), or renames it when
-// there is no target yet. done is false, with nothing written, when the file system
-// cannot swap; the caller then writes the usual way.
+// writeBySwap writes data to `.sortie/<name>` through `.sortie/.<name>.next`, both
+// relative to dfd, the `.sortie/` directory: it overwrites that file (the version the
+// previous swap displaced) or creates it, then swaps the two names in one step
+// (renameat2 RENAME_EXCHANGE), or renames it when there is no target yet. done is
+// false, with nothing written, when the file system cannot swap; the caller then
+// writes the usual way. With chown the file is given to uid and gid.
 //
 // The .next file is in the agent's workspace: one that is not a regular file of ours
 // with a single link (a link or hard link the agent planted, a FIFO) is removed and
-// made afresh, never written through. Everything is relative to `.sortie/` opened
-// through r, so a `.sortie/` swapped for a link cannot send the writes elsewhere.
-func writeBySwap(r *os.Root, wsPath, name string, data []byte) (done bool, err error) {
-	d, err := r.Open(SortieDir)
-	if err != nil {
-		return false, err
-	}
-	defer d.Close()
-	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
-		return false, errors.New(SortieDir + " is not a directory")
-	}
-	dfd := int(d.Fd())
+// made afresh, never written through.
+func writeBySwap(dfd int, name string, data []byte, uid, gid int, chown bool) (done bool, err error) {
 	next := "." + name + ".next"
+	var st unix.Stat_t
 	fd, err := unix.Openat(dfd, next, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err == nil && !singleRegular(fd) {
-		unix.Close(fd)
-		err = unix.EEXIST
+	if err == nil {
+		if ferr := unix.Fstat(fd, &st); ferr != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+			unix.Close(fd)
+			err = unix.EEXIST
+		}
 	}
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		// Not a file of ours (a link refused by O_NOFOLLOW, a FIFO, a hard link, a
@@ -46,18 +39,20 @@ func writeBySwap(r *os.Root, wsPath, name string, data []byte) (done bool, err e
 	}
 	if errors.Is(err, unix.ENOENT) {
 		fd, err = unix.Openat(dfd, next, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		st = unix.Stat_t{Mode: unix.S_IFREG | 0o600, Uid: uint32(unix.Geteuid())}
 	}
 	if err != nil {
 		return false, err
 	}
-	f := os.NewFile(uintptr(fd), next)
-	werr := f.Truncate(0)
-	if werr == nil {
-		_, werr = f.WriteAt(data, 0)
+	werr := writeAll(fd, data)
+	var merr, oerr error
+	if st.Mode&0o7777 != 0o600 {
+		merr = unix.Fchmod(fd, 0o600)
 	}
-	merr := f.Chmod(0o600)
-	oerr := giveToOwner(wsPath, f)
-	if err := errors.Join(werr, merr, oerr, f.Close()); err != nil {
+	if chown && (st.Uid != uint32(uid) || st.Gid != uint32(gid)) {
+		oerr = unix.Fchown(fd, uid, gid)
+	}
+	if err := errors.Join(werr, merr, oerr, unix.Close(fd)); err != nil {
 		return false, err
 	}
 	err = unix.Renameat2(dfd, next, dfd, name, unix.RENAME_EXCHANGE)
@@ -78,11 +73,38 @@ func writeBySwap(r *os.Root, wsPath, name string, data []byte) (done bool, err e
 	return false, err
 }
 
-// singleRegular reports whether fd is a regular file with one link.
-func singleRegular(fd int) bool {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return false
+// writeAll replaces fd's content with data.
+func writeAll(fd int, data []byte) error {
+	if err := unix.Ftruncate(fd, 0); err != nil {
+		return err
 	}
-	return st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink == 1
+	for off := 0; off < len(data); {
+		n, err := unix.Pwrite(fd, data[off:], int64(off))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+// checkTarget refuses a `.sortie/<name>` (path, for messages) that is a link or not a
+// regular file; a missing one is fine.
+func (f *SortieFiles) checkTarget(name, path string) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(f.dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil
+	case err != nil:
+		return fmt.Errorf("workspace: %s: %w", path, err)
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrSymlink)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
+	}
+	return nil
 }
