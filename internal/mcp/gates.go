@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"slices"
+	"strings"
+	"sync"
 
 	"sortie/internal/mcp/tools"
 	"sortie/internal/prompt"
@@ -82,8 +84,23 @@ func Offered(g Gates) []string {
 // given; names of tools that do not exist are skipped. Tools without arguments carry no
 // schema, and neither do the workflow tools (twelve schemas would crowd the prompt; the
 // agent reads them from tools/list and the workflow itself says which to call), so the
-// prompt stays short.
+// prompt stays short. The specs never change, so each list is worked out once (every
+// session's first prompt asks again).
 func ToolDocs(names []string) []prompt.ToolDoc {
+	key := strings.Join(names, "\x00")
+	if docs, ok := toolDocs.Load(key); ok {
+		return slices.Clone(docs.([]prompt.ToolDoc))
+	}
+	docs := toolDocsOf(names)
+	toolDocs.Store(key, docs)
+	return slices.Clone(docs)
+}
+
+// toolDocs memoises ToolDocs by the names, joined. The lists a daemon asks for are the
+// few combinations of its gates.
+var toolDocs sync.Map
+
+func toolDocsOf(names []string) []prompt.ToolDoc {
 	specs := tools.Specs()
 	workflowSpecs := engine.Specs()
 	var docs []prompt.ToolDoc

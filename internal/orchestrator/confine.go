@@ -77,15 +77,13 @@ func (w *worker) confinement(cfg *config.Config, env []string) (*agent.Confineme
 	if err := os.MkdirAll(parent, 0o711); err != nil { // run_as users search it, never list it
 		return nil, nil, fmt.Errorf("the runs' temporary directory: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "run-"+strconv.FormatInt(w.runID, 10)+"-*")
+	tmp, err := w.o.runTmp.get(parent, w.runID, w.runAs())
 	if err != nil {
 		return nil, nil, fmt.Errorf("the run's temporary directory: %w", err)
 	}
-	cleanup := func() { _ = os.RemoveAll(tmp) }
-	if err := w.runAs().Chown(tmp); err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("giving the run's temporary directory to agent.run_as: %w", err)
-	}
+	// Kept for another run only when nothing of this one's can still be running: the
+	// cgroup it ran in was emptied and removed (closeCgroup, which runs first).
+	cleanup := func() { w.o.runTmp.put(tmp, w.cgroupEmptied) }
 	w.confined = true
 	return &agent.Confinement{Self: s.Self, Policy: s.runPolicy(cfg, w.ws.Path, tmp, env), Owner: w.runAs()}, cleanup, nil
 }
@@ -116,7 +114,9 @@ func (w *worker) closeCgroup() {
 		g.Release()
 		return
 	}
-	if n, err := g.Kill(supervise.DefaultGrace); err != nil || n > 0 {
+	n, err := g.Kill(supervise.DefaultGrace)
+	w.cgroupEmptied = err == nil
+	if err != nil || n > 0 {
 		w.o.log.Warn("killed what the agent left running in its run's cgroup", "issue_identifier", w.issue.Identifier,
 			"run_id", w.runID, "count", n, "error", err)
 	}

@@ -107,7 +107,8 @@ type Orchestrator struct {
 	log  *slog.Logger
 	clk  clock.Clock
 
-	warnedBudget sync.Map // issue id → true once its budget warning went out (budget.go)
+	warnedBudget sync.Map   // issue id → true once its budget warning went out (budget.go)
+	runTmp       runTmpPool // finished runs' temporary directories, for the next runs
 
 	// Channels into the loop.
 	exits      chan workerExit

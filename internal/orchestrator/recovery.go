@@ -325,8 +325,10 @@ func (o *Orchestrator) shutdown(ctx context.Context) {
 	}
 	o.workers.Wait()
 	o.bg.Wait()
-	// Every run removed its own temporary directory; their parent goes too, when
-	// empty (a daemon of a cluster may share it with another on this machine).
+	// Every run gave back its own temporary directory; the kept ones go, and their
+	// parent too, when empty (a daemon of a cluster may share it with another on
+	// this machine).
+	o.runTmp.drain()
 	_ = os.Remove(runTmpRoot(o.opts.Config()))
 	if c := o.opts.Cluster; c != nil {
 		// The others take over this daemon's retries and resumes at once.

@@ -80,6 +80,9 @@ type worker struct {
 
 	cgroup   *cgroup.Group // the run's cgroup (Options.Cgroups), nil without one
 	confined bool          // the run's agent runs under Landlock
+	// cgroupEmptied: the run's cgroup was emptied and removed, so nothing the agent
+	// started is left running (closeCgroup).
+	cgroupEmptied bool
 }
 
 // stateChanged records new token usage in .sortie/state.json (coalesced).
@@ -217,12 +220,17 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	w.state = &stateFile{w: w, started: o.clk.Now()}
 	env := w.agentEnv()
 	w.openCgroup()
-	defer w.closeCgroup() // after the session's own stop, deferred below
 	confine, cleanup, err := w.confinement(cfg, env)
 	if err != nil {
+		w.closeCgroup()
 		return w.fail(ex, err)
 	}
-	defer cleanup()
+	// After the session's own stop, deferred below: what the agent left running is
+	// killed with its cgroup, then its temporary directory goes.
+	defer func() {
+		w.closeCgroup()
+		cleanup()
+	}()
 	if confine != nil {
 		env = confinedEnv(env, confine.Policy.Write[1])
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"strings"
 	"time"
 )
@@ -65,7 +66,7 @@ func (g *Group) Kill(timeout time.Duration) (int, error) {
 // were left running on purpose (agent.keep_processes) stays until they end.
 func (g *Group) Release() {
 	g.f.Close()
-	_ = os.Remove(g.dir)
+	_ = syscall.Rmdir(g.dir)
 }
 
 // KillAll kills and removes every run group of the tree: those a previous daemon's runs
@@ -136,7 +137,7 @@ func kill(dir string, timeout time.Duration) (int, error) {
 			time.Sleep(10 * time.Millisecond) // the kernel empties it asynchronously
 		}
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := syscall.Rmdir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return n, fmt.Errorf("removing cgroup %s: %w", dir, err)
 	}
 	return n, nil

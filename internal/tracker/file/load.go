@@ -88,7 +88,7 @@ func (t *Tracker) replace(tmp, path string, data []byte, doc *document) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.cache = nil
-	if err := os.Rename(tmp, path); err != nil {
+	if err := replaceFile(tmp, path); err != nil {
 		return err
 	}
 	t.written = data

@@ -249,7 +249,7 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 	if len(out) > MaxFileBytes {
 		return settle(tooLarge(op, t.path, int64(len(out))))
 	}
-	tmp, err := writeTemp(real, out, info.Mode().Perm())
+	tmp, err := writeNext(real, out, info.Mode().Perm())
 	if err != nil {
 		return settle(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "writing issues file " + t.path, Err: err})
 	}
@@ -260,11 +260,11 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 	changed := err != nil || !bytes.Equal(current, data)
 	recycle(current)
 	if changed {
-		os.Remove(tmp)
+		removeTemp(tmp, real)
 		return applied
 	}
 	if err := t.replace(tmp, real, out, after); err != nil {
-		os.Remove(tmp)
+		removeTemp(tmp, real)
 		return settle(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "replacing issues file " + t.path, Err: err})
 	}
 	syncDir(filepath.Dir(real))
@@ -387,6 +387,19 @@ func writeTemp(path string, data []byte, perm fs.FileMode) (name string, err err
 		return "", err
 	}
 	return f.Name(), nil
+}
+
+// nextPath is the issues file's next version (writeNext): .<name>.next beside it.
+func nextPath(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".next")
+}
+
+// removeTemp removes a written version that was not used, unless it is the next file,
+// which stays for the next write.
+func removeTemp(tmp, path string) {
+	if tmp != nextPath(path) {
+		os.Remove(tmp)
+	}
 }
 
 // syncDir makes a rename in dir durable. It is best effort: the rename has already
