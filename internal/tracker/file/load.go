@@ -75,10 +75,18 @@ func (t *Tracker) parsed(data []byte) (*document, error) {
 	t.mu.Lock()
 	c := t.cache
 	t.mu.Unlock()
-	if c != nil && c.err == nil && bytes.Equal(c.data, data) {
+	if c != nil && c.err == nil && sameBytes(c.data, data) {
 		return c.doc, nil
 	}
 	return parse(data)
+}
+
+// sameBytes is bytes.Equal, at once for two views of one array (the cache's own).
+func sameBytes(a, b []byte) bool {
+	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
+		return true
+	}
+	return bytes.Equal(a, b)
 }
 
 // replace renames tmp, holding data (parsed as doc), over path and caches doc as the

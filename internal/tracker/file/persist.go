@@ -221,13 +221,15 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 		}
 		return failAll(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "resolving issues file path", Err: err})
 	}
-	data, info, err := readIssuesFileInto(op, real, scratch())
+	data, info, cached, err := t.base(op, real)
 	if err != nil {
 		return failAll(err)
 	}
-	// The new content is a copy: data goes back to the pool once the attempt is over
-	// (the cache keeps its own bytes, never these).
-	defer recycle(data)
+	if !cached {
+		// The new content is a copy: data goes back to the pool once the attempt is
+		// over (the cache keeps its own bytes, never these).
+		defer recycle(data)
+	}
 	doc, err := t.parsed(data)
 	if err != nil {
 		for _, r := range pending {
@@ -260,6 +262,11 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 	changed := err != nil || !bytes.Equal(current, data)
 	recycle(current)
 	if changed {
+		// Changed since it was read, or since the cache was: start from the file
+		// itself next time.
+		t.mu.Lock()
+		t.cache = nil
+		t.mu.Unlock()
 		removeTemp(tmp, real)
 		return applied
 	}
@@ -269,6 +276,26 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 	}
 	syncDir(filepath.Dir(real))
 	return settle(nil)
+}
+
+// base is the content a write starts from: the cached bytes when the file's stat is
+// the one they were read or written with, else the file read afresh (cached false:
+// the caller recycles the buffer). A file changed within one modification-time tick
+// of the cache, which a stat cannot tell, is caught by the check before the rename,
+// which always reads the file, and which empties the cache when it fails. Writes in a
+// row (a backlog's transitions) thus read the file once each, not twice.
+func (t *Tracker) base(op, path string) (data []byte, info fs.FileInfo, cached bool, err error) {
+	t.mu.Lock()
+	c := t.cache
+	t.mu.Unlock()
+	if c != nil && c.err == nil {
+		if info, err := os.Stat(path); err == nil && os.SameFile(c.info, info) &&
+			c.info.Size() == info.Size() && c.info.ModTime().Equal(info.ModTime()) {
+			return c.data, info, true, nil
+		}
+	}
+	data, info, err = readIssuesFileInto(op, path, scratch())
+	return data, info, false, err
 }
 
 // apply runs the edits of pending, in order, on data (parsed as doc). Requests that

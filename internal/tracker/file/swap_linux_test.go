@@ -62,3 +62,45 @@ func TestWrite_SwapsWithTheNextFile(t *testing.T) {
 		t.Fatalf("issues file: %s", readString(t, path))
 	}
 }
+
+// A write starts from the cached content when the file's stat has not changed, and a
+// change the stat cannot show (same inode, size and modification time) is caught
+// before the rename: the write starts again from the file and keeps the change.
+func TestWrite_StaleCacheIsCaughtBeforeTheRename(t *testing.T) {
+	path := writeIssues(t, `[
+  {"id": "a", "identifier": "A-1", "title": "aaaa", "state": "Todo"},
+  {"id": "b", "identifier": "B-1", "title": "b", "state": "Todo"}
+]`)
+	tr := newTestTracker(t, path, "Todo", "In Progress")
+	ctx := context.Background()
+	if err := tr.TransitionIssue(ctx, "a", "In Progress"); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An edit in place, same size, with the modification time put back.
+	edited := strings.Replace(readString(t, path), `"aaaa"`, `"zzzz"`, 1)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(edited), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.TransitionIssue(ctx, "b", "In Progress"); err != nil {
+		t.Fatal(err)
+	}
+	got := readString(t, path)
+	if !strings.Contains(got, `"zzzz"`) {
+		t.Fatalf("the edit made meanwhile was lost:\n%s", got)
+	}
+	if strings.Count(got, `"In Progress"`) != 2 {
+		t.Fatalf("want both issues In Progress:\n%s", got)
+	}
+}
