@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"sortie/internal/agent"
 	"sortie/internal/config"
@@ -239,11 +238,15 @@ func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path
 }
 
 func (o *Orchestrator) dropCandidate(id string) {
-	for i, is := range o.candidates {
+	for _, is := range o.candidates {
 		if is.ID == id {
-			// In place: the list is the loop's own copy (SortForDispatch), and copying
-			// the rest of a backlog of thousands on every exit was most of the loop's work.
-			o.candidates = slices.Delete(o.candidates, i, i+1)
+			// Marked, not removed: removing shifts the rest of the list, a backlog's
+			// worth of large structs, on every exit, which held the loop (and the API
+			// waiting on it) for milliseconds. The next poll's list replaces it.
+			if o.dropped == nil {
+				o.dropped = map[string]bool{}
+			}
+			o.dropped[id] = true
 			return
 		}
 	}

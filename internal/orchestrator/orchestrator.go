@@ -137,6 +137,7 @@ type Orchestrator struct {
 	// unreachable SSH host, by issue id (remote.go).
 	remoteWaits map[string]store.Run
 	candidates  []tracker.Issue // from the last successful poll, sorted for dispatch
+	dropped     map[string]bool // candidates whose run ended since that poll: skipped until the next
 	sessions    map[string]int  // finished sessions per issue, for agent.max_sessions
 	spent       map[string]spend
 	totals      Totals
@@ -272,6 +273,14 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 			o.log.Info("nothing running, retrying or eligible: exiting")
 			return nil
 		}
+		// A snapshot (the API, the dashboard) waits for the step in progress, never
+		// behind a queue of others the select below would pick at random first.
+		select {
+		case reply := <-o.snapshots:
+			reply <- o.snapshot()
+			continue
+		default:
+		}
 		var step Observation
 		select {
 		case <-ctx.Done():
@@ -338,7 +347,7 @@ func (o *Orchestrator) idle() bool {
 	}
 	cfg := o.opts.Config()
 	for _, is := range o.candidates {
-		if o.eligible(cfg, is) == "" && !o.overBudget(cfg, is.ID) {
+		if !o.dropped[is.ID] && o.eligible(cfg, is) == "" && !o.overBudget(cfg, is.ID) {
 			return false
 		}
 	}

@@ -113,7 +113,7 @@ func (o *Orchestrator) snapshot() Snapshot {
 	s := Snapshot{
 		GeneratedAt: o.clk.Now(), StartedAt: o.started, Totals: o.totals,
 		MaxAgents: cfg.Agent.MaxConcurrentAgents, LastPollAt: o.lastPollAt, LastPollOK: o.lastPollOK,
-		LastError: o.lastError, Draining: o.draining, Candidates: len(o.candidates), PollInterval: cfg.Polling.Interval,
+		LastError: o.lastError, Draining: o.draining, Candidates: len(o.candidates) - len(o.dropped), PollInterval: cfg.Polling.Interval,
 		Running: []RunningView{}, Retrying: []RetryView{}, Held: []HeldView{},
 	}
 	s.AgentsConfined, s.NotConfined = o.opts.Sandbox.confined(cfg)

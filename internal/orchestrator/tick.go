@@ -106,6 +106,7 @@ func (o *Orchestrator) applyTick(ctx context.Context, res tickResult) {
 		o.lastPollOK = true
 		o.lastPollAt = o.clk.Now()
 		o.candidates = res.candidates // sorted by the poller (SortForDispatch)
+		clear(o.dropped)
 		o.liftAnsweredHolds(ctx, res.candidates)
 		o.forgetOwnWrites()
 		o.forgetBudgets()
@@ -263,6 +264,9 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 	for _, is := range o.candidates {
 		if o.globalSlots(cfg) <= 0 {
 			return
+		}
+		if o.dropped[is.ID] {
+			continue
 		}
 		if r, ok := o.retrying[is.ID]; ok {
 			o.startWaitingRetry(ctx, cfg, r, is)
