@@ -136,7 +136,7 @@ func TestFileTracker_PathLikeIdentifierStaysInsideTheWorkspaceRoot(t *testing.T)
 	}
 	outside := map[string]bool{"WORKFLOW.md": true, "issues.json": true, "sortie.db": true, "sortie.db.lock": true,
 		"sortie.db-wal": true, "sortie.db-shm": true, "sortie.db" + operatorTokenSuffix: true,
-		".issues.json.lock": true} // the file tracker's write lock, beside its file
+		".issues.json.lock": true, ".issues.json.next": true} // the file tracker's write lock and next version, beside its file
 	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err

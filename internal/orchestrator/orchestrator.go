@@ -138,24 +138,29 @@ type Orchestrator struct {
 	remoteWaits map[string]store.Run
 	candidates  []tracker.Issue // from the last successful poll, sorted for dispatch
 	dropped     map[string]bool // candidates whose run ended since that poll: skipped until the next
-	sessions    map[string]int  // finished sessions per issue, for agent.max_sessions
-	spent       map[string]spend
-	totals      Totals
-	hostLoad    map[string]int
-	tickBusy    bool
-	ticksDone   int
-	sweeping    bool
-	tickAgain   bool
-	pollTimer   clock.Timer
-	retryGen    uint64
-	lastPollOK  bool
-	lastPollAt  time.Time
-	lastError   string
-	draining    bool
-	renewTimer  clock.Timer
-	renewedAt   time.Time // the last successful Cluster.Renew
-	holdGen     uint64    // counts changes to holds (a cluster's sync skips a stale read)
-	tmplCache   struct {
+
+	// stateMu guards the loop's state against Snapshot: the loop holds it for each
+	// step (it alone changes the state), Snapshot reads under it while serving.
+	stateMu    sync.RWMutex
+	serving    bool           // the loop is running: Snapshot reads the state itself
+	sessions   map[string]int // finished sessions per issue, for agent.max_sessions
+	spent      map[string]spend
+	totals     Totals
+	hostLoad   map[string]int
+	tickBusy   bool
+	ticksDone  int
+	sweeping   bool
+	tickAgain  bool
+	pollTimer  clock.Timer
+	retryGen   uint64
+	lastPollOK bool
+	lastPollAt time.Time
+	lastError  string
+	draining   bool
+	renewTimer clock.Timer
+	renewedAt  time.Time // the last successful Cluster.Renew
+	holdGen    uint64    // counts changes to holds (a cluster's sync skips a stale read)
+	tmplCache  struct {
 		cfg  *config.Config
 		tmpl *prompt.Template
 		err  error
@@ -268,13 +273,16 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 
 // loop is the single writer of scheduling state.
 func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
+	o.setServing(true)
+	defer o.setServing(false)
 	for {
 		if o.opts.ExitWhenIdle && o.idle() {
 			o.log.Info("nothing running, retrying or eligible: exiting")
 			return nil
 		}
-		// A snapshot (the API, the dashboard) waits for the step in progress, never
-		// behind a queue of others the select below would pick at random first.
+		// A snapshot asked through the channel (before the loop served them
+		// directly) waits for the step in progress, never behind a queue of others
+		// the select below would pick at random first.
 		select {
 		case reply := <-o.snapshots:
 			reply <- o.snapshot()
@@ -282,62 +290,100 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 		default:
 		}
 		var step Observation
+		var do func()
 		select {
 		case <-ctx.Done():
 			return nil
 		case ex := <-o.exits:
-			o.handleExit(workCtx, ex)
-			o.dispatch(workCtx)
-			step = Observation{Step: StepExit, IssueID: ex.issueID}
+			do = func() {
+				o.handleExit(workCtx, ex)
+				o.dispatch(workCtx)
+				step = Observation{Step: StepExit, IssueID: ex.issueID}
+			}
 		case res := <-o.ticks:
-			o.applyTick(workCtx, res)
-			step = Observation{Step: StepTick}
+			do = func() {
+				o.applyTick(workCtx, res)
+				step = Observation{Step: StepTick}
+			}
 		case f := <-o.retryFire:
-			o.handleRetryFire(workCtx, f)
-			step = Observation{Step: StepRetryFired, IssueID: f.issueID}
+			do = func() {
+				o.handleRetryFire(workCtx, f)
+				step = Observation{Step: StepRetryFired, IssueID: f.issueID}
+			}
 		case f := <-o.retryFetch:
-			o.handleRetryFetched(workCtx, f)
-			step = Observation{Step: StepRetryFetched, IssueID: f.issueID}
+			do = func() {
+				o.handleRetryFetched(workCtx, f)
+				step = Observation{Step: StepRetryFetched, IssueID: f.issueID}
+			}
 		case <-o.refresh:
-			o.startTick(workCtx)
-			step = Observation{Step: StepRefresh}
+			do = func() {
+				o.startTick(workCtx)
+				step = Observation{Step: StepRefresh}
+			}
 		case reply := <-o.snapshots:
 			reply <- o.snapshot()
 			continue
 		case <-o.stallCheck:
-			o.checkStalls()
-			step = Observation{Step: StepStallCheck}
+			do = func() {
+				o.checkStalls()
+				step = Observation{Step: StepStallCheck}
+			}
 		case id := <-o.answers:
-			o.checkpointAnswered(workCtx, id)
-			o.dispatch(workCtx)
-			step = Observation{Step: StepAnswer, IssueID: id}
+			do = func() {
+				o.checkpointAnswered(workCtx, id)
+				o.dispatch(workCtx)
+				step = Observation{Step: StepAnswer, IssueID: id}
+			}
 		case res := <-o.sweeps:
-			o.applySweep(res)
-			step = Observation{Step: StepSweep}
+			do = func() {
+				o.applySweep(res)
+				step = Observation{Step: StepSweep}
+			}
 		case <-o.renewDue:
+			o.stateMu.Lock()
 			o.renew(workCtx)
+			o.stateMu.Unlock()
 			continue
 		case r := <-o.renewals:
-			o.applyRenewal(workCtx, r)
-			o.dispatch(workCtx)
-			step = Observation{Step: StepRenewal}
+			do = func() {
+				o.applyRenewal(workCtx, r)
+				o.dispatch(workCtx)
+				step = Observation{Step: StepRenewal}
+			}
 		case res := <-o.remotes:
-			o.applyRemoteStops(workCtx, res)
-			o.dispatch(workCtx)
-			step = Observation{Step: StepRemote}
+			do = func() {
+				o.applyRemoteStops(workCtx, res)
+				o.dispatch(workCtx)
+				step = Observation{Step: StepRemote}
+			}
 		case cfg, ok := <-o.opts.ConfigChanges:
 			if !ok {
 				o.opts.ConfigChanges = nil
 				continue
 			}
-			o.configChanged(workCtx, cfg)
-			step = Observation{Step: StepConfig}
+			do = func() {
+				o.configChanged(workCtx, cfg)
+				step = Observation{Step: StepConfig}
+			}
 		}
+		// Every change to the loop's state happens here, under stateMu, so that
+		// Snapshot can read it from another goroutine between steps.
+		o.stateMu.Lock()
+		do()
+		o.stateMu.Unlock()
 		if o.opts.Observe != nil {
 			step.Snapshot = o.snapshot()
 			o.opts.Observe(step)
 		}
 	}
+}
+
+// setServing marks whether the loop is running, and so whether Snapshot may read its
+// state directly.
+func (o *Orchestrator) setServing(on bool) {
+	o.stateMu.Lock()
+	o.serving = on
+	o.stateMu.Unlock()
 }
 
 // idle reports whether nothing is running, retrying, being fetched or eligible.

@@ -91,8 +91,17 @@ type HeldView struct {
 // ErrNotRunning is returned by Snapshot when the loop is not running.
 var ErrNotRunning = errors.New("orchestrator: not running")
 
-// Snapshot asks the loop for a snapshot. It fails when ctx ends first.
+// Snapshot returns the state of the loop. While the loop runs it reads the state
+// itself between the loop's steps, with no round trip through the loop's goroutine
+// (which would have to be scheduled, twice, on a machine busy with agents); before
+// the loop runs and after it stops, it asks the loop, and fails when ctx ends first.
 func (o *Orchestrator) Snapshot(ctx context.Context) (Snapshot, error) {
+	o.stateMu.RLock()
+	if o.serving {
+		defer o.stateMu.RUnlock()
+		return o.snapshot(), nil
+	}
+	o.stateMu.RUnlock()
 	reply := make(chan Snapshot, 1)
 	select {
 	case o.snapshots <- reply:
