@@ -149,7 +149,6 @@ func WriteFileAtomic(wsPath, name string, data []byte) error {
 // on into the directory that was opened, wherever the agent moved it.
 type SortieFiles struct {
 	wsPath   string
-	root     *os.Root
 	dir      *os.File
 	dfd      int
 	uid, gid int
@@ -172,19 +171,19 @@ func OpenSortieFiles(wsPath string) (*SortieFiles, error) {
 		r.Close()
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
+	r.Close() // d stays open: one descriptor per running session
 	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
 		d.Close()
-		r.Close()
 		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrConflict)
 	}
-	f := &SortieFiles{wsPath: wsPath, root: r, dir: d, dfd: int(d.Fd())}
+	f := &SortieFiles{wsPath: wsPath, dir: d, dfd: int(d.Fd())}
 	f.uid, f.gid, f.chown = otherOwner(wsPath)
 	return f, nil
 }
 
 // Close releases the directory.
 func (f *SortieFiles) Close() error {
-	return errors.Join(f.dir.Close(), f.root.Close())
+	return f.dir.Close()
 }
 
 // WriteFile writes data to `.sortie/<name>` with mode 0600, atomically (see
@@ -211,11 +210,18 @@ func (f *SortieFiles) WriteFile(name string, data []byte) error {
 		}
 		return nil
 	}
+	// A file system that cannot swap names: a temporary file renamed over the target,
+	// through an os.Root of the workspace (this path is rare, so it opens one).
+	root, err := os.OpenRoot(f.wsPath)
+	if err != nil {
+		return fmt.Errorf("workspace: write %s: %w", target, err)
+	}
+	defer root.Close()
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmpName := filepath.Join(SortieDir, "."+name+".tmp-"+hex.EncodeToString(rnd[:]))
 	// O_EXCL never follows a link planted at the temp name.
-	tmp, err := f.root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
@@ -226,12 +232,12 @@ func (f *SortieFiles) WriteFile(name string, data []byte) error {
 	}
 	cerr := tmp.Close()
 	if err := errors.Join(werr, oerr, cerr); err != nil {
-		f.root.Remove(tmpName)
+		root.Remove(tmpName)
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
 	// rename replaces a directory entry and never follows a link at target.
-	if err := f.root.Rename(tmpName, filepath.Join(SortieDir, name)); err != nil {
-		f.root.Remove(tmpName)
+	if err := root.Rename(tmpName, filepath.Join(SortieDir, name)); err != nil {
+		root.Remove(tmpName)
 		return fmt.Errorf("workspace: write %s: %w", target, err)
 	}
 	return nil
