@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"sortie/internal/fdio"
 )
 
 // writeBySwap writes data to `.sortie/<name>` through `.sortie/.<name>.next`, both
@@ -44,7 +46,7 @@ func writeBySwap(dfd int, name string, data []byte, uid, gid int, chown bool) (d
 	if err != nil {
 		return false, err
 	}
-	werr := writeAll(fd, data)
+	werr := fdio.Overwrite(fd, data)
 	var merr, oerr error
 	if st.Mode&0o7777 != 0o600 {
 		merr = unix.Fchmod(fd, 0o600)
@@ -71,24 +73,6 @@ func writeBySwap(dfd int, name string, data []byte, uid, gid int, chown bool) (d
 		return false, nil
 	}
 	return false, err
-}
-
-// writeAll replaces fd's content with data.
-func writeAll(fd int, data []byte) error {
-	if err := unix.Ftruncate(fd, 0); err != nil {
-		return err
-	}
-	for off := 0; off < len(data); {
-		n, err := unix.Pwrite(fd, data[off:], int64(off))
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		off += n
-	}
-	return nil
 }
 
 // checkTarget refuses a `.sortie/<name>` (path, for messages) that is a link or not a

@@ -2,10 +2,8 @@ package sandbox
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,17 +121,7 @@ func TestRestrictThread_ACachedPathTurnedLinkIsNotFollowed(t *testing.T) {
 	p := Policy{Write: SystemWrite, Read: append(slices.Clone(SystemRead), proj), Hide: []string{secret}}
 	run := func(script string) string {
 		t.Helper()
-		out := make(chan string, 1)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			if err := RestrictThread(p); err != nil {
-				out <- "restrict: " + err.Error()
-				return
-			}
-			b, _ := exec.Command("/bin/sh", "-c", script).CombinedOutput()
-			out <- strings.TrimSpace(string(b))
-		}()
-		return <-out
+		return strings.TrimSpace(threadRun(p, script))
 	}
 	if got := run("cat " + filepath.Join(sub, "README")); got != "readable" {
 		t.Fatalf("before: %q, want the README", got)

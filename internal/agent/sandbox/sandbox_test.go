@@ -232,21 +232,7 @@ try read-readme 'cat ` + proj + `/README'
 try read-db 'cat ` + secret + `'
 `
 	for i := range 8 {
-		out := make(chan string, 1)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			if err := RestrictThread(p); err != nil {
-				out <- "restrict: " + err.Error()
-				return
-			}
-			b, err := exec.Command("/bin/sh", "-c", script).CombinedOutput()
-			if err != nil {
-				out <- "run: " + err.Error() + ": " + string(b)
-				return
-			}
-			out <- string(b)
-		}()
-		got := strings.Fields(<-out)
+		got := strings.Fields(threadRun(p, script))
 		want := strings.Fields(`write-workspace ok write-proj denied read-readme ok read-db denied`)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("child %d: %v\nwant %v", i, got, want)
@@ -265,4 +251,24 @@ try read-db 'cat ` + secret + `'
 		}
 		wg.Wait()
 	}
+}
+
+// threadRun runs script with /bin/sh from a thread confined to p (RestrictThread) and
+// returns its output, or why it could not run.
+func threadRun(p Policy, script string) string {
+	out := make(chan string, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := RestrictThread(p); err != nil {
+			out <- "restrict: " + err.Error()
+			return
+		}
+		b, err := exec.Command("/bin/sh", "-c", script).CombinedOutput()
+		if err != nil {
+			out <- "run: " + err.Error() + ": " + string(b)
+			return
+		}
+		out <- string(b)
+	}()
+	return <-out
 }

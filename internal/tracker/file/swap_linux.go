@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"sortie/internal/fdio"
 )
 
 // writeNext writes data, with perm, to the issues file's next version beside path
@@ -55,18 +57,8 @@ func writeAll(fd int, data []byte, chmod bool, perm uint32) error {
 			return err
 		}
 	}
-	if err := unix.Ftruncate(fd, 0); err != nil {
+	if err := fdio.Overwrite(fd, data); err != nil {
 		return err
-	}
-	for off := 0; off < len(data); {
-		n, err := unix.Pwrite(fd, data[off:], int64(off))
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		off += n
 	}
 	return unix.Fsync(fd)
 }
