@@ -142,13 +142,16 @@ func (c *Cluster) Claim(ctx context.Context, r orchestrator.ClaimRequest) (orche
 		case live && owner != c.id:
 			res.Why = "daemon " + owner + " holds its lease"
 			return nil
+		case orphan:
+			// A run of a daemon whose lease lapsed: taken over (Adopt) before anyone
+			// starts another agent on the issue. Even when the lease is this daemon's
+			// already: Adopt gives it the lease at once, and the run is marked
+			// interrupted, and resumed with its session, only when the loop applies the
+			// take-over; a claim in between would start the issue afresh.
+			res.Why = "a stopped daemon's run of it waits to be taken over"
+			return nil
 		case !live && stale:
 			res.Why = "handed off since the candidate list was polled"
-			return nil
-		case !live && orphan:
-			// A run of a daemon whose lease lapsed: taken over (Adopt) before anyone
-			// starts another agent on the issue.
-			res.Why = "a stopped daemon's run of it waits to be taken over"
 			return nil
 		case !live && held:
 			res.Why = "held for a human"

@@ -276,6 +276,17 @@ func TestAdopt_TakesOverADeadDaemonsRunsAndRetries(t *testing.T) {
 	if len(retries) != 1 || retries[0].IssueID != "2" || retries[0].Attempt != 2 {
 		t.Fatalf("adopted retries %+v, want C-2's", retries)
 	}
+	// The lease is b's now, but until b marks the run interrupted (and resumes it with
+	// its session) no dispatch of b's may start the issue afresh.
+	if r := claim(t, b, "1"); r.OK || r.Why != "a stopped daemon's run of it waits to be taken over" {
+		t.Fatalf("claim of a taken-over issue whose run is still running: %+v", r)
+	}
+	if err := st.MarkInterrupted(ctx, []int64{runID}); err != nil {
+		t.Fatal(err)
+	}
+	if r := claim(t, b, "1"); !r.OK {
+		t.Fatalf("claim once the taken-over run is marked interrupted: %+v", r)
+	}
 	// Taken over once: a third daemon finds nothing.
 	c := join(t, url, "c")
 	if runs, retries, err := c.Adopt(ctx); err != nil || len(runs) != 0 || len(retries) != 0 {

@@ -21,7 +21,8 @@ type Cluster interface {
 	// Claim takes, or keeps, the lease of c.IssueID for this daemon as a running
 	// agent. It fails (ok false, why says which) when another daemon holds a live lease
 	// on the issue, when the issue is held for a human, when a dead daemon's run of it
-	// has not been taken over yet, or when the cluster's caps are reached (full).
+	// is still recorded as running (not taken over yet, or taken over by this daemon
+	// but not yet marked interrupted), or when the cluster's caps are reached (full).
 	Claim(ctx context.Context, c ClaimRequest) (r ClaimResult, err error)
 	// Release drops this daemon's lease of an issue it no longer runs or retries.
 	Release(ctx context.Context, issueID string) error

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -132,10 +131,6 @@ func (w *worker) run(ctx context.Context) workerExit {
 		return ex
 	}
 	w.issue = is
-	if w.orphaned(ctx) {
-		ex.outcome = outcomeSkipped
-		return ex
-	}
 
 	mgr, mgrErr := o.workspaces(cfg)
 	wsPath := ""
@@ -591,28 +586,6 @@ func (w *worker) recordProcess(pid, remotePGID int) {
 		PID: pid, PGID: pid, RemotePGID: remotePGID, CLIVersion: w.ad.AgentVersion}); err != nil {
 		w.o.log.Warn("recording the agent process failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
-}
-
-// orphaned reports whether, in a cluster, the issue's latest run is still recorded as
-// in progress: another daemon's, which died (its claim lapsed, or this daemon could
-// not have claimed the issue). Starting afresh would lose that run's session; the
-// adoption at the next poll resumes it with its session instead. A fresh dispatch,
-// not a resume (whose run the adoption has already ended), is checked.
-func (w *worker) orphaned(ctx context.Context) bool {
-	o := w.o
-	if o.opts.Cluster == nil || w.e.resumeFrom != "" {
-		return false
-	}
-	runs, err := o.opts.Store.RunsForIssue(ctx, w.issue.ID, 1)
-	if err != nil || len(runs) == 0 || runs[0].Status != store.StatusRunning {
-		return false
-	}
-	if host, _ := os.Hostname(); runs[0].DaemonPID == os.Getpid() && runs[0].DaemonHost == host {
-		return false // this daemon's own, whose end failed to be recorded
-	}
-	o.log.Info("not dispatched: a dead daemon's run of the issue is still in progress; taking it over resumes its session",
-		"issue_identifier", w.issue.Identifier, "run_id", runs[0].ID, "daemon_pid", runs[0].DaemonPID, "daemon_host", runs[0].DaemonHost)
-	return true
 }
 
 // setState records a tracker state the worker moved the issue to, for snapshots.
