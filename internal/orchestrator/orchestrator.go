@@ -280,15 +280,6 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 			o.log.Info("nothing running, retrying or eligible: exiting")
 			return nil
 		}
-		// A snapshot asked through the channel (before the loop served them
-		// directly) waits for the step in progress, never behind a queue of others
-		// the select below would pick at random first.
-		select {
-		case reply := <-o.snapshots:
-			reply <- o.snapshot()
-			continue
-		default:
-		}
 		var step Observation
 		var do func()
 		select {
@@ -320,7 +311,7 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 				o.startTick(workCtx)
 				step = Observation{Step: StepRefresh}
 			}
-		case reply := <-o.snapshots:
+		case reply := <-o.snapshots: // asked before the loop served Snapshot directly
 			reply <- o.snapshot()
 			continue
 		case <-o.stallCheck:
