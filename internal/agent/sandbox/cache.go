@@ -135,31 +135,48 @@ func (c *expansionCache) forget() {
 // every directory above it, so the rules that remain allow exactly what all of them
 // did. Paths are resolved, so "beneath" is the real hierarchy.
 func prune(write, read []grant) ([]grant, []grant) {
-	covered := func(g grant, by []grant, self int) bool {
-		for i, a := range by {
-			if i == self || !within(g.path, a.path) {
-				continue
-			}
-			if a.path != g.path && !a.dir {
-				continue // a file covers nothing beneath it
-			}
-			if a.path == g.path && (a.dir != g.dir || i > self && self >= 0) {
-				continue // of two identical grants, the first stays
-			}
-			return true
-		}
-		return false
-	}
+	// A policy whose hidden paths sit in a big directory expands into hundreds of
+	// grants, once per agent start: each grant looks up its ancestors (a few) in a
+	// set rather than comparing itself with every other grant.
+	writeDirs, readDirs := dirSet(write), dirSet(read)
+	seen := make(map[grant]bool, len(write)+len(read)) // of two identical grants, the first stays
 	var w, r []grant
-	for i, g := range write {
-		if !covered(g, write, i) {
+	for _, g := range write {
+		if !seen[g] && !beneathDir(g.path, writeDirs) {
+			seen[g] = true
 			w = append(w, g)
 		}
 	}
-	for i, g := range read {
-		if !covered(g, w, -1) && !covered(g, read, i) {
+	for _, g := range read {
+		if !seen[g] && !beneathDir(g.path, writeDirs) && !beneathDir(g.path, readDirs) {
+			seen[g] = true
 			r = append(r, g)
 		}
 	}
 	return w, r
+}
+
+// dirSet is the set of the paths of gs's directory grants.
+func dirSet(gs []grant) map[string]bool {
+	dirs := make(map[string]bool, len(gs))
+	for _, g := range gs {
+		if g.dir {
+			dirs[g.path] = true
+		}
+	}
+	return dirs
+}
+
+// beneathDir reports whether a directory of dirs is a proper ancestor of path (a
+// resolved, absolute path).
+func beneathDir(path string, dirs map[string]bool) bool {
+	if path != "/" && dirs["/"] {
+		return true
+	}
+	for k := len(path) - 1; k > 0; k-- {
+		if path[k] == '/' && dirs[path[:k]] {
+			return true
+		}
+	}
+	return false
 }

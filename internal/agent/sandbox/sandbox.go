@@ -195,7 +195,7 @@ func within(path, dir string) bool {
 	if dir == "/" {
 		return true
 	}
-	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+	return strings.HasPrefix(path, dir) && (len(path) == len(dir) || path[len(dir)] == filepath.Separator)
 }
 
 // maxExpand bounds the grants one root may expand into, so that a hidden path deep in

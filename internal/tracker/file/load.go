@@ -95,15 +95,30 @@ func sameBytes(a, b []byte) bool {
 func (t *Tracker) replace(tmp, path string, data []byte, doc *document) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.cache = nil
+	var old *snapshot
+	old, t.cache = t.cache, nil
 	if err := replaceFile(tmp, path); err != nil {
 		return err
+	}
+	// The content replaced, cached or last written, is referred to by nothing else
+	// now: only the writer (this goroutine, holding writeMu) reads a cache's bytes
+	// outside t.mu. Its buffer is the next write's.
+	if old != nil && !sameArray(old.data, data) && !sameArray(old.data, t.written) {
+		recycle(old.data)
+	}
+	if !sameArray(t.written, data) {
+		recycle(t.written)
 	}
 	t.written = data
 	if info, err := os.Stat(path); err == nil {
 		t.cache = &snapshot{info: info, readAt: t.now(), data: data, doc: doc}
 	}
 	return nil
+}
+
+// sameArray reports whether a and b are views of one array's start.
+func sameArray(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
 
 func (t *Tracker) payloadErr(op string, err error) error {

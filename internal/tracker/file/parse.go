@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,9 +24,10 @@ type document struct {
 	byID         map[string]int
 	byIdentifier map[string]int
 	// blockers[i] is issues[i]'s blocked_by as written, before fillBlockers completed
-	// it from the issues it points at; nil for an issue without blockers. A document
+	// it from the issues it points at; absent for an issue without blockers (nil when
+	// no issue has any: copied per write, so sized by the issues with blockers). A document
 	// patched after an edit (patch) fills them again from the issues' new states.
-	blockers [][]tracker.BlockerRef
+	blockers map[int][]tracker.BlockerRef
 }
 
 // span is a half-open byte range [start, end).
@@ -122,14 +124,16 @@ func parseArray(data []byte, base int) (*document, error) {
 // blocker's live state. A state written in the ref is the operator's and is kept.
 func fillBlockers(doc *document) {
 	if doc.blockers == nil {
-		doc.blockers = make([][]tracker.BlockerRef, len(doc.issues))
 		for i := range doc.issues {
 			if len(doc.issues[i].BlockedBy) > 0 {
+				if doc.blockers == nil {
+					doc.blockers = map[int][]tracker.BlockerRef{}
+				}
 				doc.blockers[i] = slices.Clone(doc.issues[i].BlockedBy)
 			}
 		}
 	}
-	for i := range doc.issues {
+	for i := range doc.blockers {
 		for j := range doc.issues[i].BlockedBy {
 			b := &doc.issues[i].BlockedBy[j]
 			k, ok := doc.byID[b.ID]
@@ -170,21 +174,26 @@ func parseObject(obj []byte) (tracker.Issue, error) {
 
 // patch is the document of data with the objects of the issues in objs (index → new
 // object) replaced by their new bytes, whose parses are in issues: the new file content
-// and its document, built from doc without parsing the other issues again. doc is
-// not changed; the new document shares its unchanged issues' data, which no one
+// and its document, built from doc without parsing the other issues again. The content
+// is written into a buffer of readBuffers (the tracker recycles it once it is no longer
+// the file's cached or last written content). doc is not changed; the new document shares its unchanged issues' data, which no one
 // modifies (callers copy what they hand out).
 func patch(data []byte, doc *document, objs map[int][]byte, issues map[int]tracker.Issue) ([]byte, *document) {
 	grow := 0
 	for i, obj := range objs {
 		grow += len(obj) - (doc.spans[i].end - doc.spans[i].start)
 	}
-	out := make([]byte, 0, len(data)+max(grow, 0))
+	out := scratch()
+	if need := len(data) + max(grow, 0); cap(out) < need {
+		recycle(out)
+		out = make([]byte, 0, need+need/16) // room for the comments to come
+	}
 	after := &document{
 		issues:       slices.Clone(doc.issues),
 		spans:        make([]span, len(doc.spans)),
 		byID:         doc.byID, // ids and identifiers are unchanged (checked by the caller)
 		byIdentifier: doc.byIdentifier,
-		blockers:     slices.Clone(doc.blockers),
+		blockers:     maps.Clone(doc.blockers),
 	}
 	at, delta := 0, 0
 	for i, sp := range doc.spans {
@@ -201,20 +210,24 @@ func patch(data []byte, doc *document, objs map[int][]byte, issues map[int]track
 		delta = len(out) - at
 		edited := issues[i]
 		after.issues[i] = &edited
-		after.blockers[i] = nil
+		delete(after.blockers, i)
 		if len(issues[i].BlockedBy) > 0 {
+			if after.blockers == nil {
+				after.blockers = map[int][]tracker.BlockerRef{}
+			}
 			after.blockers[i] = slices.Clone(issues[i].BlockedBy)
 		}
 	}
 	out = append(out, data[at:]...)
 	// Blocker refs follow their issues' new states: fill them again, as written, in
 	// copies of the issues that have them (the old document's stay as they are).
+	if len(after.blockers) == 0 {
+		after.blockers = nil // as parse leaves it
+	}
 	for i, refs := range after.blockers {
-		if refs != nil {
-			c := *after.issues[i]
-			c.BlockedBy = slices.Clone(refs)
-			after.issues[i] = &c
-		}
+		c := *after.issues[i]
+		c.BlockedBy = slices.Clone(refs)
+		after.issues[i] = &c
 	}
 	fillBlockers(after)
 	return out, after

@@ -551,6 +551,60 @@ func TestWrite_ConcurrentWritesAreAllKept(t *testing.T) {
 	assertNoTempFiles(t, filepath.Dir(path))
 }
 
+// A write's content goes into the buffer of a content it replaced (writes in a row
+// allocate nothing that size), so no reader may still be looking at that one. Here
+// writes in a row race the watch's own-write check and cached reads, and every
+// write's content must be whole on disk and in the cache afterwards.
+func TestWrite_RecycledBuffersAreNotShared(t *testing.T) {
+	path := writeIssues(t, twoIssues)
+	tr := newTestTracker(t, path, "todo")
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tr.holdsOwnWrite()
+			if _, err := tr.FetchCandidateIssues(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	const n = 30
+	for i := range n {
+		if err := tr.CommentIssue(ctx, "a", fmt.Sprintf("comment %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		state := "Done"
+		if i%2 == 1 {
+			state = "Todo"
+		}
+		if err := tr.TransitionIssue(ctx, "b", state); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if !tr.holdsOwnWrite() {
+		t.Error("the file does not hold the last write")
+	}
+	doc, err := parse([]byte(readString(t, path)))
+	if err != nil {
+		t.Fatalf("the file after %d writes: %v", 2*n, err)
+	}
+	if got := len(doc.issues[0].Comments); got != n {
+		t.Errorf("comments on disk = %d, want %d", got, n)
+	}
+	got, err := tr.FetchIssueComments(ctx, "a")
+	if err != nil || len(got) != n || got[n-1].Body != fmt.Sprintf("comment %d", n-1) {
+		t.Errorf("comments from the cache = %d (%v), want %d ending with comment %d", len(got), err, n, n-1)
+	}
+}
+
 func TestRandomCommentID_Unique(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {

@@ -88,14 +88,17 @@ func (t *Tracker) Watch(ctx context.Context) <-chan struct{} {
 // content, a hand edit racing ours included, does not match and notifies.
 func (t *Tracker) holdsOwnWrite() bool {
 	t.mu.Lock()
-	own := t.written
+	wrote := t.written != nil
 	t.mu.Unlock()
-	if own == nil {
+	if !wrote {
 		return false
 	}
 	data, _, err := readIssuesFileInto("watch", t.path, scratch())
 	defer recycle(data)
-	return err == nil && bytes.Equal(data, own)
+	// Compared under t.mu: the next write recycles the buffer of this one.
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return err == nil && t.written != nil && bytes.Equal(data, t.written)
 }
 
 // notify leaves one value in ch unless one is already waiting.
