@@ -10,11 +10,11 @@ import (
 )
 
 // Overwrite replaces the content of the regular file open for writing at fd with
-// data: it truncates the file, then writes data from offset 0, all of it.
+// data: it writes data from offset 0, all of it, then cuts the file to its length.
+// Written over in place, the blocks the old content had are the new content's: a
+// truncation to nothing first would free them all and allocate them again (and on
+// ext4 it marks the file for an allocation at close, as a truncate-and-rewrite save).
 func Overwrite(fd int, data []byte) error {
-	if err := unix.Ftruncate(fd, 0); err != nil {
-		return err
-	}
 	for off := 0; off < len(data); {
 		n, err := unix.Pwrite(fd, data[off:], int64(off))
 		if errors.Is(err, unix.EINTR) {
@@ -25,5 +25,5 @@ func Overwrite(fd int, data []byte) error {
 		}
 		off += n
 	}
-	return nil
+	return unix.Ftruncate(fd, int64(len(data)))
 }

@@ -123,16 +123,20 @@ func parseArray(data []byte, base int) (*document, error) {
 // state (and id or identifier) is taken from that issue, so "blocked by" follows the
 // blocker's live state. A state written in the ref is the operator's and is kept.
 func fillBlockers(doc *document) {
-	if doc.blockers == nil {
-		for i := range doc.issues {
-			if len(doc.issues[i].BlockedBy) > 0 {
-				if doc.blockers == nil {
-					doc.blockers = map[int][]tracker.BlockerRef{}
-				}
-				doc.blockers[i] = slices.Clone(doc.issues[i].BlockedBy)
+	for i := range doc.issues {
+		if len(doc.issues[i].BlockedBy) > 0 {
+			if doc.blockers == nil {
+				doc.blockers = map[int][]tracker.BlockerRef{}
 			}
+			doc.blockers[i] = slices.Clone(doc.issues[i].BlockedBy)
 		}
 	}
+	refillBlockers(doc)
+}
+
+// refillBlockers is fillBlockers for a document whose blockers, as written, are
+// known: those of the issues in doc.blockers, which hold copies of them.
+func refillBlockers(doc *document) {
 	for i := range doc.blockers {
 		for j := range doc.issues[i].BlockedBy {
 			b := &doc.issues[i].BlockedBy[j]
@@ -229,7 +233,7 @@ func patch(data []byte, doc *document, objs map[int][]byte, issues map[int]track
 		c.BlockedBy = slices.Clone(refs)
 		after.issues[i] = &c
 	}
-	fillBlockers(after)
+	refillBlockers(after)
 	return out, after
 }
 

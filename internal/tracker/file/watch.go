@@ -65,7 +65,21 @@ func (t *Tracker) Watch(ctx context.Context) <-chan struct{} {
 				if !ok {
 					return
 				}
-				if slices.Contains(targets, filepath.Clean(ev.Name)) && !t.holdsOwnWrite() {
+				// One write is several events (a swap of names is two moves): those
+				// already queued are taken together, and the file read once for them.
+				hit := slices.Contains(targets, filepath.Clean(ev.Name))
+				for more := true; more; {
+					select {
+					case ev, ok := <-w.Events:
+						if !ok {
+							return
+						}
+						hit = hit || slices.Contains(targets, filepath.Clean(ev.Name))
+					default:
+						more = false
+					}
+				}
+				if hit && !t.holdsOwnWrite() {
 					notify(ch)
 				}
 			case err, ok := <-w.Errors:
