@@ -180,8 +180,9 @@ func parseObject(obj []byte) (tracker.Issue, error) {
 // object) replaced by their new bytes, whose parses are in issues: the new file content
 // and its document, built from doc without parsing the other issues again. The content
 // is written into a buffer of readBuffers (the tracker recycles it once it is no longer
-// the file's cached or last written content). doc is not changed; the new document shares its unchanged issues' data, which no one
-// modifies (callers copy what they hand out).
+// the file's cached or last written content). doc is not changed; the new document
+// shares its unchanged issues' data, which no one modifies (callers copy what they
+// hand out).
 func patch(data []byte, doc *document, objs map[int][]byte, issues map[int]tracker.Issue) ([]byte, *document) {
 	grow := 0
 	for i, obj := range objs {
