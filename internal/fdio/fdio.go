@@ -5,6 +5,7 @@ package fdio
 
 import (
 	"errors"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,4 +27,33 @@ func Overwrite(fd int, data []byte) error {
 		off += n
 	}
 	return unix.Ftruncate(fd, int64(len(data)))
+}
+
+// ErrInTheWay is OpenForOverwrite's report that the entry at the name is not a file it
+// may write through and could not be removed (a directory, say).
+var ErrInTheWay = errors.New("not a file of ours, and cannot be removed")
+
+// OpenForOverwrite opens the file name in the directory dfd (unix.AT_FDCWD: name is a
+// path) for Overwrite, never writing through what someone else put there. The regular
+// file there is opened when it has a single link and, with uid >= 0, belongs to uid;
+// its stat is returned. Anything else (a symbolic link, which is not followed, a hard
+// link, a FIFO, a file of another user) is removed and a new file made with perm; st
+// is then nil. An entry that cannot be removed is ErrInTheWay, wrapping the reason.
+func OpenForOverwrite(dfd int, name string, perm uint32, uid int) (fd int, st *unix.Stat_t, err error) {
+	fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err == nil {
+		var s unix.Stat_t
+		if ferr := unix.Fstat(fd, &s); ferr == nil && s.Mode&unix.S_IFMT == unix.S_IFREG && s.Nlink == 1 && (uid < 0 || int(s.Uid) == uid) {
+			return fd, &s, nil
+		}
+		unix.Close(fd)
+		err = unix.EEXIST
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		if rerr := unix.Unlinkat(dfd, name, 0); rerr != nil && !errors.Is(rerr, unix.ENOENT) {
+			return -1, nil, fmt.Errorf("%w: %w", ErrInTheWay, rerr)
+		}
+	}
+	fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	return fd, nil, err
 }

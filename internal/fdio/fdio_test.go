@@ -1,6 +1,7 @@
 package fdio
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,5 +24,70 @@ func TestOverwrite_ReplacesLongerAndShorterContent(t *testing.T) {
 		if got, _ := os.ReadFile(path); string(got) != want {
 			t.Fatalf("after Overwrite(%d bytes) the file holds %d bytes", len(want), len(got))
 		}
+	}
+}
+
+// OpenForOverwrite opens a regular file of ours with one link, and never writes
+// through anything else put at the name: it is removed and a file made afresh, and a
+// directory is refused as ErrInTheWay.
+func TestOpenForOverwrite_NeverWritesThroughWhatWasPlanted(t *testing.T) {
+	dir := t.TempDir()
+	next := filepath.Join(dir, "next")
+	outside := filepath.Join(t.TempDir(), "outside")
+	write := func(t *testing.T, uid int) (reused bool) {
+		t.Helper()
+		fd, st, err := OpenForOverwrite(unix.AT_FDCWD, next, 0o600, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := Overwrite(fd, []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		return st != nil
+	}
+	if write(t, -1) {
+		t.Error("a missing file was reported as opened, not made")
+	}
+	if !write(t, os.Geteuid()) {
+		t.Error("our own single-link file was made afresh, not reused")
+	}
+	plant := map[string]func() error{
+		"symlink":   func() error { return os.Symlink(outside, next) },
+		"hard link": func() error { return os.Link(outside, next) },
+		"fifo":      func() error { return unix.Mkfifo(next, 0o600) },
+	}
+	for name, mk := range plant {
+		if err := os.WriteFile(outside, []byte("keep"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(next); err != nil {
+			t.Fatal(err)
+		}
+		if err := mk(); err != nil {
+			t.Fatal(err)
+		}
+		if write(t, -1) {
+			t.Errorf("%s: opened, not made afresh", name)
+		}
+		if got, _ := os.ReadFile(outside); string(got) != "keep" {
+			t.Errorf("%s: written through: %q", name, got)
+		}
+		if fi, err := os.Lstat(next); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: next is %v, %v; want a regular file", name, fi, err)
+		}
+	}
+	// A file of another owner is not reused when the owner is asked for.
+	if write(t, os.Geteuid()+1) {
+		t.Error("a file of another owner was reused")
+	}
+	if err := os.Remove(next); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(next, "inside"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := OpenForOverwrite(unix.AT_FDCWD, next, 0o600, -1); !errors.Is(err, ErrInTheWay) {
+		t.Errorf("a directory: err = %v, want ErrInTheWay", err)
 	}
 }

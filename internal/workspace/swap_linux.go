@@ -21,30 +21,19 @@ import (
 // made afresh, never written through.
 func writeBySwap(dfd int, name string, data []byte, uid, gid int, chown bool) (done bool, err error) {
 	next := "." + name + ".next"
-	var st unix.Stat_t
-	fd, err := unix.Openat(dfd, next, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err == nil {
-		if ferr := unix.Fstat(fd, &st); ferr != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-			unix.Close(fd)
-			err = unix.EEXIST
+	fd, st, err := fdio.OpenForOverwrite(dfd, next, 0o600, -1)
+	if errors.Is(err, fdio.ErrInTheWay) {
+		// A directory the agent made: removed when empty, and the file made afresh.
+		if rerr := unix.Unlinkat(dfd, next, unix.AT_REMOVEDIR); rerr != nil {
+			return false, rerr
 		}
-	}
-	if err != nil && !errors.Is(err, unix.ENOENT) {
-		// Not a file of ours (a link refused by O_NOFOLLOW, a FIFO, a hard link, a
-		// directory): remove it and make it afresh below.
-		if rerr := unix.Unlinkat(dfd, next, 0); rerr != nil && !errors.Is(rerr, unix.ENOENT) {
-			if rerr = unix.Unlinkat(dfd, next, unix.AT_REMOVEDIR); rerr != nil {
-				return false, rerr
-			}
-		}
-		err = unix.ENOENT
-	}
-	if errors.Is(err, unix.ENOENT) {
-		fd, err = unix.Openat(dfd, next, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		st = unix.Stat_t{Mode: unix.S_IFREG | 0o600, Uid: uint32(unix.Geteuid())}
+		fd, st, err = fdio.OpenForOverwrite(dfd, next, 0o600, -1)
 	}
 	if err != nil {
 		return false, err
+	}
+	if st == nil { // made just now, by us
+		st = &unix.Stat_t{Mode: unix.S_IFREG | 0o600, Uid: uint32(unix.Geteuid())}
 	}
 	werr := fdio.Overwrite(fd, data)
 	var merr, oerr error

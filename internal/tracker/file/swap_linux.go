@@ -22,28 +22,15 @@ import (
 // afresh.
 func writeNext(path string, data []byte, perm fs.FileMode) (name string, err error) {
 	next := nextPath(path)
-	fd, err := unix.Open(next, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	var st unix.Stat_t
-	if err == nil {
-		if ferr := unix.Fstat(fd, &st); ferr != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || int(st.Uid) != os.Geteuid() {
-			unix.Close(fd)
-			err = unix.EEXIST
-		}
-	}
-	if err != nil && !errors.Is(err, unix.ENOENT) {
-		if rerr := unix.Unlink(next); rerr != nil && !errors.Is(rerr, unix.ENOENT) {
-			return writeTemp(path, data, perm) // a directory, say: leave it be
-		}
-		err = unix.ENOENT
-	}
-	if errors.Is(err, unix.ENOENT) {
-		fd, err = unix.Open(next, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm))
-		st = unix.Stat_t{Mode: unix.S_IFREG | uint32(perm)}
+	fd, st, err := fdio.OpenForOverwrite(unix.AT_FDCWD, next, uint32(perm), os.Geteuid())
+	if errors.Is(err, fdio.ErrInTheWay) {
+		return writeTemp(path, data, perm) // a directory, say: leave it be
 	}
 	if err != nil {
 		return "", err
 	}
-	werr := writeAll(fd, data, st.Mode&0o7777 != uint32(perm), uint32(perm))
+	chmod := st != nil && st.Mode&0o7777 != uint32(perm)
+	werr := writeAll(fd, data, chmod, uint32(perm))
 	if err := errors.Join(werr, unix.Close(fd)); err != nil {
 		return "", err
 	}
