@@ -67,6 +67,10 @@ type worker struct {
 	ws      workspace.Workspace
 	sess    *agent.Session
 	log     []store.Event // recent notable events not yet written
+	// flushAt is when onEvent next writes the run's progress. The first write is one
+	// ProgressFlushInterval into the first turn, not at its first event: the run's
+	// row and its process are already recorded by then, and a short run's progress
+	// is written whole at the turn's end (one transaction instead of two).
 	flushAt time.Time
 	state   *stateFile             // .sortie/state.json; nil before the session starts
 	sortie  *workspace.SortieFiles // the workspace's .sortie/ during a session with extensions; else nil
@@ -295,6 +299,9 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		}
 		turnCtx, w.stopTurn = context.WithCancel(turnCtx)
 		turnStart := o.clk.Now()
+		if w.flushAt.IsZero() {
+			w.flushAt = turnStart.Add(o.opts.ProgressFlushInterval)
+		}
 		w.agentStarting(turnStart)
 		res, err := w.ad.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
 			Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
