@@ -61,6 +61,7 @@ func startConn(c proc.Command, record func([]byte)) (*conn, error) {
 func (c *conn) read() {
 	defer close(c.readDone)
 	lr := proc.NewLineReader(c.p.Stdout(), proc.DefaultMaxLine)
+	defer lr.Release()
 	for lr.Next() {
 		select {
 		case c.lines <- bytes.Clone(lr.Line()):

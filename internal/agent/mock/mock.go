@@ -152,6 +152,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}()
 
 	lr := proc.NewLineReader(pr.Stdout(), proc.DefaultMaxLine)
+	defer lr.Release() // after the turn has handled its last line
 	for lr.Next() {
 		t.handleLine(lr.Line())
 	}

@@ -281,6 +281,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	}()
 
 	lr := proc.NewLineReader(pr.Stdout(), proc.DefaultMaxLine)
+	defer lr.Release() // after the turn has handled its last line
 	for lr.Next() {
 		if st.target != nil && !t.pgidRead {
 			t.pgidRead = true

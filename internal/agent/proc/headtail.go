@@ -2,7 +2,9 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 )
 
@@ -64,6 +66,31 @@ func (b *HeadTailBuffer) Write(p []byte) (int, error) {
 		b.tailFull = true
 	}
 	return n, nil
+}
+
+// copyBuffers are ReadFrom's read buffers. The standard library's io.Copy would
+// allocate 32 KB for each child's stderr, which is usually empty.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// ReadFrom writes what r has until its end, as Write would; it is what io.Copy (and
+// so exec.Cmd, for a child's stderr) uses, with a pooled buffer.
+func (b *HeadTailBuffer) ReadFrom(r io.Reader) (int64, error) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	var n int64
+	for {
+		k, err := r.Read(*buf)
+		if k > 0 {
+			_, _ = b.Write((*buf)[:k])
+			n += int64(k)
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // Len is the number of bytes written, including those dropped.

@@ -2,6 +2,8 @@ package proc
 
 import (
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -73,5 +75,33 @@ func TestHeadTailBuffer_WaitHeadSeesALaterWrite(t *testing.T) {
 	cancel()
 	if b.WaitHead(ctx, 64, func(h string) bool { return strings.Contains(h, "never") }) {
 		t.Fatal("WaitHead accepted a head that does not hold what it waits for")
+	}
+}
+
+// io.Copy into the buffer goes through ReadFrom and keeps what Write would, read in
+// pieces larger and smaller than its own buffer.
+func TestHeadTailBuffer_ReadFromKeepsWhatWriteWould(t *testing.T) {
+	for _, size := range []int{0, 5, 100, 32 << 10, 100 << 10} {
+		input := strings.Repeat("0123456789abcdef", size/16+1)[:size]
+		want := NewHeadTailBuffer(7, 9)
+		want.Write([]byte(input))
+		got := NewHeadTailBuffer(7, 9)
+		n, err := io.Copy(got, strings.NewReader(input))
+		if err != nil || n != int64(size) {
+			t.Fatalf("size %d: io.Copy: want (%d, nil), got (%d, %v)", size, size, n, err)
+		}
+		if got.String() != want.String() || got.Len() != want.Len() {
+			t.Errorf("size %d: want %q (%d), got %q (%d)", size, want.String(), want.Len(), got.String(), got.Len())
+		}
+	}
+}
+
+// A read error ends ReadFrom with that error, after keeping what came before it.
+func TestHeadTailBuffer_ReadFromReturnsTheReadError(t *testing.T) {
+	boom := errors.New("boom")
+	b := NewHeadTailBuffer(16, 0)
+	n, err := b.ReadFrom(io.MultiReader(strings.NewReader("abc"), errReader{boom}))
+	if !errors.Is(err, boom) || n != 3 || b.String() != "abc" {
+		t.Errorf("want (3, boom) and abc kept, got (%d, %v) and %q", n, err, b.String())
 	}
 }

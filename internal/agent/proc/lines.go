@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // DefaultMaxLine is the longest stdout line a LineReader accepts: 10 MB, enough for the
@@ -14,6 +15,10 @@ const DefaultMaxLine = 10 << 20
 // initialLineBuffer is the reader's starting buffer; it grows only for longer lines.
 const initialLineBuffer = 64 << 10
 
+// lineBuffers holds starting buffers given back by Release: a turn's reader would
+// otherwise allocate one per turn, most of a short turn's garbage.
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, initialLineBuffer); return &b }}
+
 // ErrLineTooLong is wrapped by LineReader.Err when a line exceeds the maximum.
 var ErrLineTooLong = errors.New("line too long")
 
@@ -22,7 +27,10 @@ var ErrLineTooLong = errors.New("line too long")
 type LineReader struct {
 	sc  *bufio.Scanner
 	max int
-	err error // a line over max
+	err error   // a line over max
+	buf *[]byte // the starting buffer, from lineBuffers; nil once released
+
+	released bool
 }
 
 // NewLineReader reads lines of at most maxLine bytes (0 means DefaultMaxLine) from r.
@@ -31,16 +39,33 @@ func NewLineReader(r io.Reader, maxLine int) *LineReader {
 		maxLine = DefaultMaxLine
 	}
 	sc := bufio.NewScanner(r)
+	lr := &LineReader{sc: sc, max: maxLine}
 	// The scanner's limit includes the terminator; room for "\r\n" lets a line of
 	// exactly maxLine bytes through, and Next enforces maxLine itself.
-	sc.Buffer(make([]byte, min(initialLineBuffer, maxLine+2)), maxLine+2)
-	return &LineReader{sc: sc, max: maxLine}
+	if maxLine+2 >= initialLineBuffer {
+		lr.buf = lineBuffers.Get().(*[]byte)
+		sc.Buffer(*lr.buf, maxLine+2)
+	} else {
+		sc.Buffer(make([]byte, maxLine+2), maxLine+2)
+	}
+	return lr
+}
+
+// Release gives the reader's starting buffer back for another reader. Call it once
+// the last line has been handled (no slice from Line may be kept past it); Next
+// then reports no more lines. Release is optional, and calling it twice is harmless.
+func (lr *LineReader) Release() {
+	lr.released = true
+	if lr.buf != nil {
+		lineBuffers.Put(lr.buf)
+		lr.buf = nil
+	}
 }
 
 // Next advances to the next non-empty line and reports whether there is one. It returns
 // false at the end of the input or on an error (see Err).
 func (lr *LineReader) Next() bool {
-	if lr.err != nil {
+	if lr.err != nil || lr.released {
 		return false
 	}
 	for lr.sc.Scan() {
@@ -57,7 +82,12 @@ func (lr *LineReader) Next() bool {
 
 // Line is the current line without its "\n" or "\r\n". It is only valid until the next
 // call to Next; copy it to keep it.
-func (lr *LineReader) Line() []byte { return lr.sc.Bytes() }
+func (lr *LineReader) Line() []byte {
+	if lr.released {
+		return nil
+	}
+	return lr.sc.Bytes()
+}
 
 // Err is the error that ended the input, nil at a clean end. A line over the maximum
 // is reported as an error wrapping ErrLineTooLong, never by panicking or truncating;

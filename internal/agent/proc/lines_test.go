@@ -105,3 +105,40 @@ func BenchmarkLineReader(b *testing.B) {
 		}
 	}
 }
+
+// A released reader reports no more lines, and its buffer serves the next reader
+// without mixing what each read: the second reader's lines are its own, whole.
+func TestLineReader_ReleaseEndsTheReaderAndItsBufferServesTheNext(t *testing.T) {
+	first := NewLineReader(strings.NewReader("one\ntwo\n"), 0)
+	if !first.Next() || string(first.Line()) != "one" {
+		t.Fatalf("first line: want one, got %q", first.Line())
+	}
+	first.Release()
+	if first.Next() || first.Line() != nil {
+		t.Errorf("after Release: want no line, got Next true or %q", first.Line())
+	}
+	first.Release() // twice is harmless
+
+	for i := range 3 {
+		long := strings.Repeat(string(rune('a'+i)), 2*initialLineBuffer)
+		lr := NewLineReader(strings.NewReader("x\n"+long+"\ny\n"), 0)
+		var got []string
+		for lr.Next() {
+			got = append(got, string(lr.Line()))
+		}
+		lr.Release()
+		if len(got) != 3 || got[0] != "x" || got[1] != long || got[2] != "y" {
+			t.Fatalf("reader %d: want x, a %d-byte line, y; got %d lines", i, len(long), len(got))
+		}
+	}
+}
+
+// Release on a reader whose limit is below the pooled size is harmless too.
+func TestLineReader_ReleaseOfASmallReader(t *testing.T) {
+	lr := NewLineReader(strings.NewReader("a\nb\n"), 16)
+	lr.Next()
+	lr.Release()
+	if lr.Next() {
+		t.Error("after Release: want no more lines")
+	}
+}
