@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sortie/internal/tracker"
@@ -27,6 +28,9 @@ type snapshot struct {
 	data   []byte      // the bytes doc was parsed from
 	doc    *document
 	err    error // parse error; an unchanged broken file stays broken
+	// stamped is set for our own write, stamped (stampBehind): its stat is proof of
+	// its content at once, with no racy window to wait out.
+	stamped bool
 }
 
 // fresh reports whether the file now described by info is the one this snapshot read.
@@ -34,7 +38,8 @@ func (s *snapshot) fresh(info fs.FileInfo) bool {
 	return os.SameFile(s.info, info) &&
 		s.info.Size() == info.Size() &&
 		s.info.ModTime().Equal(info.ModTime()) &&
-		s.readAt.Sub(info.ModTime()) > racyWindow
+		sameChange(s.info, info) &&
+		(s.stamped || s.readAt.Sub(info.ModTime()) > racyWindow)
 }
 
 // load returns the parsed file, re-reading it only when a stat shows it may have
@@ -91,8 +96,9 @@ func sameBytes(a, b []byte) bool {
 
 // replace renames tmp, holding data (parsed as doc), over path and caches doc as the
 // file's content. Readers wait for both, so the watch event of the rename never finds
-// a cache that predates it.
-func (t *Tracker) replace(tmp, path string, data []byte, doc *document) error {
+// a cache that predates it. stamp is tmp's modification time when writeNext stamped
+// it, else zero.
+func (t *Tracker) replace(tmp, path string, data []byte, doc *document, stamp time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var old *snapshot
@@ -111,7 +117,8 @@ func (t *Tracker) replace(tmp, path string, data []byte, doc *document) error {
 	}
 	t.written = data
 	if info, err := os.Stat(path); err == nil {
-		t.cache = &snapshot{info: info, readAt: t.now(), data: data, doc: doc}
+		stamped := !stamp.IsZero() && info.ModTime().Equal(stamp)
+		t.cache = &snapshot{info: info, readAt: t.now(), data: data, doc: doc, stamped: stamped}
 	}
 	return nil
 }
@@ -134,6 +141,10 @@ func (t *Tracker) payloadErr(op string, err error) error {
 // tracker's work with ten thousand issues.
 var readBuffers sync.Pool
 
+// fileReads counts whole reads of an issues file, for tests that check a stat was
+// enough.
+var fileReads atomic.Int64
+
 // scratch is a buffer from readBuffers, or nil.
 func scratch() []byte {
 	if b, ok := readBuffers.Get().(*[]byte); ok {
@@ -155,6 +166,7 @@ func recycle(b []byte) {
 // tracker_payload_error (the operator must create it or fix the path; waiting will not
 // help); other I/O failures are tracker_transport_error.
 func readIssuesFileInto(op, path string, buf []byte) ([]byte, fs.FileInfo, error) {
+	fileReads.Add(1)
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -251,7 +251,7 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 	if len(out) > MaxFileBytes {
 		return settle(tooLarge(op, t.path, int64(len(out))))
 	}
-	tmp, err := writeNext(real, out, info.Mode().Perm())
+	tmp, stamp, err := writeNext(real, out, info.Mode().Perm())
 	if err != nil {
 		return settle(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "writing issues file " + t.path, Err: err})
 	}
@@ -270,7 +270,7 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 		removeTemp(tmp, real)
 		return applied
 	}
-	if err := t.replace(tmp, real, out, after); err != nil {
+	if err := t.replace(tmp, real, out, after, stamp); err != nil {
 		removeTemp(tmp, real)
 		return settle(&tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "replacing issues file " + t.path, Err: err})
 	}

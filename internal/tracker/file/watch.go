@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -103,9 +104,19 @@ func (t *Tracker) Watch(ctx context.Context) <-chan struct{} {
 func (t *Tracker) holdsOwnWrite() bool {
 	t.mu.Lock()
 	wrote := t.written != nil
+	// Our last write, stamped, is cached: a stat tells whether the file still holds it.
+	own := t.cache
+	if own == nil || !own.stamped || !sameArray(own.data, t.written) {
+		own = nil
+	}
 	t.mu.Unlock()
 	if !wrote {
 		return false
+	}
+	if own != nil {
+		if info, err := os.Stat(t.path); err == nil && own.fresh(info) {
+			return true
+		}
 	}
 	data, _, err := readIssuesFileInto("watch", t.path, scratch())
 	defer recycle(data)
