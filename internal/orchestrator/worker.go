@@ -58,15 +58,15 @@ func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is t
 
 // worker is the state of one run, owned by its goroutine.
 type worker struct {
-	o       *Orchestrator
-	cfg     *config.Config
-	ad      *Adapters // the tracker and agent of this run, in force when it started
-	e       *runningEntry
-	issue   tracker.Issue
-	runID   int64
-	ws      workspace.Workspace
-	sess    *agent.Session
-	log     []store.Event // recent notable events not yet written
+	o     *Orchestrator
+	cfg   *config.Config
+	ad    *Adapters // the tracker and agent of this run, in force when it started
+	e     *runningEntry
+	issue tracker.Issue
+	runID int64
+	ws    workspace.Workspace
+	sess  *agent.Session
+	log   []store.Event // recent notable events not yet written
 	// flushAt is when onEvent next writes the run's progress. The first write is one
 	// ProgressFlushInterval into the first turn, not at its first event: the run's
 	// row and its process are already recorded by then, and a short run's progress
