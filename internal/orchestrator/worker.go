@@ -58,19 +58,18 @@ func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is t
 
 // worker is the state of one run, owned by its goroutine.
 type worker struct {
-	o     *Orchestrator
-	cfg   *config.Config
-	ad    *Adapters // the tracker and agent of this run, in force when it started
-	e     *runningEntry
-	issue tracker.Issue
-	runID int64
-	ws    workspace.Workspace
-	sess  *agent.Session
-	log   []store.Event // recent notable events not yet written
-	// flushAt is when onEvent next writes the run's progress. The first write is one
-	// ProgressFlushInterval into the first turn, not at its first event: the run's
-	// row and its process are already recorded by then, and a short run's progress
-	// is written whole at the turn's end (one transaction instead of two).
+	o       *Orchestrator
+	cfg     *config.Config
+	ad      *Adapters // the tracker and agent of this run, in force when it started
+	e       *runningEntry
+	issue   tracker.Issue
+	runID   int64
+	ws      workspace.Workspace
+	sess    *agent.Session
+	log     []store.Event // recent notable events not yet written
+	// flushAt is when onEvent next writes the run's progress. Zero at first: the
+	// first event is written at once, as it carries the session id, which a restart
+	// needs to resume the run and which must not wait for the end of a long turn.
 	flushAt time.Time
 	state   *stateFile             // .sortie/state.json; nil before the session starts
 	sortie  *workspace.SortieFiles // the workspace's .sortie/ during a session with extensions; else nil
@@ -299,9 +298,6 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		}
 		turnCtx, w.stopTurn = context.WithCancel(turnCtx)
 		turnStart := o.clk.Now()
-		if w.flushAt.IsZero() {
-			w.flushAt = turnStart.Add(o.opts.ProgressFlushInterval)
-		}
 		w.agentStarting(turnStart)
 		res, err := w.ad.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
 			Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
