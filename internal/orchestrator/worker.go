@@ -58,15 +58,15 @@ func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is t
 
 // worker is the state of one run, owned by its goroutine.
 type worker struct {
-	o       *Orchestrator
-	cfg     *config.Config
-	ad      *Adapters // the tracker and agent of this run, in force when it started
-	e       *runningEntry
-	issue   tracker.Issue
-	runID   int64
-	ws      workspace.Workspace
-	sess    *agent.Session
-	log     []store.Event // recent notable events not yet written
+	o     *Orchestrator
+	cfg   *config.Config
+	ad    *Adapters // the tracker and agent of this run, in force when it started
+	e     *runningEntry
+	issue tracker.Issue
+	runID int64
+	ws    workspace.Workspace
+	sess  *agent.Session
+	log   []store.Event // recent notable events not yet written
 	// flushAt is when onEvent next writes the run's progress. Zero at first: the
 	// first event is written at once, as it carries the session id, which a restart
 	// needs to resume the run and which must not wait for the end of a long turn.
