@@ -133,6 +133,7 @@ type harnessOptions struct {
 	activity     func(Activity)
 	checkpoints  bool // Options.Checkpoints is the harness's store
 	stopRemote   func(ctx context.Context, host string, pgid int) error
+	wrapStore    func(Store) Store // what the orchestrator gets in place of the store
 }
 
 func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
@@ -165,12 +166,16 @@ func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
 	if environ == nil {
 		environ = os.Environ()
 	}
+	var orchStore Store = st
+	if ho.wrapStore != nil {
+		orchStore = ho.wrapStore(st)
+	}
 	h.orch, err = New(Options{
 		Config:                func() *config.Config { return h.cfg.Load() },
 		ConfigChanges:         h.cfgCh,
 		Tracker:               trk,
 		Agent:                 h.agent,
-		Store:                 st,
+		Store:                 orchStore,
 		Clock:                 h.clk,
 		Logger:                testLogger(t),
 		Environ:               environ,

@@ -19,6 +19,7 @@ type Store interface {
 	IssueTotals(ctx context.Context, issueIDs []string) (map[string]store.Totals, error)
 	AppendEvents(ctx context.Context, runID int64, events []store.Event) error
 	RecordProgress(ctx context.Context, id int64, p store.Progress, events []store.Event) error
+	RecordProcessAndProgress(ctx context.Context, id int64, proc store.Process, p store.Progress, events []store.Event) error
 
 	SaveRetry(ctx context.Context, r store.Retry) error
 	DeleteRetry(ctx context.Context, issueID string) error

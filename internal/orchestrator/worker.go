@@ -476,6 +476,7 @@ func (w *worker) onEvent(ev agent.Event) {
 	if ev.Message != "" {
 		p.lastMessage = truncate(ev.Message, 200)
 	}
+	var proc *store.Process // a new agent process, to record
 	if (ev.PID != 0 && ev.PID != p.pid) || (ev.RemotePGID != 0 && ev.RemotePGID != p.remotePGID) {
 		if ev.PID != 0 {
 			p.pid = ev.PID
@@ -483,7 +484,7 @@ func (w *worker) onEvent(ev agent.Event) {
 		if ev.RemotePGID != 0 {
 			p.remotePGID = ev.RemotePGID
 		}
-		defer w.recordProcess(p.pid, p.remotePGID)
+		proc = w.process(p.pid, p.remotePGID)
 	}
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
@@ -526,8 +527,13 @@ func (w *worker) onEvent(ev agent.Event) {
 		}
 		w.log = append(w.log, store.Event{Time: now, Type: string(ev.Type), Message: truncate(eventText(ev), 500)})
 	}
-	if now.After(w.flushAt) {
-		w.flush(context.Background(), false)
+	switch {
+	case now.After(w.flushAt):
+		// The first event is both: the process recovery stops and the session a
+		// restart resumes, written in one transaction.
+		w.flushWith(context.Background(), false, proc)
+	case proc != nil:
+		w.recordProcess(*proc)
 	}
 }
 
@@ -559,9 +565,16 @@ func eventText(ev agent.Event) string {
 
 // flush writes the run's progress and buffered events to the store, in one
 // transaction, at most once per ProgressFlushInterval unless forced.
-func (w *worker) flush(ctx context.Context, force bool) {
+func (w *worker) flush(ctx context.Context, force bool) { w.flushWith(ctx, force, nil) }
+
+// flushWith is flush, recording proc (when not nil) in the same transaction, or on
+// its own when the progress is not due.
+func (w *worker) flushWith(ctx context.Context, force bool, proc *store.Process) {
 	now := w.o.clk.Now()
 	if !force && now.Before(w.flushAt) {
+		if proc != nil {
+			w.recordProcess(*proc)
+		}
 		return
 	}
 	w.flushAt = now.Add(w.o.opts.ProgressFlushInterval)
@@ -569,7 +582,14 @@ func (w *worker) flush(ctx context.Context, force bool) {
 		return
 	}
 	p := w.e.progress.snapshot()
-	if err := w.o.opts.Store.RecordProgress(context.WithoutCancel(ctx), w.runID, progressRecord(p), w.pendingEvents()); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if proc != nil {
+		err = w.o.opts.Store.RecordProcessAndProgress(ctx, w.runID, *proc, progressRecord(p), w.pendingEvents())
+	} else {
+		err = w.o.opts.Store.RecordProgress(ctx, w.runID, progressRecord(p), w.pendingEvents())
+	}
+	if err != nil {
 		w.o.log.Warn("recording run progress failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
 	w.log = w.log[:0]
@@ -580,13 +600,17 @@ func (w *worker) pendingEvents() []store.Event {
 	return w.log[max(len(w.log)-eventLogBuffer, 0):]
 }
 
-func (w *worker) recordProcess(pid, remotePGID int) {
+// process is the run's agent process record.
+func (w *worker) process(pid, remotePGID int) *store.Process {
+	// Agents run in their own process group, so the group id is the leader's pid.
+	return &store.Process{PID: pid, PGID: pid, RemotePGID: remotePGID, CLIVersion: w.ad.AgentVersion}
+}
+
+func (w *worker) recordProcess(proc store.Process) {
 	if w.runID == 0 {
 		return
 	}
-	// Agents run in their own process group, so the group id is the leader's pid.
-	if err := w.o.opts.Store.UpdateRunProcess(context.Background(), w.runID, store.Process{
-		PID: pid, PGID: pid, RemotePGID: remotePGID, CLIVersion: w.ad.AgentVersion}); err != nil {
+	if err := w.o.opts.Store.UpdateRunProcess(context.Background(), w.runID, proc); err != nil {
 		w.o.log.Warn("recording the agent process failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
 }

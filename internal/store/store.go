@@ -99,6 +99,10 @@ type Store interface {
 	// running worker's periodic write, one commit instead of two. The events are
 	// recorded only when the progress is (the run is running).
 	RecordProgress(ctx context.Context, id int64, p Progress, events []Event) error
+	// RecordProcessAndProgress is UpdateRunProcess and RecordProgress in one
+	// transaction: a worker's write at its agent's first event, which names both the
+	// process (that recovery stops) and the session (that a restart resumes).
+	RecordProcessAndProgress(ctx context.Context, id int64, proc Process, p Progress, events []Event) error
 
 	// SaveRetry inserts or replaces the retry entry of r.IssueID.
 	SaveRetry(ctx context.Context, r Retry) error

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"sortie/internal/store"
 	"sortie/internal/store/internal/sqlrow"
@@ -70,21 +71,46 @@ func (s *Store) RecordProgress(ctx context.Context, id int64, p store.Progress, 
 	if len(events) == 0 {
 		return s.UpdateRunProgress(ctx, id, p)
 	}
+	return s.record(ctx, "record progress of run %d", id, nil, p, events)
+}
+
+// RecordProcessAndProgress implements store.Store: the process update joins
+// RecordProgress's batch, first.
+func (s *Store) RecordProcessAndProgress(ctx context.Context, id int64, proc store.Process, p store.Progress, events []store.Event) error {
+	return s.record(ctx, "record process and progress of run %d", id, &proc, p, events)
+}
+
+// record sends, in one batch, proc's update when not nil, p's and events.
+func (s *Store) record(ctx context.Context, opFormat string, id int64, proc *store.Process, p store.Progress, events []store.Event) error {
 	if len(events) > store.MaxEventsPerRun {
 		events = events[len(events)-store.MaxEventsPerRun:]
 	}
 	b := &pgx.Batch{}
+	if proc != nil {
+		// Under the same condition as the progress update: both change the row or
+		// neither does, and the progress update's count below tells which.
+		b.Queue(sqlUpdateProcess, s.processArgs(id, *proc)...)
+	}
 	b.Queue(`UPDATE runs SET `+progressSet+` WHERE id = @id AND status = 'running'`, s.progressArgs(id, p))
-	queueEvents(b, id, events, "r.status = 'running'")
+	if len(events) > 0 {
+		queueEvents(b, id, events, "r.status = 'running'")
+	}
 	br := s.pool.SendBatch(ctx, b)
-	tag, err := br.Exec()
+	var tag pgconn.CommandTag
+	var err error
+	if proc != nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		tag, err = br.Exec()
+	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if isForeignKeyViolation(err) {
 		err = nil // no such run: the update found nothing, which checkRunUpdated reports
 	}
-	return s.checkRunUpdated(ctx, "record progress of run %d", id, tag, err)
+	return s.checkRunUpdated(ctx, opFormat, id, tag, err)
 }
 
 // RunEvents implements store.Reader.

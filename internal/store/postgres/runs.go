@@ -48,12 +48,18 @@ func (s *Store) StartRun(ctx context.Context, r store.Run) (int64, error) {
 	return id, nil
 }
 
+const sqlUpdateProcess = `UPDATE runs SET pid = $1, pgid = $2, remote_pgid = $3,
+	cli_version = COALESCE(NULLIF($4, ''), cli_version), updated_at_ms = $5
+	WHERE id = $6 AND status = 'running'`
+
+// processArgs are sqlUpdateProcess's arguments.
+func (s *Store) processArgs(id int64, p store.Process) []any {
+	return []any{p.PID, p.PGID, p.RemotePGID, clean(p.CLIVersion), sqlrow.MS(s.now()), id}
+}
+
 // UpdateRunProcess implements store.Store.
 func (s *Store) UpdateRunProcess(ctx context.Context, id int64, p store.Process) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE runs SET pid = $1, pgid = $2, remote_pgid = $3,
-		cli_version = COALESCE(NULLIF($4, ''), cli_version), updated_at_ms = $5
-		WHERE id = $6 AND status = 'running'`,
-		p.PID, p.PGID, p.RemotePGID, clean(p.CLIVersion), sqlrow.MS(s.now()), id)
+	tag, err := s.pool.Exec(ctx, sqlUpdateProcess, s.processArgs(id, p)...)
 	return s.checkRunUpdated(ctx, "update run %d process", id, tag, err)
 }
 

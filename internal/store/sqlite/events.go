@@ -74,7 +74,17 @@ func (s *Store) RecordProgress(ctx context.Context, id int64, p store.Progress, 
 	if len(events) == 0 {
 		return s.UpdateRunProgress(ctx, id, p)
 	}
-	const opFormat = "record progress of run %d"
+	return s.record(ctx, "record progress of run %d", id, nil, p, events)
+}
+
+// RecordProcessAndProgress implements store.Store: UpdateRunProcess and
+// RecordProgress in one transaction.
+func (s *Store) RecordProcessAndProgress(ctx context.Context, id int64, proc store.Process, p store.Progress, events []store.Event) error {
+	return s.record(ctx, "record process and progress of run %d", id, &proc, p, events)
+}
+
+// record writes, in one transaction, proc when not nil, p, and events.
+func (s *Store) record(ctx context.Context, opFormat string, id int64, proc *store.Process, p store.Progress, events []store.Event) error {
 	if err := s.writable(fmt.Sprintf(opFormat, id)); err != nil {
 		return err
 	}
@@ -86,15 +96,29 @@ func (s *Store) RecordProgress(ctx context.Context, id int64, p store.Progress, 
 		return fmt.Errorf("store: "+opFormat+": %w", id, err)
 	}
 	defer tx.Rollback()
-	res, err := tx.StmtContext(ctx, s.stmtProgress).ExecContext(ctx, append(progressArgs(p), sqlrow.MS(s.now()), id)...)
-	if n, rerr := rowsAffected(res, err); rerr != nil || n != 1 {
-		// The writer's one connection is the transaction's: give it back before
-		// asking why nothing was updated.
+	now := sqlrow.MS(s.now())
+	updated := func(res sql.Result, err error) bool {
+		n, rerr := rowsAffected(res, err)
+		return rerr == nil && n == 1
+	}
+	if proc != nil {
+		res, err := tx.StmtContext(ctx, s.stmtProcess).ExecContext(ctx, proc.PID, proc.PGID, proc.RemotePGID, proc.CLIVersion, now, id)
+		if !updated(res, err) {
+			// The writer's one connection is the transaction's: give it back before
+			// asking why nothing was updated.
+			_ = tx.Rollback()
+			return s.checkRunUpdated(ctx, opFormat, id, res, err)
+		}
+	}
+	res, err := tx.StmtContext(ctx, s.stmtProgress).ExecContext(ctx, append(progressArgs(p), now, id)...)
+	if !updated(res, err) {
 		_ = tx.Rollback()
 		return s.checkRunUpdated(ctx, opFormat, id, res, err)
 	}
-	if err := s.insertEvents(ctx, tx, id, events); err != nil {
-		return fmt.Errorf("store: "+opFormat+": %w", id, err)
+	if len(events) > 0 {
+		if err := s.insertEvents(ctx, tx, id, events); err != nil {
+			return fmt.Errorf("store: "+opFormat+": %w", id, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: "+opFormat+": %w", id, err)

@@ -31,6 +31,7 @@ func Test(t *testing.T, open Open) {
 		{"UnknownRunIsNotFound", testUnknownRun},
 		{"ProgressNeverGoesBackwards", testProgressMonotonic},
 		{"RecordProgressWritesBoth", testRecordProgress},
+		{"RecordProcessAndProgressWritesAll", testRecordProcessAndProgress},
 		{"ProcessUpdateKeepsKnownVersion", testProcessUpdate},
 		{"RunsInProgressAndMarkInterrupted", testRunsInProgress},
 		{"RunListsAreNewestFirst", testRunLists},
@@ -200,6 +201,9 @@ func testEndedRunCannotChange(t *testing.T, s store.Store) {
 		"RecordProgress": func() error {
 			return s.RecordProgress(ctx, id, store.Progress{Turns: 9}, []store.Event{{Time: t0, Type: "late"}})
 		},
+		"RecordProcessAndProgress": func() error {
+			return s.RecordProcessAndProgress(ctx, id, store.Process{PID: 9, PGID: 9}, store.Progress{Turns: 9}, []store.Event{{Time: t0, Type: "late"}})
+		},
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, store.ErrRunNotRunning) {
@@ -225,6 +229,9 @@ func testUnknownRun(t *testing.T, s store.Store) {
 		},
 		"RecordProgress": func() error {
 			return s.RecordProgress(ctx, 999, store.Progress{Turns: 1}, []store.Event{{Time: t0, Type: "x"}})
+		},
+		"RecordProcessAndProgress": func() error {
+			return s.RecordProcessAndProgress(ctx, 999, store.Process{PID: 1}, store.Progress{Turns: 1}, []store.Event{{Time: t0, Type: "x"}})
 		},
 	}
 	for name, call := range calls {
@@ -261,6 +268,43 @@ func testRecordProgress(t *testing.T, s store.Store) {
 	msgs := messages(got)
 	if len(msgs) != store.MaxEventsPerRun || first(msgs) != messages(events(3, 1))[0] {
 		t.Errorf("log after RecordProgress: %d events from %q, want %d from the fourth", len(msgs), first(msgs), store.MaxEventsPerRun)
+	}
+}
+
+// RecordProcessAndProgress records the process, the progress and the events in one
+// write; the process as UpdateRunProcess does, the progress merged as
+// UpdateRunProgress merges it.
+func testRecordProcessAndProgress(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	r := NewRun("1", 1)
+	r.Process = store.Process{CLIVersion: "0.9"}
+	id := start(t, s, r)
+	proc := store.Process{PID: 11, PGID: 11, CLIVersion: "1.0"}
+	p := store.Progress{Model: "opus", SessionID: "s1"}
+	if err := s.RecordProcessAndProgress(ctx, id, proc, p, events(0, 2)); err != nil {
+		t.Fatalf("RecordProcessAndProgress: %v", err)
+	}
+	got := onlyRun(t, s, "1")
+	if got.Process != proc || got.Progress != p {
+		t.Errorf("run = process %+v, progress %+v; want %+v, %+v", got.Process, got.Progress, proc, p)
+	}
+	evs, err := s.RunEvents(ctx, id, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := messages(evs); len(msgs) != 2 || msgs[0] != messages(events(0, 1))[0] {
+		t.Errorf("events = %q, want the two recorded", msgs)
+	}
+	// Without events, and with an empty version: the version is kept, the progress merged.
+	next := store.Process{PID: 12, PGID: 12}
+	if err := s.RecordProcessAndProgress(ctx, id, next, store.Progress{Turns: 1}, nil); err != nil {
+		t.Fatalf("RecordProcessAndProgress without events: %v", err)
+	}
+	got = onlyRun(t, s, "1")
+	want := p
+	want.Turns = 1
+	if next.CLIVersion = "1.0"; got.Process != next || got.Progress != want {
+		t.Errorf("run = process %+v, progress %+v; want %+v, %+v", got.Process, got.Progress, next, want)
 	}
 }
 
