@@ -567,14 +567,12 @@ func eventText(ev agent.Event) string {
 // transaction, at most once per ProgressFlushInterval unless forced.
 func (w *worker) flush(ctx context.Context, force bool) { w.flushWith(ctx, force, nil) }
 
-// flushWith is flush, recording proc (when not nil) in the same transaction, or on
-// its own when the progress is not due.
+// flushWith is flush, recording proc (when not nil) in the same transaction. onEvent
+// calls it with a process only when the progress is due, and records the process on
+// its own otherwise.
 func (w *worker) flushWith(ctx context.Context, force bool, proc *store.Process) {
 	now := w.o.clk.Now()
 	if !force && now.Before(w.flushAt) {
-		if proc != nil {
-			w.recordProcess(*proc)
-		}
 		return
 	}
 	w.flushAt = now.Add(w.o.opts.ProgressFlushInterval)
