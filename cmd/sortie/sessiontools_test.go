@@ -194,7 +194,10 @@ Work on {{ .issue.identifier }}.
 	}
 	for _, kv := range append(private, overrides...) {
 		name, value, _ := strings.Cut(kv, "=")
-		if strings.Contains(string(mcpJSON), name) || (name != "SORTIE_DB_PATH" && strings.Contains(string(mcpJSON), value)) {
+		// A value is looked for only when it is long enough not to occur by chance
+		// (a short number like 5000 turns up in the random agent token).
+		leaked := name != "SORTIE_DB_PATH" && len(value) >= 8 && strings.Contains(string(mcpJSON), value)
+		if strings.Contains(string(mcpJSON), name) || leaked {
 			t.Errorf(".sortie/mcp.json carries %s:\n%s", kv, mcpJSON)
 		}
 	}
