@@ -17,7 +17,6 @@ type Store interface {
 	MarkInterrupted(ctx context.Context, ids []int64) error
 	CountRuns(ctx context.Context, issueIDs []string) (map[string]int, error)
 	IssueTotals(ctx context.Context, issueIDs []string) (map[string]store.Totals, error)
-	AppendEvents(ctx context.Context, runID int64, events []store.Event) error
 	RecordProgress(ctx context.Context, id int64, p store.Progress, events []store.Event) error
 	RecordProcessAndProgress(ctx context.Context, id int64, proc store.Process, p store.Progress, events []store.Event) error
 

@@ -269,6 +269,11 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 
 	maxTurns := max(cfg.Agent.MaxTurns, 1)
 	for turn := 1; turn <= maxTurns; turn++ {
+		if turn > 1 {
+			// The previous turn's end, written now that another turn follows; the
+			// run's end (finish) carries the last turn's, in the same transaction.
+			w.flush(ctx, true)
+		}
 		ex.turns = turn
 		w.e.progress.mu.Lock()
 		w.e.progress.turn = turn
@@ -323,7 +328,6 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if w.budgetHit != "" {
 			// Stopped mid-turn by a budget (onEvent): a normal end, held by the budget.
 			ex.budgetStop = w.budgetHit
-			w.flush(ctx, true)
 			break
 		}
 		if timedOut {
@@ -335,7 +339,6 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if res.ExitReason != "" && res.ExitReason != agent.EventTurnCompleted {
 			return w.fail(ex, agent.Errorf(agent.ErrTurnFailed, "turn %d ended with %s", turn, res.ExitReason))
 		}
-		w.flush(ctx, true)
 
 		// .sortie/status is read after every completed turn, before the tracker refresh.
 		st, err := workspace.ReadStatus(w.ws.Path)
@@ -659,13 +662,6 @@ func (w *worker) finish(ex workerExit) {
 	if w.runID == 0 {
 		return
 	}
-	// The end carries the progress; only events still buffered need a write first.
-	if len(w.log) > 0 {
-		if err := w.o.opts.Store.AppendEvents(context.Background(), w.runID, w.pendingEvents()); err != nil {
-			w.o.log.Warn("recording run events failed", "issue_identifier", w.issue.Identifier, "error", err)
-		}
-		w.log = w.log[:0]
-	}
 	p := w.e.progress.snapshot()
 	stop := stopNone
 	if ex.outcome == outcomeCancelled {
@@ -680,11 +676,13 @@ func (w *worker) finish(ex workerExit) {
 	w.o.report(Activity{Kind: ActivityRunFinished, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
 		Result: string(status), Message: msg, Duration: w.o.clk.Now().Sub(w.e.startedAt), Attempt: w.e.attempt,
 		CostUSD: p.costUSD, Model: p.model})
+	// The end carries the progress and the events still buffered: one write.
 	if err := w.o.opts.Store.FinishRun(context.Background(), w.runID, store.RunEnd{
-		Status: status, Error: msg, EndedAt: w.o.clk.Now(), Progress: rec,
+		Status: status, Error: msg, EndedAt: w.o.clk.Now(), Progress: rec, Events: w.pendingEvents(),
 	}); err != nil {
 		w.o.log.Error("recording the end of the run failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
+	w.log = w.log[:0]
 	w.runID = 0
 }
 

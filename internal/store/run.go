@@ -134,12 +134,15 @@ func (r Run) Validate() error {
 }
 
 // RunEnd is how a run ended: the argument of FinishRun. The embedded Progress is the
-// final progress, merged like UpdateRunProgress.
+// final progress, merged like UpdateRunProgress. Events are the run's last events, not
+// yet written: FinishRun appends them (as AppendEvents does) in the same transaction as
+// the end, so a run's last turn costs one write, not two.
 type RunEnd struct {
 	Status  RunStatus // a terminal status
 	Error   string
 	EndedAt time.Time
 	Progress
+	Events []Event
 }
 
 // Validate checks that e has a terminal status and an end time.

@@ -80,8 +80,33 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	args["status"] = string(end.Status)
 	args["error"] = text(end.Error, store.MaxRunErrorBytes)
 	args["ended_at"] = sqlrow.MS(end.EndedAt)
-	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = @status, error = @error, ended_at_ms = @ended_at,
-		`+progressSet+` WHERE id = @id AND status = 'running'`, args)
+	const finish = `UPDATE runs SET status = @status, error = @error, ended_at_ms = @ended_at,
+		` + progressSet + ` WHERE id = @id AND status = 'running'`
+	if len(end.Events) == 0 {
+		tag, err := s.pool.Exec(ctx, finish, args)
+		return s.checkRunUpdated(ctx, op, id, tag, err)
+	}
+	// The last events first, while the run is still running, then the end: one batch,
+	// so one round trip and one transaction (the batch's implicit one).
+	events := end.Events
+	if len(events) > store.MaxEventsPerRun {
+		events = events[len(events)-store.MaxEventsPerRun:]
+	}
+	b := &pgx.Batch{}
+	queueEvents(b, id, events, "r.status = 'running'")
+	b.Queue(finish, args)
+	br := s.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec() // the trim
+	}
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	return s.checkRunUpdated(ctx, op, id, tag, err)
 }
 

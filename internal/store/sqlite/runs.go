@@ -91,8 +91,33 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	args := []any{string(end.Status), store.Truncate(end.Error, store.MaxRunErrorBytes), sqlrow.MS(end.EndedAt)}
 	args = append(args, progressArgs(end.Progress)...)
 	args = append(args, sqlrow.MS(s.now()), id)
-	res, err := s.stmtFinish.ExecContext(ctx, args...)
-	return s.checkRunUpdated(ctx, op, id, res, err)
+	if len(end.Events) == 0 {
+		res, err := s.stmtFinish.ExecContext(ctx, args...)
+		return s.checkRunUpdated(ctx, op, id, res, err)
+	}
+	events := end.Events
+	if len(events) > store.MaxEventsPerRun {
+		events = events[len(events)-store.MaxEventsPerRun:]
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: "+op+": %w", id, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.StmtContext(ctx, s.stmtFinish).ExecContext(ctx, args...)
+	if n, rerr := rowsAffected(res, err); rerr != nil || n != 1 {
+		// The writer's one connection is the transaction's: give it back before
+		// asking why nothing was updated.
+		_ = tx.Rollback()
+		return s.checkRunUpdated(ctx, op, id, res, err)
+	}
+	if err := s.insertEvents(ctx, tx, id, events); err != nil {
+		return fmt.Errorf("store: "+op+": %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: "+op+": %w", id, err)
+	}
+	return nil
 }
 
 // checkRunUpdated turns the result of an UPDATE … WHERE status = 'running' into nil,

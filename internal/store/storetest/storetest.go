@@ -32,6 +32,7 @@ func Test(t *testing.T, open Open) {
 		{"ProgressNeverGoesBackwards", testProgressMonotonic},
 		{"RecordProgressWritesBoth", testRecordProgress},
 		{"RecordProcessAndProgressWritesAll", testRecordProcessAndProgress},
+		{"FinishRunAppendsLastEvents", testFinishRunEvents},
 		{"ProcessUpdateKeepsKnownVersion", testProcessUpdate},
 		{"RunsInProgressAndMarkInterrupted", testRunsInProgress},
 		{"RunListsAreNewestFirst", testRunLists},
@@ -195,7 +196,10 @@ func testEndedRunCannotChange(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	calls := map[string]func() error{
-		"FinishRun":         func() error { return s.FinishRun(ctx, id, store.RunEnd{Status: store.StatusFailed, EndedAt: t0}) },
+		"FinishRun": func() error { return s.FinishRun(ctx, id, store.RunEnd{Status: store.StatusFailed, EndedAt: t0}) },
+		"FinishRun with events": func() error {
+			return s.FinishRun(ctx, id, store.RunEnd{Status: store.StatusFailed, EndedAt: t0, Events: []store.Event{{Time: t0, Type: "late"}}})
+		},
 		"UpdateRunProgress": func() error { return s.UpdateRunProgress(ctx, id, store.Progress{Turns: 9}) },
 		"UpdateRunProcess":  func() error { return s.UpdateRunProcess(ctx, id, store.Process{PID: 9}) },
 		"RecordProgress": func() error {
@@ -221,7 +225,10 @@ func testEndedRunCannotChange(t *testing.T, s store.Store) {
 func testUnknownRun(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	calls := map[string]func() error{
-		"FinishRun":         func() error { return s.FinishRun(ctx, 999, store.RunEnd{Status: store.StatusFailed, EndedAt: t0}) },
+		"FinishRun": func() error { return s.FinishRun(ctx, 999, store.RunEnd{Status: store.StatusFailed, EndedAt: t0}) },
+		"FinishRun with events": func() error {
+			return s.FinishRun(ctx, 999, store.RunEnd{Status: store.StatusFailed, EndedAt: t0, Events: []store.Event{{Time: t0, Type: "x"}}})
+		},
 		"UpdateRunProgress": func() error { return s.UpdateRunProgress(ctx, 999, store.Progress{}) },
 		"UpdateRunProcess":  func() error { return s.UpdateRunProcess(ctx, 999, store.Process{}) },
 		"AppendEvents": func() error {
@@ -305,6 +312,34 @@ func testRecordProcessAndProgress(t *testing.T, s store.Store) {
 	want.Turns = 1
 	if next.CLIVersion = "1.0"; got.Process != next || got.Progress != want {
 		t.Errorf("run = process %+v, progress %+v; want %+v, %+v", got.Process, got.Progress, next, want)
+	}
+}
+
+// FinishRun appends the end's events to the run's log, trimmed like AppendEvents, in
+// the same write as the end and the final progress.
+func testFinishRunEvents(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	id := start(t, s, NewRun("1", 1))
+	if err := s.AppendEvents(ctx, id, events(0, store.MaxEventsPerRun-1)); err != nil {
+		t.Fatal(err)
+	}
+	end := store.RunEnd{Status: store.StatusSucceeded, EndedAt: t0.Add(time.Minute), Progress: store.Progress{Turns: 1, SessionID: "s1"},
+		Events: events(store.MaxEventsPerRun-1, 3)}
+	if err := s.FinishRun(ctx, id, end); err != nil {
+		t.Fatalf("FinishRun with events: %v", err)
+	}
+	r := onlyRun(t, s, "1")
+	if r.Status != store.StatusSucceeded || r.Progress != end.Progress {
+		t.Errorf("run = %s, progress %+v; want succeeded, %+v", r.Status, r.Progress, end.Progress)
+	}
+	got, err := s.RunEvents(ctx, id, store.MaxEventsPerRun+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, want := messages(got), messages(events(2, store.MaxEventsPerRun))
+	if len(msgs) != len(want) || first(msgs) != first(want) || last(msgs) != last(want) {
+		t.Errorf("log after FinishRun: %d events, %q to %q; want %d, %q to %q",
+			len(msgs), first(msgs), last(msgs), len(want), first(want), last(want))
 	}
 }
 
