@@ -214,7 +214,7 @@ func (t *Tracker) tryWrite(pending []*request) (again []*request) {
 	}
 	op := pending[0].op
 	// Write where the file really is: renaming over a symlink would replace the link.
-	real, err := filepath.EvalSymlinks(t.path)
+	real, err := fileBehindLink(t.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return failAll(missingFile(op, t.path))
@@ -357,11 +357,27 @@ func checkObject(before *tracker.Issue, obj []byte) (tracker.Issue, error) {
 	return after, nil
 }
 
+// fileBehindLink is path, or, when path names a symbolic link, what the link resolves
+// to: the name a swap must replace and put its lock beside. Links among path's
+// directories need no resolving, since the swap happens within the file's own
+// directory however it is reached; so this is one lstat where EvalSymlinks takes one
+// per element of the path, twice in every write.
+func fileBehindLink(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return path, nil
+	}
+	return filepath.EvalSymlinks(path)
+}
+
 // lockFile takes the exclusive advisory lock (flock) that writers of the issues file
 // share: on .<name>.lock beside the file (the file itself is replaced by each write, so
 // it cannot carry the lock). It waits while another process holds it, until ctx ends.
 func (t *Tracker) lockFile(ctx context.Context, op string) (unlock func(), err error) {
-	real, err := filepath.EvalSymlinks(t.path)
+	real, err := fileBehindLink(t.path)
 	if err != nil {
 		real = t.path // the write reports the missing file
 	}

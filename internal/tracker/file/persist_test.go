@@ -469,6 +469,48 @@ func TestWrite_RefusedRequests(t *testing.T) {
 	}
 }
 
+// TestWrite_ThroughALinkedDirectory: an issues file reached through a linked directory
+// is written in place, its lock beside it, and the link stays a link; a writer naming
+// the file by its real directory shares that lock.
+func TestWrite_ThroughALinkedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "issues.json")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, []byte(twoIssues), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	via := filepath.Join(dir, "via")
+	if err := os.Symlink("data", via); err != nil {
+		t.Fatal(err)
+	}
+	tr := newTestTracker(t, filepath.Join(via, "issues.json"))
+	if err := tr.TransitionIssue(context.Background(), "a", "Done"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(via); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the linked directory was replaced: %v, %v", fi.Mode(), err)
+	}
+	if !strings.Contains(readString(t, real), `"state": "Done"`) {
+		t.Error("the file was not updated")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", ".issues.json.lock")); err != nil {
+		t.Errorf("the lock is not beside the file: %v", err)
+	}
+	unlock, err := newTestTracker(t, real).lockFile(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // one try, no waiting: it fails only because the lock is held
+	if _, err := tr.lockFile(ctx, "test"); err == nil {
+		t.Error("the writer through the link took the lock the writer by the real path holds")
+	}
+	assertNoTempFiles(t, filepath.Dir(real))
+}
+
 func TestWrite_KeepsModeAndFollowsSymlinks(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "data", "issues.json")
