@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +33,7 @@ type expansionCache struct {
 	mu     sync.Mutex
 	hidden map[string]cachedHidden // by the hidden paths, joined
 	roots  map[rootKey]cachedRoot
+	dirs   map[string]cachedDir // the parents of roots, resolved
 }
 
 type rootKey struct{ root, hidden string }
@@ -44,8 +48,14 @@ type cachedHidden struct {
 	at       time.Time
 }
 
+type cachedDir struct {
+	resolved string
+	at       time.Time
+}
+
 func newExpansionCache(now func() time.Time, ttl time.Duration) *expansionCache {
-	return &expansionCache{now: now, ttl: ttl, hidden: map[string]cachedHidden{}, roots: map[rootKey]cachedRoot{}}
+	return &expansionCache{now: now, ttl: ttl, hidden: map[string]cachedHidden{}, roots: map[rootKey]cachedRoot{},
+		dirs: map[string]cachedDir{}}
 }
 
 // expansions is RestrictThread's cache.
@@ -91,7 +101,7 @@ func (c *expansionCache) expand(roots, hidden []string, hiddenKey string) ([]gra
 			continue
 		}
 		var g []grant
-		if r, err := resolve(root); err == nil { // a missing root grants nothing
+		if r, err := c.resolve(root, now); err == nil { // a missing root grants nothing
 			if g, err = expandOne(r, hidden); err != nil {
 				return nil, err
 			}
@@ -105,6 +115,56 @@ func (c *expansionCache) expand(roots, hidden []string, hiddenKey string) ([]gra
 		out = append(out, g...)
 	}
 	return out, nil
+}
+
+// resolve is resolve(path) with path's directory resolved from the cache when fresh, so
+// that a root seen for the first time costs one lstat rather than one per element of
+// its path: the roots of one run (its workspace, its temporary directory, its CLI's
+// state) are new every time, but their directories are the same for every run. A
+// cached directory is as stale as a cached root may be (see expansionTTL): if it has
+// become a link meanwhile, the rules' paths are refused and everything is expanded
+// afresh.
+func (c *expansionCache) resolve(path string, now time.Time) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	dir, name := filepath.Dir(abs), filepath.Base(abs)
+	if dir == abs {
+		return abs, nil // the file system's root
+	}
+	c.mu.Lock()
+	d, ok := c.dirs[dir]
+	c.mu.Unlock()
+	if !ok || now.Sub(d.at) >= c.ttl {
+		r, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return "", err
+		}
+		d = cachedDir{resolved: r, at: now}
+		c.mu.Lock()
+		if len(c.dirs) >= maxCachedRoots {
+			for k, e := range c.dirs {
+				if now.Sub(e.at) >= c.ttl {
+					delete(c.dirs, k)
+				}
+			}
+			if len(c.dirs) >= maxCachedRoots {
+				clear(c.dirs)
+			}
+		}
+		c.dirs[dir] = d
+		c.mu.Unlock()
+	}
+	r := filepath.Join(d.resolved, name)
+	fi, err := os.Lstat(r)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return filepath.EvalSymlinks(r)
+	}
+	return r, nil
 }
 
 // sweepLocked drops the expired entries, or all of them when none has expired.
@@ -125,6 +185,7 @@ func (c *expansionCache) forget() {
 	c.mu.Lock()
 	clear(c.roots)
 	clear(c.hidden)
+	clear(c.dirs)
 	c.mu.Unlock()
 }
 

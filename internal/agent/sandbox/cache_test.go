@@ -194,3 +194,53 @@ func TestRestrictThread_ACachedPathTurnedLinkIsNotFollowed(t *testing.T) {
 		t.Fatalf("the hidden directory: %q, want denied", got)
 	}
 }
+
+// A root resolves as filepath.EvalSymlinks would have it, its directory from the cache
+// while fresh: a link among the directories, a link as the root itself and a missing
+// root each come out as they do uncached, and a retargeted directory link is seen once
+// its entry expires.
+func TestExpansionCache_ResolvesThroughCachedDirectories(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_000_000, 0)
+	c := newExpansionCache(func() time.Time { return now }, 5*time.Second)
+	for _, d := range []string{"one/ws-1", "one/ws-2", "two/ws-1", "one/target"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	via := filepath.Join(base, "via")
+	if err := os.Symlink("one", via); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target", filepath.Join(base, "one", "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		filepath.Join(via, "ws-1"), filepath.Join(via, "ws-2"), filepath.Join(via, "link"),
+		filepath.Join(base, "one", "ws-1"), filepath.Join(base, "one", ".", "ws-2"),
+	} {
+		got, err := c.resolve(p, now)
+		want, werr := filepath.EvalSymlinks(p)
+		if err != nil || werr != nil || got != want {
+			t.Errorf("resolve(%s) = %q, %v; want %q, %v", p, got, err, want, werr)
+		}
+	}
+	if got, err := c.resolve(filepath.Join(via, "missing"), now); err == nil {
+		t.Errorf("resolve of a missing root = %q, want an error (it grants nothing)", got)
+	}
+	if err := os.Remove(via); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("two", via); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.resolve(filepath.Join(via, "ws-1"), now.Add(4*time.Second)); got != filepath.Join(base, "one", "ws-1") {
+		t.Errorf("within the TTL, after the link moved: %q, want the cached directory's ws-1", got)
+	}
+	if got, _ := c.resolve(filepath.Join(via, "ws-1"), now.Add(5*time.Second)); got != filepath.Join(base, "two", "ws-1") {
+		t.Errorf("after the TTL: %q, want the new directory's ws-1", got)
+	}
+}
