@@ -5,12 +5,22 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"sortie/internal/store"
 	"sortie/internal/store/internal/sqlrow"
 )
 
-const sqlInsertEvent = `INSERT INTO run_events (run_id, time_ms, type, message) VALUES (?, ?, ?, ?)`
+// eventChunks are the numbers of rows of the prepared INSERTs of events, largest
+// first: a batch goes in as few statements as these sizes add up to (a turn's 20
+// events in 2, not 20), since each statement's execution costs more than its rows.
+var eventChunks = [...]int{16, 4, 1}
+
+// sqlInsertEvents is the INSERT of n events, each (run_id, time_ms, type, message).
+func sqlInsertEvents(n int) string {
+	return `INSERT INTO run_events (run_id, time_ms, type, message) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?), `, n), `, `)
+}
 
 // sqlTrimEvents deletes every event of a run older than its MaxEventsPerRun-th newest
 // (the third argument is MaxEventsPerRun-1). With fewer events the subquery is NULL and
@@ -55,11 +65,22 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 
 // insertEvents adds events (at most MaxEventsPerRun) to runID's log in tx and trims it.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID int64, events []store.Event) error {
-	ins := tx.StmtContext(ctx, s.stmtInsertEvent)
-	for _, e := range events {
-		e = e.Bounded()
-		if _, err := ins.ExecContext(ctx, runID, sqlrow.MS(e.Time), e.Type, e.Message); err != nil {
-			return err
+	args := make([]any, 0, 4*eventChunks[0])
+	for i, n := range eventChunks {
+		var ins *sql.Stmt
+		for len(events) >= n {
+			if ins == nil {
+				ins = tx.StmtContext(ctx, s.stmtInsertEvents[i])
+			}
+			args = args[:0]
+			for _, e := range events[:n] {
+				e = e.Bounded()
+				args = append(args, runID, sqlrow.MS(e.Time), e.Type, e.Message)
+			}
+			if _, err := ins.ExecContext(ctx, args...); err != nil {
+				return err
+			}
+			events = events[n:]
 		}
 	}
 	if _, err := tx.StmtContext(ctx, s.stmtTrimEvents).ExecContext(ctx, runID, runID, store.MaxEventsPerRun-1); err != nil {

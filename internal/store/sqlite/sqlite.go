@@ -43,7 +43,8 @@ type Store struct {
 	pid  int
 
 	// The statements of every run's writes, compiled once (prepare).
-	stmtStartRun, stmtProcess, stmtProgress, stmtFinish, stmtInsertEvent, stmtTrimEvents *sql.Stmt
+	stmtStartRun, stmtProcess, stmtProgress, stmtFinish, stmtTrimEvents *sql.Stmt
+	stmtInsertEvents                                                    [len(eventChunks)]*sql.Stmt // of eventChunks[i] rows
 
 	// workflowTables is set once the database is known to be at workflowSchema or
 	// newer; see workflowTablesExist.
@@ -178,7 +179,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stmtProcess, sqlUpdateProcess},
 		{&s.stmtProgress, sqlUpdateProgress},
 		{&s.stmtFinish, sqlFinishRun},
-		{&s.stmtInsertEvent, sqlInsertEvent},
+		{&s.stmtInsertEvents[0], sqlInsertEvents(eventChunks[0])},
+		{&s.stmtInsertEvents[1], sqlInsertEvents(eventChunks[1])},
+		{&s.stmtInsertEvents[2], sqlInsertEvents(eventChunks[2])},
 		{&s.stmtTrimEvents, sqlTrimEvents},
 	} {
 		st, err := s.w.PrepareContext(ctx, p.sql)
@@ -194,7 +197,7 @@ func (s *Store) prepare(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.stmtStartRun, s.stmtProcess, s.stmtProgress, s.stmtFinish, s.stmtInsertEvent, s.stmtTrimEvents} {
+		for _, st := range append([]*sql.Stmt{s.stmtStartRun, s.stmtProcess, s.stmtProgress, s.stmtFinish, s.stmtTrimEvents}, s.stmtInsertEvents[:]...) {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
