@@ -119,7 +119,7 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 				Title:   e.issue.Identifier + " used up its budget; Sortie will not run it again until the budget is raised",
 				Message: ex.budgetStop})
 		case ex.handedOff:
-			log.Info("run finished and handed off")
+			log.Info("run finished and handed off", "state", ex.lastState)
 		case ex.softStop == "needs-human-review":
 			// No handoff happened (none configured, it failed, or the issue was no longer
 			// active). Retrying would redo finished work; a human decides.

@@ -411,7 +411,7 @@ func (w *worker) handoff(ctx context.Context, ex *workerExit) {
 	ex.handedOff = true
 	ex.lastState = cfg.Tracker.HandoffState
 	w.setState(cfg.Tracker.HandoffState)
-	w.o.log.Info("handed off", "issue_identifier", w.issue.Identifier, "state", cfg.Tracker.HandoffState)
+	// Logged once the run's exit is handled ("run finished and handed off").
 }
 
 // transitionInProgress moves the issue to tracker.in_progress_state when configured and
