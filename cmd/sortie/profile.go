@@ -69,13 +69,19 @@ func startProfiles(f runFlags) (stop func() error, err error) {
 }
 
 // logResources logs what the daemon itself used over its life, its agents excluded:
-// CPU time and the peak resident set size (what an operator sizes a machine by).
+// CPU time and the peak resident set size (what an operator sizes a machine by); and,
+// apart, the CPU time of the processes it started and waited for (its agents, hooks
+// and probes), with what they waited for in turn.
 func logResources(log *slog.Logger) {
-	var ru syscall.Rusage
+	var ru, children syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return
 	}
 	cpu := func(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
+	childCPU := 0.0
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) == nil {
+		childCPU = cpu(children.Utime) + cpu(children.Stime)
+	}
 	log.Info("resources used", "cpu_user_s", cpu(ru.Utime), "cpu_system_s", cpu(ru.Stime),
-		"max_rss_kb", maxRSSKiB(ru.Maxrss))
+		"max_rss_kb", maxRSSKiB(ru.Maxrss), "children_cpu_s", childCPU)
 }

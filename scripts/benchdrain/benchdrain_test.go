@@ -105,19 +105,19 @@ func TestResourcesUsed_ReadsTheDaemonsLastLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sortie.log")
 	log := `{"msg":"sortie started"}
 sortie: open the dashboard
-{"time":"x","level":"INFO","msg":"resources used","cpu_user_s":1.25,"cpu_system_s":0.5,"max_rss_kb":40960}
+{"time":"x","level":"INFO","msg":"resources used","cpu_user_s":1.25,"cpu_system_s":0.5,"max_rss_kb":40960,"children_cpu_s":3.5}
 `
 	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cpu, rss, err := resourcesUsed(path)
-	if err != nil || cpu != 1.75 || rss != 40960 {
-		t.Fatalf("resourcesUsed = %v, %v, %v", cpu, rss, err)
+	u, err := resourcesUsed(path)
+	if err != nil || u != (usage{cpu: 1.75, childCPU: 3.5, rssKiB: 40960}) {
+		t.Fatalf("resourcesUsed = %+v, %v", u, err)
 	}
 	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := resourcesUsed(path); err == nil {
+	if _, err := resourcesUsed(path); err == nil {
 		t.Fatal("a log without the line must be an error")
 	}
 }

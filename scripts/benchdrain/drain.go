@@ -22,14 +22,14 @@ func (h *harness) w2() (*report, error) {
 // drain runs the workload count times, each time xargs then sortie on a fresh
 // directory, and reports the medians. withTargets: W1's wall and CPU targets apply.
 func (h *harness) drain(title string, s setup, withTargets bool) (*report, error) {
-	var walls, limits, ratios, cpus, rsss []float64
+	var walls, limits, ratios, cpus, rsss, agentCPUs, limitCPUs []float64
 	var events int
 	for i := 0; i < max(h.opts.count, 1); i++ {
 		w, err := h.prepare(s)
 		if err != nil {
 			return nil, err
 		}
-		limit, err := h.xargs(w, s.issues, s.slots)
+		limit, limitCPU, err := h.xargs(w, s.issues, s.slots)
 		if err != nil {
 			return nil, err
 		}
@@ -53,6 +53,7 @@ func (h *harness) drain(title string, s setup, withTargets bool) (*report, error
 		limits = append(limits, limit.Seconds())
 		ratios = append(ratios, run.wall.Seconds()/limit.Seconds())
 		cpus = append(cpus, run.cpu)
+		agentCPUs, limitCPUs = append(agentCPUs, run.childCPU), append(limitCPUs, limitCPU)
 		rsss = append(rsss, float64(run.maxRSSKiB))
 		if h.opts.verbose {
 			fmt.Fprintf(os.Stderr, "benchdrain: %s run %d: sortie %.2fs, xargs %.2fs, daemon CPU %.2fs, peak RSS %.1f MB\n",
@@ -73,6 +74,11 @@ func (h *harness) drain(title string, s setup, withTargets bool) (*report, error
 		r.add("daemon CPU per issue", fmt.Sprintf("%.2f ms", perIssue))
 	}
 	r.add("daemon CPU", fmt.Sprintf("%.2f s", cpu))
+	// What the agents themselves cost under Sortie (confined, each in its cgroup, its
+	// output read through a pipe) against under xargs: the part of the wall time that
+	// is not the daemon's own on a machine the drain keeps busy.
+	ms := func(sec float64) float64 { return sec / float64(s.issues) * 1000 }
+	r.add("agent CPU per issue: sortie / xargs", fmt.Sprintf("%.2f / %.2f ms", ms(median(agentCPUs)), ms(median(limitCPUs))))
 	r.peakRSSKiB = median(rsss)
 	r.add("daemon peak RSS", fmt.Sprintf("%.1f MB", r.peakRSSKiB/1024))
 	r.add("events per daemon CPU-second", fmt.Sprintf("%.0f", float64(events)/cpu))

@@ -186,6 +186,7 @@ func issuesJSON(n int, key func(ident string, prio int, created time.Time)) []by
 type daemonRun struct {
 	wall      time.Duration
 	cpu       float64 // the daemon's user+system seconds
+	childCPU  float64 // its agents' (and hooks') user+system seconds
 	maxRSSKiB int64
 	handedOff int
 	exitErr   error
@@ -263,11 +264,11 @@ func (d *daemon) wait(w *workdir, limit time.Duration) (daemonRun, error) {
 	if d.waitErr != nil {
 		return run, fmt.Errorf("sortie exited: %v; its log: %s", d.waitErr, lastLines(d.log.Name(), 10))
 	}
-	cpu, rss, err := resourcesUsed(d.log.Name())
+	u, err := resourcesUsed(d.log.Name())
 	if err != nil {
 		return run, err
 	}
-	run.cpu, run.maxRSSKiB = cpu, rss
+	run.cpu, run.childCPU, run.maxRSSKiB = u.cpu, u.childCPU, u.rssKiB
 	run.handedOff, err = countState(w.issues, "Human Review")
 	return run, err
 }
@@ -321,11 +322,18 @@ func (d *daemon) ready(limit time.Duration) error {
 	return fmt.Errorf("the daemon was not ready within %s", limit)
 }
 
+// usage is what the daemon's "resources used" log line says.
+type usage struct {
+	cpu      float64 // the daemon's own user+system seconds
+	childCPU float64 // those of the processes it waited for: its agents
+	rssKiB   int64
+}
+
 // resourcesUsed reads the daemon's "resources used" log line.
-func resourcesUsed(logPath string) (cpu float64, rssKiB int64, err error) {
+func resourcesUsed(logPath string) (u usage, err error) {
 	f, err := os.Open(logPath)
 	if err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -337,16 +345,17 @@ func resourcesUsed(logPath string) (cpu float64, rssKiB int64, err error) {
 			User   float64 `json:"cpu_user_s"`
 			System float64 `json:"cpu_system_s"`
 			RSS    int64   `json:"max_rss_kb"`
+			Child  float64 `json:"children_cpu_s"`
 		}
 		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Msg != "resources used" {
 			continue
 		}
-		cpu, rssKiB, found = rec.User+rec.System, rec.RSS, true
+		u, found = usage{cpu: rec.User + rec.System, childCPU: rec.Child, rssKiB: rec.RSS}, true
 	}
 	if !found {
-		return 0, 0, fmt.Errorf("no \"resources used\" line in %s", logPath)
+		return usage{}, fmt.Errorf("no \"resources used\" line in %s", logPath)
 	}
-	return cpu, rssKiB, sc.Err()
+	return u, sc.Err()
 }
 
 // countState counts the issues of the issues file in state.
@@ -371,15 +380,16 @@ func countState(path, state string) (int, error) {
 }
 
 // xargs runs the fake agent n times at concurrency slots, each in a directory of its
-// own under w.dir, output to /dev/null: the physical limit of the drain.
-func (h *harness) xargs(w *workdir, n, slots int) (time.Duration, error) {
+// own under w.dir, output to /dev/null: the physical limit of the drain. It returns
+// the wall time and the CPU time of xargs and the agents.
+func (h *harness) xargs(w *workdir, n, slots int) (time.Duration, float64, error) {
 	var list bytes.Buffer
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&list, "%d\n", i)
 	}
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer null.Close()
 	cmd := exec.Command("xargs", "-P", strconv.Itoa(slots), "-n", "1", "--", w.agent, "replay", "--transcript", w.transcript)
@@ -390,9 +400,10 @@ func (h *harness) xargs(w *workdir, n, slots int) (time.Duration, error) {
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("xargs: %v: %s", err, stderr.String())
+		return 0, 0, fmt.Errorf("xargs: %v: %s", err, stderr.String())
 	}
-	return time.Since(start), nil
+	wall := time.Since(start)
+	return wall, (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(), nil
 }
 
 func freePort() (int, error) {
