@@ -236,7 +236,10 @@ func (h *harness) startDaemon(w *workdir, exitWhenIdle bool, withServer bool, pr
 	cmd.Dir = w.dir
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.Env = append(os.Environ(), "SORTIE_SERVER_AUTH_TOKEN="+w.token)
+	// The agents' per-issue CLI state (XDG_CACHE_HOME/sortie/…) goes in the workload's
+	// directory too: on the same file system as the rest, and removed with it rather
+	// than left in the home directory, two hundred directories a run.
+	cmd.Env = append(os.Environ(), "SORTIE_SERVER_AUTH_TOKEN="+w.token, "XDG_CACHE_HOME="+filepath.Join(w.dir, "cache"))
 	d.cmd, d.log = cmd, log
 	d.start = time.Now()
 	if err := cmd.Start(); err != nil {
