@@ -3,7 +3,9 @@ package prompt
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // StatusProtocolInstructions is appended to every first-turn prompt so the agent knows
@@ -55,7 +57,51 @@ func TurnPrompt(rendered string, turn int, tools []ToolDoc) string {
 	return strings.Join(parts, "\n\n") + "\n"
 }
 
+// maxSections bounds the sections remembered: a daemon offers a few sets of tools (the
+// gates of its sessions), each the same at every session's first turn.
+const maxSections = 16
+
+type section struct {
+	tools []ToolDoc // a copy of what the text was made from
+	text  string
+}
+
+var sections struct {
+	mu   sync.Mutex
+	list []section
+}
+
+// toolsSection is the "## Available Sortie tools" section for tools, made once per set
+// of tools and then reused: formatting every schema at every session's first turn
+// would cost more than the rest of the prompt.
 func toolsSection(tools []ToolDoc) string {
+	sections.mu.Lock()
+	for _, s := range sections.list {
+		if slices.EqualFunc(s.tools, tools, sameDoc) {
+			sections.mu.Unlock()
+			return s.text
+		}
+	}
+	sections.mu.Unlock()
+	text := formatToolsSection(tools)
+	copied := make([]ToolDoc, len(tools))
+	for i, t := range tools {
+		copied[i] = ToolDoc{Name: t.Name, Description: t.Description, InputSchema: slices.Clone(t.InputSchema)}
+	}
+	sections.mu.Lock()
+	if len(sections.list) >= maxSections {
+		sections.list = sections.list[1:]
+	}
+	sections.list = append(sections.list, section{tools: copied, text: text})
+	sections.mu.Unlock()
+	return text
+}
+
+func sameDoc(a, b ToolDoc) bool {
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema)
+}
+
+func formatToolsSection(tools []ToolDoc) string {
 	var b strings.Builder
 	b.WriteString("## Available Sortie tools\n\n")
 	b.WriteString("Your session is connected to the `sortie-tools` MCP server. Call these tools ")

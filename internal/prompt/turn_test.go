@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,24 @@ func TestToolsSection_SchemaEdgeCases(t *testing.T) {
 	})
 	if strings.Count(got, "Input schema:") != 1 || !strings.Contains(got, "{not json") {
 		t.Fatalf("toolsSection =\n%s\nwant a schema only for bad_schema, shown as given", got)
+	}
+}
+
+// A remembered section is reused only for the same tools, to the byte: a changed
+// description or schema, even in the caller's own slice after the first call, gets a
+// section of its own.
+func TestToolsSection_ReusedOnlyForTheSameTools(t *testing.T) {
+	tools := []ToolDoc{{Name: "memo_a", Description: "first", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	first := toolsSection(tools)
+	if again := toolsSection(slices.Clone(tools)); again != first {
+		t.Errorf("the same tools got another section:\n%s\nthen\n%s", first, again)
+	}
+	tools[0].InputSchema[2] = 'T' // the caller's bytes, changed in place
+	if got := toolsSection(tools); got == first || !strings.Contains(got, `"Type"`) {
+		t.Errorf("a changed schema got the remembered section:\n%s", got)
+	}
+	tools[0].Description = "second"
+	if got := toolsSection(tools); !strings.Contains(got, "second") {
+		t.Errorf("a changed description got a remembered section:\n%s", got)
 	}
 }
