@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"sortie/internal/runas"
 )
 
 // CheckWorkspace is StartSession's check of the workspace: a non-empty absolute path
@@ -44,4 +46,17 @@ type Versioner interface {
 // operator's attention that is not an error (an unknown key, say).
 type Warner interface {
 	Warnings() []string
+}
+
+// IssueStateRemover is implemented by adapters that keep an issue's CLI state on the
+// daemon's machine between its sessions (a configuration or home directory of the
+// issue's own, with the transcripts a session resumes from). The daemon calls
+// RemoveIssueState once the issue has ended (it reached a terminal state and its
+// workspace was removed): nothing resumes it after that, and a daemon that runs for
+// months would otherwise keep a directory for every issue it ever ran. env is the
+// environment the issue's sessions had (SORTIE_ISSUE_ID, HOME, XDG_CACHE_HOME),
+// workspace their workspace, owner the agent's user (agent.run_as; nil for the
+// daemon's). State that is not there is not an error.
+type IssueStateRemover interface {
+	RemoveIssueState(env []string, workspace string, owner *runas.User) error
 }

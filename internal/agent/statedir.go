@@ -3,7 +3,9 @@ package agent
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -77,4 +79,42 @@ func OpenStateDir(dir string) (*os.Root, error) {
 		return nil, fmt.Errorf("%s changed while it was opened", dir)
 	}
 	return root, nil
+}
+
+// RemoveStateDir removes dir, a per-issue state directory as OpenStateDir opens it, and
+// everything in it. A missing one is not an error. Nothing outside dir is removed, even
+// if a link replaced part of it: one of its levels that is not a directory, or that
+// changes while it is opened, is an error and nothing is removed.
+func RemoveStateDir(dir string) error {
+	root, err := OpenStateDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = EmptyRoot(root)
+	root.Close()
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", dir, err)
+	}
+	// Empty now; had it been swapped for a link meanwhile, this removes the link.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// EmptyRoot removes everything in root, never following a link out of it.
+func EmptyRoot(root *os.Root) error {
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := root.RemoveAll(e.Name()); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -82,3 +82,65 @@ func TestIssueStateDir_OnePerIssue(t *testing.T) {
 		t.Errorf("with XDG_CACHE_HOME: %q", got)
 	}
 }
+
+// RemoveStateDir removes the directory with everything in it, a link inside it but not
+// what the link points at; a missing directory is no error; a link at one of its levels
+// removes nothing.
+func TestRemoveStateDir(t *testing.T) {
+	levels := []string{"sortie", "cli", "workflow", "issue"}
+	cache, outside := t.TempDir(), t.TempDir()
+	dir := filepath.Join(append([]string{cache}, levels...)...)
+	if err := os.MkdirAll(filepath.Join(dir, "projects", "p"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(outside, "kept")
+	for path, data := range map[string]string{filepath.Join(dir, "projects", "p", "s.jsonl"): "transcript", kept: "not the issue's"} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	sibling := filepath.Join(filepath.Dir(dir), "other-issue")
+	if err := os.Mkdir(sibling, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveStateDir(dir); err != nil {
+		t.Fatalf("RemoveStateDir: %v", err)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s after RemoveStateDir: %v, want it gone", dir, err)
+	}
+	for _, keep := range []string{kept, sibling} {
+		if _, err := os.Stat(keep); err != nil {
+			t.Errorf("%s: %v, want it kept", keep, err)
+		}
+	}
+	if err := RemoveStateDir(dir); err != nil {
+		t.Errorf("RemoveStateDir of a missing directory: %v, want nil", err)
+	}
+
+	// A link in place of the workflow level: nothing is removed where it points.
+	elsewhere := t.TempDir()
+	target := filepath.Join(elsewhere, "workflow", "issue")
+	if err := os.MkdirAll(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	linked := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(linked, "sortie", "cli"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "workflow"), filepath.Join(linked, "sortie", "cli", "workflow")); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveStateDir(filepath.Join(linked, "sortie", "cli", "workflow", "issue")); err == nil {
+		t.Error("RemoveStateDir through a link succeeded, want an error")
+	}
+	if _, err := os.Stat(filepath.Join(target, "f")); err != nil {
+		t.Errorf("the link's target lost its file: %v", err)
+	}
+}

@@ -225,6 +225,7 @@ func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path
 		o.log.Warn("cannot clean workspace", "path", path, "error", err)
 		return
 	}
+	ad := o.adapters.Load()
 	o.bg.Add(1)
 	go func() {
 		defer o.bg.Done()
@@ -234,7 +235,43 @@ func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path
 		}
 		o.log.Info("workspace removed: issue is terminal", "issue_identifier", is.Identifier, "path", path)
 		o.report(Activity{Kind: ActivityReconcile, IssueID: is.ID, Identifier: is.Identifier, Result: action, Message: path})
+		o.removeIssueState(cfg, ad, is, path)
 	}()
+}
+
+// removeIssueState removes what the agent's CLI kept of a terminal issue between its
+// sessions on this machine (agent.IssueStateRemover), once its workspace is gone. The
+// sweep knows an issue by its identifier only; the ids come from its runs then. Runs
+// on SSH hosts kept their state there, out of reach.
+func (o *Orchestrator) removeIssueState(cfg *config.Config, ad *Adapters, is tracker.Issue, path string) {
+	if ad == nil {
+		return
+	}
+	remover, ok := ad.Agent.(agent.IssueStateRemover)
+	if !ok {
+		return
+	}
+	ids := map[string]bool{}
+	if is.ID != "" {
+		ids[is.ID] = true
+	} else {
+		runs, err := o.opts.Store.RunsForIdentifier(context.Background(), is.Identifier, 100)
+		if err != nil {
+			o.log.Warn("finding a terminal issue's runs to remove its agent state failed", "issue_identifier", is.Identifier, "error", err)
+			return
+		}
+		for _, r := range runs {
+			if r.SSHHost == "" && r.Workspace == path {
+				ids[r.IssueID] = true
+			}
+		}
+	}
+	for id := range ids {
+		env := AgentEnv(o.opts.Environ, secretNames(cfg, o.opts.Environ), map[string]string{"SORTIE_ISSUE_ID": id, "SORTIE_WORKSPACE": path})
+		if err := remover.RemoveIssueState(o.opts.RunAs.Env(env), path, o.opts.RunAs); err != nil {
+			o.log.Warn("removing a terminal issue's agent state failed", "issue_identifier", is.Identifier, "error", err)
+		}
+	}
 }
 
 func (o *Orchestrator) dropCandidate(id string) {

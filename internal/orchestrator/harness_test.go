@@ -18,6 +18,7 @@ import (
 	"sortie/internal/agent/mock"
 	"sortie/internal/clock"
 	"sortie/internal/config"
+	"sortie/internal/runas"
 	"sortie/internal/store"
 	"sortie/internal/store/sqlite"
 	"sortie/internal/testkit/faketracker"
@@ -656,6 +657,22 @@ type tapAdapter struct {
 	broken   chan struct{}             // closed at the first overlap
 	// afterTurn, when set (before start), runs after each RunTurn returns.
 	afterTurn func(identifier string, turn int)
+	// removed records RemoveIssueState's calls: "<SORTIE_ISSUE_ID> <workspace>".
+	removed []string
+}
+
+// RemoveIssueState implements agent.IssueStateRemover, recording the call.
+func (a *tapAdapter) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.removed = append(a.removed, agent.EnvValue(env, "SORTIE_ISSUE_ID")+" "+workspace)
+	return nil
+}
+
+func (a *tapAdapter) removedState() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.removed)
 }
 
 type startRecord struct {

@@ -14,6 +14,7 @@ type Store interface {
 	FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	RunsInProgress(ctx context.Context) ([]store.Run, error)
 	RunsForIssue(ctx context.Context, issueID string, limit int) ([]store.Run, error)
+	RunsForIdentifier(ctx context.Context, identifier string, limit int) ([]store.Run, error)
 	MarkInterrupted(ctx context.Context, ids []int64) error
 	CountRuns(ctx context.Context, issueIDs []string) (map[string]int, error)
 	IssueTotals(ctx context.Context, issueIDs []string) (map[string]store.Totals, error)

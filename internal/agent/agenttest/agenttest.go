@@ -51,6 +51,7 @@ const (
 	CasePromptDash     = "prompt_dash"               // a prompt starting with '-'
 	CasePromptLarge    = "prompt_large"              // a prompt over 200 KiB
 	CaseMCP            = "mcp_sortie_status"         // the sortie-tools sidecar answers sortie_status
+	CaseIssueState     = "issue_state"               // RemoveIssueState removes one issue's CLI state, no other's
 )
 
 // SessionIDs says when an adapter knows its session's id, which the suite holds it to.
@@ -118,6 +119,10 @@ type Harness struct {
 	ModelErrorStatus int
 	// Parallel runs the cases in parallel with each other.
 	Parallel bool
+	// IssueStates returns the directory below which the adapter keeps its issues' CLI
+	// state, for CaseIssueState; nil means <cache>/sortie, cache being the session
+	// environment's (XDG_CACHE_HOME, else ~/.cache).
+	IssueStates func(t *testing.T, m Model) string
 }
 
 // markerEnv is the variable the suite adds to every session's environment, with a
@@ -146,6 +151,7 @@ func Run(t *testing.T, h Harness) {
 		{CasePromptDash, (*suite).promptDash},
 		{CasePromptLarge, (*suite).promptLarge},
 		{CaseMCP, (*suite).mcp},
+		{CaseIssueState, (*suite).issueState},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if h.Parallel {
@@ -197,10 +203,11 @@ func (s *suite) params() agent.StartParams {
 	return agent.StartParams{Workspace: s.ws}
 }
 
-// start starts a session; StopSession runs when the test ends.
+// start starts a session; StopSession runs when the test ends. p.Env, when set, is
+// added to the harness's environment.
 func (s *suite) start(t *testing.T, p agent.StartParams) *agent.Session {
 	t.Helper()
-	p.Env = append(s.h.Env(t, p.Workspace, s.model), s.marker)
+	p.Env = append(append(s.h.Env(t, p.Workspace, s.model), p.Env...), s.marker)
 	ctx, cancel := context.WithTimeout(context.Background(), s.h.Patience)
 	defer cancel()
 	sess, err := s.ad.StartSession(ctx, p)
@@ -822,4 +829,84 @@ func (s *suite) mcp(t *testing.T) {
 	if !answered {
 		t.Errorf("tool results the model received = %+v; want sortie_status's answer from the state file (max_turns 17, turns_remaining 14)", seen)
 	}
+}
+
+// issueState: an adapter that keeps an issue's CLI state between sessions
+// (agent.IssueStateRemover) keeps it below <cache>/sortie, and RemoveIssueState removes
+// all of that issue's, in the environment its sessions had, and nothing of another
+// issue's.
+func (s *suite) issueState(t *testing.T) {
+	s.setup(t)
+	s.model.Reply("First issue done.")
+	s.model.Reply("Second issue done.")
+	s.build(t)
+	remover, ok := s.ad.(agent.IssueStateRemover)
+	if !ok {
+		t.Skipf("%s: the adapter keeps no per-issue state (it is no agent.IssueStateRemover)", CaseIssueState)
+	}
+	var below string
+	if s.h.IssueStates != nil {
+		below = s.h.IssueStates(t, s.model)
+	} else {
+		cache := agent.CacheHome(s.h.Env(t, s.ws, s.model))
+		if cache == "" {
+			t.Fatalf("%s: the harness's environment names no cache directory (XDG_CACHE_HOME or HOME)", CaseIssueState)
+		}
+		below = filepath.Join(cache, "sortie")
+	}
+	session := func(issueID, ws string) []string {
+		t.Helper()
+		p := agent.StartParams{Workspace: ws, Env: []string{"SORTIE_ISSUE_ID=" + issueID}}
+		sess := s.start(t, p)
+		mustComplete(t, 1, s.turn(t, context.Background(), sess, 1, "Say that you are done."))
+		s.stop(t, sess)
+		return filesBelow(t, below)
+	}
+	first := session("agenttest-issue-1", s.ws)
+	if len(first) == 0 {
+		t.Fatalf("no file below %s after a session: where does the adapter keep the issue's state?", below)
+	}
+	other := t.TempDir()
+	both := session("agenttest-issue-2", other)
+	env := append(s.h.Env(t, s.ws, s.model), "SORTIE_ISSUE_ID=agenttest-issue-1")
+	if err := remover.RemoveIssueState(env, s.ws, nil); err != nil {
+		t.Fatalf("RemoveIssueState: %v", err)
+	}
+	left := filesBelow(t, below)
+	for _, f := range first {
+		if slices.Contains(left, f) {
+			t.Errorf("%s is still there after RemoveIssueState of its issue", f)
+		}
+	}
+	for _, f := range both {
+		if !slices.Contains(first, f) && !slices.Contains(left, f) {
+			t.Errorf("%s, of the other issue, was removed", f)
+		}
+	}
+	if err := remover.RemoveIssueState(env, s.ws, nil); err != nil {
+		t.Errorf("RemoveIssueState of state already removed: %v, want nil", err)
+	}
+}
+
+// filesBelow lists the files (not directories) below dir, relative to it.
+func filesBelow(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) && path == dir {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("listing %s: %v", dir, err)
+	}
+	return out
 }

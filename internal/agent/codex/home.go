@@ -63,6 +63,34 @@ func homeDir(env []string, base, workflowDir, workspace string, uid int) string 
 	return filepath.Join(base, key)
 }
 
+// RemoveIssueState implements agent.IssueStateRemover: the issue's CODEX_HOME goes,
+// threads and all, reached as prepareHome reaches it (no link the agent's user could
+// have planted is followed).
+func (a *adapter) RemoveIssueState(env []string, workspace string, owner *runas.User) error {
+	home := homeDir(env, a.opts.CodexHome, a.workflowDir, workspace, agentUID(owner))
+	d, err := openDir(home, owner, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	root, err := openRoot(d)
+	if err != nil {
+		return err
+	}
+	err = agent.EmptyRoot(root)
+	root.Close()
+	if err != nil {
+		return fmt.Errorf("removing CODEX_HOME %s: %w", home, err)
+	}
+	if err := os.Remove(home); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // keptInHome are the entries of CODEX_HOME that resetHome leaves: the threads, which
 // thread/resume reads. config.toml is rewritten and auth.json copied again.
 var keptInHome = []string{"sessions"}

@@ -37,8 +37,9 @@ func TestAgentContract(t *testing.T) {
 		Env: func(t *testing.T, ws string, m agenttest.Model) []string {
 			return clis.OpenCodeEnv(os.Environ(), homes.Of(t, m), sharedCache)
 		},
-		Sidecar:    sidecar.Server(t),
-		SessionIDs: agenttest.IDFromFirstTurn,
+		Sidecar:     sidecar.Server(t),
+		SessionIDs:  agenttest.IDFromFirstTurn,
+		IssueStates: func(t *testing.T, m agenttest.Model) string { return states.Of(t, m) },
 		// opencode 1.18.33 retries a 500 with backoff whatever X-Should-Retry says (four
 		// attempts took 36 s); it gives up on a 400 at once.
 		ModelErrorStatus: 400,

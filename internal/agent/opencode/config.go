@@ -169,6 +169,19 @@ func stateRoot(env []string, workflowDir string) (string, error) {
 	return filepath.Join(cache, "sortie", "opencode", hex.EncodeToString(sum[:8])), nil
 }
 
+// RemoveIssueState implements agent.IssueStateRemover: the issue's OpenCode directory
+// goes (its configuration, sessions and downloads).
+func (a *adapter) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
+	root := a.opts.StateDir
+	if root == "" {
+		var err error
+		if root, err = stateRoot(env, a.workflowDir); err != nil {
+			return err
+		}
+	}
+	return agent.RemoveStateDir(issueDir(root, env, workspace))
+}
+
 // issueDir is the directory of one issue's OpenCode state below root:
 // <root>/issues/<key>, where key is derived from the issue's id (SORTIE_ISSUE_ID in
 // env) or, without one, from the workspace, which is unique per issue. Every turn of
