@@ -49,6 +49,17 @@ func (s *processWrites) RecordProcessAndProgress(ctx context.Context, id int64, 
 	return s.Store.RecordProcessAndProgress(ctx, id, proc, p, events)
 }
 
+// newCountingHarness is a poll-only harness whose store writes after a run's start are
+// counted.
+func newCountingHarness(t *testing.T, cfg *config.Config) (*harness, *processWrites) {
+	writes := &processWrites{}
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, wrapStore: func(s Store) Store {
+		writes.Store = s
+		return writes
+	}})
+	return h, writes
+}
+
 // TestRun_FirstEventRecordsProcessAndSessionInOneWrite: while the agent's first turn
 // is still going, the run's row already names its process (what recovery stops) and
 // its session (what a restart resumes), written together by one transaction.
@@ -57,11 +68,7 @@ func TestRun_FirstEventRecordsProcessAndSessionInOneWrite(t *testing.T) {
 		c.Extensions = map[string]any{"mock": map[string]any{"events_per_turn": 1,
 			"issues": map[string]any{"A-1": map[string]any{"script": []any{"hang"}}}}}
 	})
-	writes := &processWrites{}
-	h := newHarness(t, cfg, harnessOptions{pollOnly: true, wrapStore: func(s Store) Store {
-		writes.Store = s
-		return writes
-	}})
+	h, writes := newCountingHarness(t, cfg)
 	h.trk.Put(issue("A-1", "Todo"))
 	h.start()
 	ev := h.awaitEvent("A-1", agent.EventSessionStarted) // A-1 hangs in its turn
@@ -88,11 +95,7 @@ func TestRun_LastTurnIsWrittenWithTheRunsEnd(t *testing.T) {
 		c.Agent.MaxTurns = 2
 		c.Extensions = map[string]any{"mock": map[string]any{"events_per_turn": 2, "input_tokens_per_turn": 10}}
 	})
-	writes := &processWrites{}
-	h := newHarness(t, cfg, harnessOptions{pollOnly: true, wrapStore: func(s Store) Store {
-		writes.Store = s
-		return writes
-	}})
+	h, writes := newCountingHarness(t, cfg)
 	h.trk.Put(issue("A-1", "Todo"))
 	h.start()
 	h.awaitStep(StepExit, "A-1")
