@@ -854,13 +854,16 @@ func (s *suite) issueState(t *testing.T) {
 		}
 		below = filepath.Join(cache, "sortie")
 	}
+	// Earlier cases may have left state below the same directory: only what appears
+	// from here on is this case's.
+	before := filesBelow(t, below)
 	session := func(issueID, ws string) []string {
 		t.Helper()
 		p := agent.StartParams{Workspace: ws, Env: []string{"SORTIE_ISSUE_ID=" + issueID}}
 		sess := s.start(t, p)
 		mustComplete(t, 1, s.turn(t, context.Background(), sess, 1, "Say that you are done."))
 		s.stop(t, sess)
-		return filesBelow(t, below)
+		return slices.DeleteFunc(filesBelow(t, below), func(f string) bool { return slices.Contains(before, f) })
 	}
 	first := session("agenttest-issue-1", s.ws)
 	if len(first) == 0 {
