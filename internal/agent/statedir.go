@@ -93,12 +93,17 @@ func RemoveStateDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = EmptyRoot(root)
+	return RemoveOpened(root, dir)
+}
+
+// RemoveOpened empties root, the directory dir opened safely, closes it, and removes
+// dir. Had dir been swapped for a link meanwhile, the link is what goes.
+func RemoveOpened(root *os.Root, dir string) error {
+	err := EmptyRoot(root)
 	root.Close()
 	if err != nil {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
-	// Empty now; had it been swapped for a link meanwhile, this removes the link.
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

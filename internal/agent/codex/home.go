@@ -80,15 +80,7 @@ func (a *adapter) RemoveIssueState(env []string, workspace string, owner *runas.
 	if err != nil {
 		return err
 	}
-	err = agent.EmptyRoot(root)
-	root.Close()
-	if err != nil {
-		return fmt.Errorf("removing CODEX_HOME %s: %w", home, err)
-	}
-	if err := os.Remove(home); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
+	return agent.RemoveOpened(root, home)
 }
 
 // keptInHome are the entries of CODEX_HOME that resetHome leaves: the threads, which
