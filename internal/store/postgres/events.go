@@ -25,10 +25,6 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 		return nil
 	}
 	op := fmt.Sprintf("append %d events to run %d", len(events), runID)
-	// Events the trim would delete at once are not written at all.
-	if len(events) > store.MaxEventsPerRun {
-		events = events[len(events)-store.MaxEventsPerRun:]
-	}
 	b := &pgx.Batch{}
 	queueEvents(b, runID, events, "")
 	err := s.pool.SendBatch(ctx, b).Close()
@@ -41,10 +37,14 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 	return nil
 }
 
-// queueEvents queues the INSERT of events (at most MaxEventsPerRun) over arrays, in
-// their order, and the trim of runID's log after it. where, when not empty, is a
-// condition on the run (alias r) the events are inserted under.
+// queueEvents queues the INSERT of events over arrays, in their order, and the trim of
+// runID's log after it. Of more than MaxEventsPerRun, only the newest are written: the
+// trim would delete the others at once. where, when not empty, is a condition on the
+// run (alias r) the events are inserted under.
 func queueEvents(b *pgx.Batch, runID int64, events []store.Event, where string) {
+	if len(events) > store.MaxEventsPerRun {
+		events = events[len(events)-store.MaxEventsPerRun:]
+	}
 	times := make([]int64, len(events))
 	types := make([]string, len(events))
 	messages := make([]string, len(events))
@@ -82,9 +82,6 @@ func (s *Store) RecordProcessAndProgress(ctx context.Context, id int64, proc sto
 
 // record sends, in one batch, proc's update when not nil, p's and events.
 func (s *Store) record(ctx context.Context, opFormat string, id int64, proc *store.Process, p store.Progress, events []store.Event) error {
-	if len(events) > store.MaxEventsPerRun {
-		events = events[len(events)-store.MaxEventsPerRun:]
-	}
 	b := &pgx.Batch{}
 	if proc != nil {
 		// Under the same condition as the progress update: both change the row or

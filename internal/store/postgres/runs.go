@@ -88,12 +88,8 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	}
 	// The last events first, while the run is still running, then the end: one batch,
 	// so one round trip and one transaction (the batch's implicit one).
-	events := end.Events
-	if len(events) > store.MaxEventsPerRun {
-		events = events[len(events)-store.MaxEventsPerRun:]
-	}
 	b := &pgx.Batch{}
-	queueEvents(b, id, events, "r.status = 'running'")
+	queueEvents(b, id, end.Events, "r.status = 'running'")
 	b.Queue(finish, args)
 	br := s.pool.SendBatch(ctx, b)
 	_, err := br.Exec()

@@ -37,10 +37,6 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 	if len(events) == 0 {
 		return nil
 	}
-	// Events the trim would delete at once are not written at all.
-	if len(events) > store.MaxEventsPerRun {
-		events = events[len(events)-store.MaxEventsPerRun:]
-	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
@@ -63,8 +59,12 @@ func (s *Store) AppendEvents(ctx context.Context, runID int64, events []store.Ev
 	return nil
 }
 
-// insertEvents adds events (at most MaxEventsPerRun) to runID's log in tx and trims it.
+// insertEvents adds events to runID's log in tx and trims it. Of more than
+// MaxEventsPerRun, only the newest are written: the trim would delete the others at once.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID int64, events []store.Event) error {
+	if len(events) > store.MaxEventsPerRun {
+		events = events[len(events)-store.MaxEventsPerRun:]
+	}
 	args := make([]any, 0, 4*eventChunks[0])
 	for i, n := range eventChunks {
 		var ins *sql.Stmt
@@ -109,32 +109,38 @@ func (s *Store) record(ctx context.Context, opFormat string, id int64, proc *sto
 	if err := s.writable(fmt.Sprintf(opFormat, id)); err != nil {
 		return err
 	}
-	if len(events) > store.MaxEventsPerRun {
-		events = events[len(events)-store.MaxEventsPerRun:]
+	now := sqlrow.MS(s.now())
+	var updates []runUpdate
+	if proc != nil {
+		updates = append(updates, runUpdate{s.stmtProcess, []any{proc.PID, proc.PGID, proc.RemotePGID, proc.CLIVersion, now, id}})
 	}
+	updates = append(updates, runUpdate{s.stmtProgress, append(progressArgs(p), now, id)})
+	return s.updateRun(ctx, opFormat, id, updates, events)
+}
+
+// runUpdate is a prepared UPDATE of one running run, with its arguments.
+type runUpdate struct {
+	stmt *sql.Stmt
+	args []any
+}
+
+// updateRun makes, in one transaction, each of updates, which must each change the
+// running run id, then appends events to its log. When an update changes nothing,
+// nothing is written and checkRunUpdated says why.
+func (s *Store) updateRun(ctx context.Context, opFormat string, id int64, updates []runUpdate, events []store.Event) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: "+opFormat+": %w", id, err)
 	}
 	defer tx.Rollback()
-	now := sqlrow.MS(s.now())
-	updated := func(res sql.Result, err error) bool {
-		n, rerr := rowsAffected(res, err)
-		return rerr == nil && n == 1
-	}
-	if proc != nil {
-		res, err := tx.StmtContext(ctx, s.stmtProcess).ExecContext(ctx, proc.PID, proc.PGID, proc.RemotePGID, proc.CLIVersion, now, id)
-		if !updated(res, err) {
+	for _, u := range updates {
+		res, err := tx.StmtContext(ctx, u.stmt).ExecContext(ctx, u.args...)
+		if n, rerr := rowsAffected(res, err); rerr != nil || n != 1 {
 			// The writer's one connection is the transaction's: give it back before
 			// asking why nothing was updated.
 			_ = tx.Rollback()
 			return s.checkRunUpdated(ctx, opFormat, id, res, err)
 		}
-	}
-	res, err := tx.StmtContext(ctx, s.stmtProgress).ExecContext(ctx, append(progressArgs(p), now, id)...)
-	if !updated(res, err) {
-		_ = tx.Rollback()
-		return s.checkRunUpdated(ctx, opFormat, id, res, err)
 	}
 	if len(events) > 0 {
 		if err := s.insertEvents(ctx, tx, id, events); err != nil {

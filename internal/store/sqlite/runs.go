@@ -95,29 +95,7 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 		res, err := s.stmtFinish.ExecContext(ctx, args...)
 		return s.checkRunUpdated(ctx, op, id, res, err)
 	}
-	events := end.Events
-	if len(events) > store.MaxEventsPerRun {
-		events = events[len(events)-store.MaxEventsPerRun:]
-	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: "+op+": %w", id, err)
-	}
-	defer tx.Rollback()
-	res, err := tx.StmtContext(ctx, s.stmtFinish).ExecContext(ctx, args...)
-	if n, rerr := rowsAffected(res, err); rerr != nil || n != 1 {
-		// The writer's one connection is the transaction's: give it back before
-		// asking why nothing was updated.
-		_ = tx.Rollback()
-		return s.checkRunUpdated(ctx, op, id, res, err)
-	}
-	if err := s.insertEvents(ctx, tx, id, events); err != nil {
-		return fmt.Errorf("store: "+op+": %w", id, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: "+op+": %w", id, err)
-	}
-	return nil
+	return s.updateRun(ctx, op, id, []runUpdate{{s.stmtFinish, args}}, end.Events)
 }
 
 // checkRunUpdated turns the result of an UPDATE … WHERE status = 'running' into nil,
