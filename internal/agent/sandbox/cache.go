@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,7 +109,7 @@ func (c *expansionCache) expand(roots, hidden []string, hiddenKey string) ([]gra
 		}
 		c.mu.Lock()
 		if len(c.roots) >= maxCachedRoots {
-			c.sweepLocked(now)
+			sweep(c.roots, func(e cachedRoot) bool { return now.Sub(e.at) >= c.ttl })
 		}
 		c.roots[k] = cachedRoot{grants: g, at: now}
 		c.mu.Unlock()
@@ -144,14 +145,7 @@ func (c *expansionCache) resolve(path string, now time.Time) (string, error) {
 		d = cachedDir{resolved: r, at: now}
 		c.mu.Lock()
 		if len(c.dirs) >= maxCachedRoots {
-			for k, e := range c.dirs {
-				if now.Sub(e.at) >= c.ttl {
-					delete(c.dirs, k)
-				}
-			}
-			if len(c.dirs) >= maxCachedRoots {
-				clear(c.dirs)
-			}
+			sweep(c.dirs, func(e cachedDir) bool { return now.Sub(e.at) >= c.ttl })
 		}
 		c.dirs[dir] = d
 		c.mu.Unlock()
@@ -167,16 +161,12 @@ func (c *expansionCache) resolve(path string, now time.Time) (string, error) {
 	return r, nil
 }
 
-// sweepLocked drops the expired entries, or all of them when none has expired.
-func (c *expansionCache) sweepLocked(now time.Time) {
-	n := len(c.roots)
-	for k, e := range c.roots {
-		if now.Sub(e.at) >= c.ttl {
-			delete(c.roots, k)
-		}
-	}
-	if len(c.roots) == n {
-		clear(c.roots)
+// sweep drops the entries of m that have expired, or all of them when none has.
+func sweep[K comparable, V any](m map[K]V, expired func(V) bool) {
+	n := len(m)
+	maps.DeleteFunc(m, func(_ K, v V) bool { return expired(v) })
+	if len(m) == n {
+		clear(m)
 	}
 }
 
