@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 var sampleTools = []ToolDoc{
@@ -102,8 +103,8 @@ func TestToolsSection_SchemaEdgeCases(t *testing.T) {
 func TestToolsSection_ReusedOnlyForTheSameTools(t *testing.T) {
 	tools := []ToolDoc{{Name: "memo_a", Description: "first", InputSchema: json.RawMessage(`{"type":"object"}`)}}
 	first := toolsSection(tools)
-	if again := toolsSection(slices.Clone(tools)); again != first {
-		t.Errorf("the same tools got another section:\n%s\nthen\n%s", first, again)
+	if again := toolsSection(slices.Clone(tools)); again != first || unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Errorf("the same tools got a section made again, not the remembered one:\n%s\nthen\n%s", first, again)
 	}
 	tools[0].InputSchema[2] = 'T' // the caller's bytes, changed in place
 	if got := toolsSection(tools); got == first || !strings.Contains(got, `"Type"`) {
