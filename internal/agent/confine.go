@@ -3,7 +3,9 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"sortie/internal/agent/sandbox"
@@ -122,7 +124,59 @@ func LocalLaunch(p StartParams, exe string, write, dirs []string) Launch {
 // InstallRoots are the directories a CLI at exe needs to read to run: the directory
 // of the file it resolves to and, for an npm package, the node_modules tree that holds
 // it and its dependencies; for a program in a prefix's bin directory, the prefix.
+// An answer is reused for installRootsTTL (see installRootsMemo).
 func InstallRoots(exe string) []string {
+	return installRoots.get(exe)
+}
+
+// installRootsTTL is how long InstallRoots reuses its answer for an executable. Every
+// confined start asks for two (the CLI and sortie itself, the agent's MCP sidecar),
+// and resolving one costs a stat per element of its path. It is the sandbox's
+// expansion TTL: an installation moved meanwhile (an upgrade that retargets the CLI's
+// link) is granted from the first start after the entry expires, and until then the
+// agent is granted the old one, less than it needs rather than more.
+const installRootsTTL = 5 * time.Second
+
+// maxInstallRoots bounds the memo; a daemon asks about a handful of executables.
+const maxInstallRoots = 64
+
+// installRootsMemo remembers installRootsOf for a while, by executable.
+type installRootsMemo struct {
+	now func() time.Time
+	ttl time.Duration
+
+	mu sync.Mutex
+	m  map[string]cachedInstallRoots
+}
+
+type cachedInstallRoots struct {
+	roots []string
+	at    time.Time
+}
+
+var installRoots = &installRootsMemo{now: time.Now, ttl: installRootsTTL}
+
+// get is installRootsOf(exe), from the memo while fresh; the caller owns the slice.
+func (c *installRootsMemo) get(exe string) []string {
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.m[exe]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < c.ttl && !now.Before(e.at) {
+		return slices.Clone(e.roots)
+	}
+	roots := installRootsOf(exe)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxInstallRoots {
+		c.m = map[string]cachedInstallRoots{}
+	}
+	c.m[exe] = cachedInstallRoots{roots: roots, at: now}
+	c.mu.Unlock()
+	return slices.Clone(roots)
+}
+
+// installRootsOf is InstallRoots, resolved now.
+func installRootsOf(exe string) []string {
 	var roots []string
 	for _, p := range []string{exe, resolved(exe)} {
 		if p == "" {

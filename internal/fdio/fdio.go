@@ -1,14 +1,45 @@
-// Package fdio writes files through raw descriptors, for the daemon's hot paths that
-// keep a file open by descriptor rather than as an *os.File (whose every open and
-// close asks the runtime's poller about the descriptor first).
+// Package fdio opens and writes files for the daemon's hot paths with no more system
+// calls than the job takes: through raw descriptors where a file is kept open by
+// descriptor, and as an *os.File that skips the runtime's poller (whose every open
+// asks it about the descriptor first) where a file is read or written once.
 package fdio
 
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
+
+// Open opens path as os.OpenFile does, for a file the runtime's poller cannot wait on
+// anyway: a regular file or a directory. os.OpenFile offers every descriptor to the
+// poller, which takes four system calls more (non-blocking on, the poller's refusal,
+// non-blocking off) than an open and os.NewFile. A FIFO or a device opened here is
+// read and written blocking, as the poller-less *os.File of os.NewFile always is.
+func Open(path string, flag int, perm os.FileMode) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
+	}
+}
+
+// ReadFile is os.ReadFile through Open: the whole of a regular file, read blocking.
+func ReadFile(path string) ([]byte, error) {
+	f, err := Open(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
 
 // Overwrite replaces the content of the regular file open for writing at fd with
 // data: it writes data from offset 0, all of it, then cuts the file to its length.

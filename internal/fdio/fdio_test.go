@@ -2,6 +2,7 @@ package fdio
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,53 @@ func TestOpenForOverwrite_NeverWritesThroughWhatWasPlanted(t *testing.T) {
 	}
 	if _, _, err := OpenForOverwrite(unix.AT_FDCWD, next, 0o600, -1); !errors.Is(err, ErrInTheWay) {
 		t.Errorf("a directory: err = %v, want ErrInTheWay", err)
+	}
+}
+
+func TestOpen_IsOpenFileForFilesAndDirectories(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	f, err := Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("content"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm()&^0o640 != 0 {
+		t.Errorf("mode %v, want at most 0640 (umask may take more)", fi.Mode().Perm())
+	}
+	if b, err := ReadFile(path); err != nil || string(b) != "content" {
+		t.Errorf("ReadFile = %q, %v", b, err)
+	}
+	if _, err := Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("O_EXCL over an existing file: %v, want fs.ErrExist", err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+	var pe *fs.PathError
+	if _, err := Open(filepath.Join(dir, "missing"), os.O_RDONLY, 0); !errors.As(err, &pe) || pe.Path != filepath.Join(dir, "missing") {
+		t.Errorf("the error %v does not name the path", err)
+	}
+	d, err := Open(dir, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil || len(names) != 1 || names[0] != "f" {
+		t.Errorf("Readdirnames = %v, %v", names, err)
+	}
+	flags, err := unix.FcntlInt(d.Fd(), unix.F_GETFD, 0)
+	if err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("the descriptor is not close-on-exec: %#x, %v", flags, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"sortie/internal/fdio"
 	"sortie/internal/runas"
 )
 
@@ -99,7 +100,7 @@ func (p *runTmpPool) drain() {
 
 // emptyDir removes everything in dir, leaving dir.
 func emptyDir(dir string) error {
-	f, err := os.Open(dir)
+	f, err := fdio.Open(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -162,8 +162,10 @@ func (m *Manager) Prepare(ctx context.Context, issue Issue, attempt int) (Worksp
 	}
 	// root is symlink-free and path is a real directory, so path must resolve to
 	// itself; anything else means the tree changed under us.
-	if real, err := filepath.EvalSymlinks(path); err != nil || real != path {
-		return Workspace{}, fmt.Errorf("workspace: %s resolves to %q: %w", path, real, ErrOutsideRoot)
+	if !linkFreeDir(path) {
+		if real, err := filepath.EvalSymlinks(path); err != nil || real != path {
+			return Workspace{}, fmt.Errorf("workspace: %s resolves to %q: %w", path, real, ErrOutsideRoot)
+		}
 	}
 	ws := Workspace{Path: path, CreatedNow: created, Attempt: attempt}
 	if err := m.own(path, created); err != nil {
@@ -277,9 +279,13 @@ func (m *Manager) resolveRoot(create bool) (string, error) {
 			return "", fmt.Errorf("workspace: create root %s: %w (check workspace.root)", m.root, err)
 		}
 	}
-	real, err := filepath.EvalSymlinks(m.root)
-	if err != nil {
-		return "", fmt.Errorf("workspace: root %s: %w", m.root, err)
+	real := m.root
+	if !linkFreeDir(m.root) {
+		r, err := filepath.EvalSymlinks(m.root)
+		if err != nil {
+			return "", fmt.Errorf("workspace: root %s: %w", m.root, err)
+		}
+		real = r
 	}
 	fi, err := os.Stat(real)
 	if err != nil {

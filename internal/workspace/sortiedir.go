@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"sortie/internal/fdio"
 )
 
 // SortieDir is the directory inside a workspace that holds the agent protocol files
@@ -369,7 +371,7 @@ func ensureGitignore(wsPath, dir string) error {
 	fi, err := lstatRegular(path)
 	switch {
 	case err == nil && fi.Size() == int64(len(gitignoreContent)):
-		if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, []byte(gitignoreContent)) {
+		if cur, err := fdio.ReadFile(path); err == nil && bytes.Equal(cur, []byte(gitignoreContent)) {
 			return nil
 		}
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
@@ -377,7 +379,7 @@ func ensureGitignore(wsPath, dir string) error {
 	}
 	// Written in place rather than via a temp file so that nothing else ever appears
 	// in .sortie/ before it; O_NOFOLLOW refuses a link planted since the Lstat.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	f, err := fdio.Open(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"sortie/internal/fdio"
 )
 
 // Tree is the daemon's directory of run groups: <cgroup2 mount><the daemon's own
@@ -42,7 +44,7 @@ func (t *Tree) Run(id int64) (*Group, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("cgroup of run %d: %w", id, err)
 	}
-	f, err := os.Open(dir)
+	f, err := fdio.Open(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cgroup of run %d: %w", id, err)
 	}

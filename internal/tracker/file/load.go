@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sortie/internal/fdio"
 	"sortie/internal/tracker"
 )
 
@@ -167,7 +168,7 @@ func recycle(b []byte) {
 // help); other I/O failures are tracker_transport_error.
 func readIssuesFileInto(op, path string, buf []byte) ([]byte, fs.FileInfo, error) {
 	fileReads.Add(1)
-	f, err := os.Open(path)
+	f, err := fdio.Open(path, os.O_RDONLY, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, missingFile(op, path)

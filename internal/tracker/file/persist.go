@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"sortie/internal/fdio"
 	"sortie/internal/tracker"
 )
 
@@ -382,7 +383,7 @@ func (t *Tracker) lockFile(ctx context.Context, op string) (unlock func(), err e
 		real = t.path // the write reports the missing file
 	}
 	path := filepath.Join(filepath.Dir(real), "."+filepath.Base(real)+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	f, err := fdio.Open(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, &tracker.Error{Kind: tracker.ErrTransport, Op: op, Message: "opening the issues file's lock " + path, Err: err}
 	}
@@ -449,7 +450,7 @@ func removeTemp(tmp, path string) {
 // happened and is visible, and reporting a failure here would make the caller retry a
 // change that was made (and, for a comment, make it twice).
 func syncDir(dir string) {
-	d, err := os.Open(dir)
+	d, err := fdio.Open(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return
 	}
