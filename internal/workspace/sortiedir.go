@@ -164,16 +164,13 @@ func OpenSortieFiles(wsPath string) (*SortieFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := os.OpenRoot(wsPath)
+	// Only the last element can have changed since the check (the workspace's own
+	// entry is in the root, which the agent's user cannot write), and a link there is
+	// not followed. d stays open: one descriptor per running session.
+	d, err := fdio.Open(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	d, err := r.Open(SortieDir)
-	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("workspace: %w", err)
-	}
-	r.Close() // d stays open: one descriptor per running session
 	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
 		d.Close()
 		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrConflict)

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -87,10 +88,16 @@ func resetConfigDir(dir string, owner *runas.User, login string) error {
 		return err
 	}
 	defer root.Close()
-	state, _ := readBounded(root, globalStateFile, 64<<20)
 	entries, err := fs.ReadDir(root.FS(), ".")
 	if err != nil {
 		return err
+	}
+	// An empty directory (a new issue's, most of the time) has no state to keep and
+	// nothing at the names about to be written.
+	fresh := len(entries) == 0
+	var state []byte
+	if !fresh {
+		state, _ = readBounded(root, globalStateFile, 64<<20)
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -107,7 +114,7 @@ func resetConfigDir(dir string, owner *runas.User, login string) error {
 			return fmt.Errorf("resetting %s: %w", dir, err)
 		}
 	}
-	if err := writeFile(root, globalStateFile, keptState(state), owner); err != nil {
+	if err := writeFile(root, globalStateFile, keptState(state), owner, fresh); err != nil {
 		return fmt.Errorf("writing %s: %w", filepath.Join(dir, globalStateFile), err)
 	}
 	if login != "" {
@@ -187,7 +194,7 @@ func copyLogin(root *os.Root, src string, owner *runas.User) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(root, credentialsFile, data, owner)
+	return writeFile(root, credentialsFile, data, owner, false)
 }
 
 // readBounded reads name in root, at most limit bytes.
@@ -201,11 +208,32 @@ func readBounded(root *os.Root, name string, limit int64) ([]byte, error) {
 }
 
 // writeFile writes data to name in root (0600, owner's) through a temporary file and a
-// rename, replacing whatever name was.
-func writeFile(root *os.Root, name string, data []byte, owner *runas.User) error {
+// rename, replacing whatever name was. With fresh (root was found empty) it is written
+// in place, which O_EXCL keeps from writing through anything that appeared meanwhile:
+// then it takes the usual way.
+func writeFile(root *os.Root, name string, data []byte, owner *runas.User, fresh bool) error {
+	if fresh {
+		if err := writeNew(root, name, data, owner); !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
 	tmp := ".sortie-" + name
 	_ = root.RemoveAll(tmp)
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err := writeNew(root, tmp, data, owner); err != nil {
+		return err
+	}
+	_ = root.RemoveAll(name) // a directory or link in its place
+	if err := root.Rename(tmp, name); err != nil {
+		_ = root.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeNew creates name in root (0600, owner's) with data; it fails with fs.ErrExist
+// when anything is at name. A file it could not finish is removed.
+func writeNew(root *os.Root, name string, data []byte, owner *runas.User) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -214,14 +242,10 @@ func writeFile(root *os.Root, name string, data []byte, owner *runas.User) error
 		err = cerr
 	}
 	if err == nil && owner != nil {
-		err = root.Lchown(tmp, int(owner.UID), int(owner.GID))
-	}
-	if err == nil {
-		_ = root.RemoveAll(name) // a directory or link in its place
-		err = root.Rename(tmp, name)
+		err = root.Lchown(name, int(owner.UID), int(owner.GID))
 	}
 	if err != nil {
-		_ = root.Remove(tmp)
+		_ = root.Remove(name)
 	}
 	return err
 }

@@ -170,3 +170,46 @@ func TestResetConfigDir_RefusesALinkOnTheWay(t *testing.T) {
 		t.Errorf("the reset removed a file through a link: %v", err)
 	}
 }
+
+// A new issue's directory gets an empty .claude.json, written in place; and a fresh
+// write that finds something at the name after all (it appeared once the directory
+// was found empty) replaces it by rename, never writing through it.
+func TestResetConfigDir_NewDirectoryAndALateArrival(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sortie", "claude", "wf", "issue")
+	if err := resetConfigDir(dir, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != globalStateFile {
+		t.Fatalf("a new directory holds %v, want only %s", entries, globalStateFile)
+	}
+	fi, err := os.Lstat(filepath.Join(dir, globalStateFile))
+	if b, _ := os.ReadFile(filepath.Join(dir, globalStateFile)); err != nil || string(b) != "{}" || fi.Mode() != 0o600 {
+		t.Errorf("%s = %q (%v, %v), want {} with mode 0600", globalStateFile, b, fi.Mode(), err)
+	}
+
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "late")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := agent.OpenStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := writeFile(root, "late", []byte("new"), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Errorf("the fresh write went through a link: the victim holds %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "late")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the link was not replaced by a file: %v, %v", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".sortie-late")); err == nil {
+		t.Error("the temporary file was left behind")
+	}
+}
