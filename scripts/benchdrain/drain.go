@@ -22,7 +22,7 @@ func (h *harness) w2() (*report, error) {
 // drain runs the workload count times, each time xargs then sortie on a fresh
 // directory, and reports the medians. withTargets: W1's wall and CPU targets apply.
 func (h *harness) drain(title string, s setup, withTargets bool) (*report, error) {
-	var walls, limits, ratios, cpus, rsss, agentCPUs, limitCPUs []float64
+	var walls, limits, ratios, cpus, rsss, agentCPUs, limitCPUs, perAgent []float64
 	var events int
 	for i := 0; i < max(h.opts.count, 1); i++ {
 		w, err := h.prepare(s)
@@ -54,6 +54,9 @@ func (h *harness) drain(title string, s setup, withTargets bool) (*report, error
 		ratios = append(ratios, run.wall.Seconds()/limit.Seconds())
 		cpus = append(cpus, run.cpu)
 		agentCPUs, limitCPUs = append(agentCPUs, run.childCPU), append(limitCPUs, limitCPU)
+		if run.childCPU > 0 {
+			perAgent = append(perAgent, run.cpu/run.childCPU)
+		}
 		rsss = append(rsss, float64(run.maxRSSKiB))
 		if h.opts.verbose {
 			fmt.Fprintf(os.Stderr, "benchdrain: %s run %d: sortie %.2fs, xargs %.2fs, daemon CPU %.2fs, peak RSS %.1f MB\n",
@@ -79,6 +82,12 @@ func (h *harness) drain(title string, s setup, withTargets bool) (*report, error
 	// is not the daemon's own on a machine the drain keeps busy.
 	ms := func(sec float64) float64 { return sec / float64(s.issues) * 1000 }
 	r.add("agent CPU per issue: sortie / xargs", fmt.Sprintf("%.2f / %.2f ms", ms(median(agentCPUs)), ms(median(limitCPUs))))
+	// The daemon's CPU over its agents', both measured in the same run: a host that
+	// is slower for a while (other guests' steal) slows both alike, so this moves far
+	// less from run to run than either, and is what to compare two builds by.
+	if len(perAgent) > 0 {
+		r.add("daemon CPU / its agents' CPU", fmt.Sprintf("%.3f", median(perAgent)))
+	}
 	r.peakRSSKiB = median(rsss)
 	r.add("daemon peak RSS", fmt.Sprintf("%.1f MB", r.peakRSSKiB/1024))
 	r.add("events per daemon CPU-second", fmt.Sprintf("%.0f", float64(events)/cpu))
