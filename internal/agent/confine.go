@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"sortie/internal/agent/sandbox"
 	"sortie/internal/agent/supervise"
 	"sortie/internal/runas"
+	"sortie/internal/ttlmap"
 )
 
 // Confinement runs a local agent CLI confined by Landlock (internal/agent/sandbox):
@@ -142,36 +142,20 @@ const maxInstallRoots = 64
 
 // installRootsMemo remembers installRootsOf for a while, by executable.
 type installRootsMemo struct {
-	now func() time.Time
-	ttl time.Duration
-
-	mu sync.Mutex
-	m  map[string]cachedInstallRoots
+	now   func() time.Time
+	roots *ttlmap.Map[string, []string]
 }
 
-type cachedInstallRoots struct {
-	roots []string
-	at    time.Time
-}
-
-var installRoots = &installRootsMemo{now: time.Now, ttl: installRootsTTL}
+var installRoots = &installRootsMemo{now: time.Now, roots: ttlmap.New[string, []string](installRootsTTL, maxInstallRoots)}
 
 // get is installRootsOf(exe), from the memo while fresh; the caller owns the slice.
 func (c *installRootsMemo) get(exe string) []string {
 	now := c.now()
-	c.mu.Lock()
-	e, ok := c.m[exe]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl && !now.Before(e.at) {
-		return slices.Clone(e.roots)
+	roots, ok := c.roots.Get(exe, now)
+	if !ok {
+		roots = installRootsOf(exe)
+		c.roots.Put(exe, roots, now)
 	}
-	roots := installRootsOf(exe)
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxInstallRoots {
-		c.m = map[string]cachedInstallRoots{}
-	}
-	c.m[exe] = cachedInstallRoots{roots: roots, at: now}
-	c.mu.Unlock()
 	return slices.Clone(roots)
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"sortie/internal/ttlmap"
 )
 
 // TestInstallRoots_ReusedForAWhile: an executable's roots are resolved again only
@@ -37,7 +39,7 @@ func TestInstallRoots_ReusedForAWhile(t *testing.T) {
 	}
 	link("v1")
 	now := time.Unix(1000, 0)
-	memo := &installRootsMemo{now: func() time.Time { return now }, ttl: installRootsTTL}
+	memo := &installRootsMemo{now: func() time.Time { return now }, roots: ttlmap.New[string, []string](installRootsTTL, maxInstallRoots)}
 	real := func(v string) string {
 		r, err := filepath.EvalSymlinks(filepath.Join(dir, "lib", "node_modules", "cli-"+v, "bin"))
 		if err != nil {

@@ -2,12 +2,12 @@ package sandbox
 
 import (
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
+
+	"sortie/internal/ttlmap"
 )
 
 // expansionTTL is how long RestrictThread reuses what a root expanded to. Every start
@@ -28,35 +28,21 @@ const maxCachedRoots = 1024
 // expansionCache remembers, for a little while, how roots and hidden paths resolve
 // and expand. The zero value is not usable; see newExpansionCache.
 type expansionCache struct {
-	now func() time.Time
-	ttl time.Duration
-
-	mu     sync.Mutex
-	hidden map[string]cachedHidden // by the hidden paths, joined
-	roots  map[rootKey]cachedRoot
-	dirs   map[string]cachedDir // the parents of roots, resolved
+	now    func() time.Time
+	hidden *ttlmap.Map[string, []string] // resolved hidden paths, by the hidden paths joined
+	roots  *ttlmap.Map[rootKey, []grant]
+	dirs   *ttlmap.Map[string, string] // the parents of roots, resolved
 }
 
 type rootKey struct{ root, hidden string }
 
-type cachedRoot struct {
-	grants []grant
-	at     time.Time
-}
-
-type cachedHidden struct {
-	resolved []string
-	at       time.Time
-}
-
-type cachedDir struct {
-	resolved string
-	at       time.Time
-}
-
 func newExpansionCache(now func() time.Time, ttl time.Duration) *expansionCache {
-	return &expansionCache{now: now, ttl: ttl, hidden: map[string]cachedHidden{}, roots: map[rootKey]cachedRoot{},
-		dirs: map[string]cachedDir{}}
+	return &expansionCache{
+		now:    now,
+		hidden: ttlmap.New[string, []string](ttl, maxCachedRoots),
+		roots:  ttlmap.New[rootKey, []grant](ttl, maxCachedRoots),
+		dirs:   ttlmap.New[string, string](ttl, maxCachedRoots),
+	}
 }
 
 // expansions is RestrictThread's cache.
@@ -66,19 +52,11 @@ var expansions = newExpansionCache(time.Now, expansionTTL)
 func (c *expansionCache) resolveHidden(hide []string) (resolved []string, key string) {
 	key = strings.Join(hide, "\x00")
 	now := c.now()
-	c.mu.Lock()
-	h, ok := c.hidden[key]
-	c.mu.Unlock()
-	if ok && now.Sub(h.at) < c.ttl {
-		return h.resolved, key
+	if r, ok := c.hidden.Get(key, now); ok {
+		return r, key
 	}
 	resolved = resolveAllHidden(hide)
-	c.mu.Lock()
-	if len(c.hidden) >= maxCachedRoots {
-		clear(c.hidden)
-	}
-	c.hidden[key] = cachedHidden{resolved: resolved, at: now}
-	c.mu.Unlock()
+	c.hidden.Put(key, resolved, now)
 	return resolved, key
 }
 
@@ -94,11 +72,8 @@ func (c *expansionCache) expand(roots, hidden []string, hiddenKey string) ([]gra
 		}
 		seen[root] = true
 		k := rootKey{root, hiddenKey}
-		c.mu.Lock()
-		e, ok := c.roots[k]
-		c.mu.Unlock()
-		if ok && now.Sub(e.at) < c.ttl {
-			out = append(out, e.grants...)
+		if g, ok := c.roots.Get(k, now); ok {
+			out = append(out, g...)
 			continue
 		}
 		var g []grant
@@ -107,12 +82,7 @@ func (c *expansionCache) expand(roots, hidden []string, hiddenKey string) ([]gra
 				return nil, err
 			}
 		}
-		c.mu.Lock()
-		if len(c.roots) >= maxCachedRoots {
-			sweep(c.roots, func(e cachedRoot) bool { return now.Sub(e.at) >= c.ttl })
-		}
-		c.roots[k] = cachedRoot{grants: g, at: now}
-		c.mu.Unlock()
+		c.roots.Put(k, g, now)
 		out = append(out, g...)
 	}
 	return out, nil
@@ -134,23 +104,14 @@ func (c *expansionCache) resolve(path string, now time.Time) (string, error) {
 	if dir == abs {
 		return abs, nil // the file system's root
 	}
-	c.mu.Lock()
-	d, ok := c.dirs[dir]
-	c.mu.Unlock()
-	if !ok || now.Sub(d.at) >= c.ttl {
-		r, err := filepath.EvalSymlinks(dir)
-		if err != nil {
+	resolved, ok := c.dirs.Get(dir, now)
+	if !ok {
+		if resolved, err = filepath.EvalSymlinks(dir); err != nil {
 			return "", err
 		}
-		d = cachedDir{resolved: r, at: now}
-		c.mu.Lock()
-		if len(c.dirs) >= maxCachedRoots {
-			sweep(c.dirs, func(e cachedDir) bool { return now.Sub(e.at) >= c.ttl })
-		}
-		c.dirs[dir] = d
-		c.mu.Unlock()
+		c.dirs.Put(dir, resolved, now)
 	}
-	r := filepath.Join(d.resolved, name)
+	r := filepath.Join(resolved, name)
 	fi, err := os.Lstat(r)
 	if err != nil {
 		return "", err
@@ -161,22 +122,11 @@ func (c *expansionCache) resolve(path string, now time.Time) (string, error) {
 	return r, nil
 }
 
-// sweep drops the entries of m that have expired, or all of them when none has.
-func sweep[K comparable, V any](m map[K]V, expired func(V) bool) {
-	n := len(m)
-	maps.DeleteFunc(m, func(_ K, v V) bool { return expired(v) })
-	if len(m) == n {
-		clear(m)
-	}
-}
-
 // forget empties the cache, so that the next expansion resolves everything afresh.
 func (c *expansionCache) forget() {
-	c.mu.Lock()
-	clear(c.roots)
-	clear(c.hidden)
-	clear(c.dirs)
-	c.mu.Unlock()
+	c.roots.Clear()
+	c.hidden.Clear()
+	c.dirs.Clear()
 }
 
 // prune drops the grants another grant already covers, so that the ruleset has one

@@ -140,8 +140,8 @@ func TestExpansionCache_Bounded(t *testing.T) {
 		if _, err := c.expand([]string{filepath.Join(base, "run-"+strconv.Itoa(i))}, nil, ""); err != nil {
 			t.Fatal(err)
 		}
-		if len(c.roots) > maxCachedRoots {
-			t.Fatalf("%d cached roots, more than %d", len(c.roots), maxCachedRoots)
+		if c.roots.Len() > maxCachedRoots {
+			t.Fatalf("%d cached roots, more than %d", c.roots.Len(), maxCachedRoots)
 		}
 	}
 }
