@@ -121,3 +121,19 @@ sortie: open the dashboard
 		t.Fatal("a log without the line must be an error")
 	}
 }
+
+// -agent-cpu: the fake agent uses at least the CPU time it is asked to burn (what it
+// costs on top is the machine's business, not asserted).
+func TestBurnCPU_UsesAtLeastWhatItIsAsked(t *testing.T) {
+	before := cpuUsed()
+	burnCPU(30 * time.Millisecond)
+	if used := cpuUsed() - before; used < 30*time.Millisecond {
+		t.Errorf("burnCPU(30ms) used %v of CPU", used)
+	}
+	before = cpuUsed()
+	burnCPU(0)
+	burnCPU(-time.Second)
+	if used := cpuUsed() - before; used >= 30*time.Millisecond {
+		t.Errorf("burnCPU of nothing used %v", used)
+	}
+}

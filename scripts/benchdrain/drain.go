@@ -9,14 +9,23 @@ import (
 
 // w1 is 200 issues, 10 slots, one turn each of an 8-tool transcript.
 func (h *harness) w1() (*report, error) {
-	return h.drain("W1: 200 issues, 10 slots, an 8-tool claude transcript, 1 turn",
-		setup{name: "w1", issues: 200, slots: 10, tools: 8}, true)
+	return h.drain("W1: 200 issues, 10 slots, an 8-tool claude transcript, 1 turn"+h.burnTitle(),
+		setup{name: "w1", issues: 200, slots: 10, tools: 8, burn: h.opts.agentCPU}, true)
 }
 
 // w2 is 20 issues, 10 slots, one turn each of a 20,000-line transcript.
 func (h *harness) w2() (*report, error) {
-	return h.drain("W2: 20 issues, 10 slots, 20,000-line claude transcripts, 1 turn",
-		setup{name: "w2", issues: 20, slots: 10, lines: 20000}, false)
+	return h.drain("W2: 20 issues, 10 slots, 20,000-line claude transcripts, 1 turn"+h.burnTitle(),
+		setup{name: "w2", issues: 20, slots: 10, lines: 20000, burn: h.opts.agentCPU}, false)
+}
+
+// burnTitle names -agent-cpu in a drain's title: the targets were set for the agent
+// without it.
+func (h *harness) burnTitle() string {
+	if h.opts.agentCPU <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", the agent burning %v of CPU per start (-agent-cpu)", h.opts.agentCPU)
 }
 
 // drain runs the workload count times, each time xargs then sortie on a fresh

@@ -36,7 +36,8 @@ type setup struct {
 	pace       time.Duration // spread each turn's lines over this long (0: at once)
 	pollMS     int
 	withServer bool
-	logStarts  bool // the agent logs its start, for order and latency checks
+	logStarts  bool          // the agent logs its start, for order and latency checks
+	burn       time.Duration // CPU the agent burns at each start (-agent-cpu)
 	issuesFile []byte
 }
 
@@ -46,6 +47,7 @@ type workdir struct {
 	agent                                     string // the fake agent: a copy of this program
 	lines                                     int
 	token                                     string
+	burn                                      []string // the agent's --burn flag, for Sortie and xargs alike
 }
 
 const benchToken = "benchdrain-operator-token-0123456789abcdef"
@@ -93,7 +95,10 @@ func (h *harness) prepare(s setup) (*workdir, error) {
 	if err := copyFile(h.self, w.agent); err != nil {
 		return nil, err
 	}
-	command := []string{w.agent, "replay", "--transcript", w.transcript}
+	if s.burn > 0 {
+		w.burn = []string{"--burn", s.burn.String()}
+	}
+	command := append([]string{w.agent, "replay", "--transcript", w.transcript}, w.burn...)
 	if s.pace > 0 {
 		command = append(command, "--pace", s.pace.String())
 	}
@@ -395,7 +400,8 @@ func (h *harness) xargs(w *workdir, n, slots int) (time.Duration, float64, error
 		return 0, 0, err
 	}
 	defer null.Close()
-	cmd := exec.Command("xargs", "-P", strconv.Itoa(slots), "-n", "1", "--", w.agent, "replay", "--transcript", w.transcript)
+	args := append([]string{"-P", strconv.Itoa(slots), "-n", "1", "--", w.agent, "replay", "--transcript", w.transcript}, w.burn...)
+	cmd := exec.Command("xargs", args...)
 	cmd.Dir = w.dir
 	cmd.Stdin = &list
 	cmd.Stdout = null

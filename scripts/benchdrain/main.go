@@ -38,6 +38,7 @@ type options struct {
 	keep      bool          // keep the temporary directories
 	trace     bool          // with profile: an execution trace of the daemon too
 	soak      time.Duration // the agents workload's simulated work
+	agentCPU  time.Duration // W1 and W2: CPU the fake agent burns at each start
 	verbose   bool
 }
 
@@ -54,6 +55,7 @@ func benchMain(args []string) int {
 	fs.BoolVar(&o.trace, "trace", false, "with -profile: also write the daemon's execution trace (go tool trace)")
 	fs.BoolVar(&o.keep, "keep", false, "keep each workload's directory (WORKFLOW.md, issues, logs)")
 	fs.DurationVar(&o.soak, "soak", 30*time.Minute, "the agents workload: how long 100 agents work (simulated work, real time)")
+	fs.DurationVar(&o.agentCPU, "agent-cpu", 0, "W1 and W2: CPU time the fake agent burns at each start before its transcript, under xargs and under Sortie alike (a heavier agent, nearer a real CLI's start)")
 	fs.BoolVar(&o.verbose, "v", false, "print each run's figures")
 	if err := fs.Parse(args); err != nil {
 		return 2

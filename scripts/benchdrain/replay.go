@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 )
 
 // replayMain is the fake agent: `benchdrain replay --transcript F [--pace D] [CLI ARGS…]`.
 // It answers --version as the claude CLI does, reads its prompt from stdin and prints
 // the transcript. With --pace it spreads the lines over D, as a model that thinks
-// between tool calls would. With --log it first appends "<unix ns> <issue>" to that
+// between tool calls would. With --burn it first uses D of CPU time, as a heavier CLI's
+// start would. With --log it first appends "<unix ns> <issue>" to that
 // file (one write, O_APPEND), so the harness can check the dispatch order. Every
 // argument after its own flags (the adapter's -p, --output-format, …) is ignored.
 func replayMain(args []string) int {
@@ -26,12 +29,13 @@ func replayMain(args []string) int {
 	transcript := fs.String("transcript", "", "the stream-json lines to print")
 	pace := fs.Duration("pace", 0, "spread the lines over this long")
 	logPath := fs.String("log", "", "append the start time and issue to this file")
+	burn := fs.Duration("burn", 0, "use this much CPU time before printing")
 	fs.SetOutput(io.Discard)
 	// The adapter's own flags follow ours: parse ours, stop at the first unknown.
 	var own []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--transcript" || a == "--pace" || a == "--log" {
+		if a == "--transcript" || a == "--pace" || a == "--log" || a == "--burn" {
 			if i+1 < len(args) {
 				own = append(own, a, args[i+1])
 				i++
@@ -51,6 +55,7 @@ func replayMain(args []string) int {
 			f.Close()
 		}
 	}
+	burnCPU(*burn)
 	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, "replay: reading the prompt:", err)
 		return 1
@@ -104,4 +109,28 @@ func replayMain(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// burnCPU computes until the process has used d more CPU time (user and system), so
+// that the agent costs d more whatever else the machine is doing.
+func burnCPU(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	x := uint64(1)
+	for start, used := cpuUsed(), time.Duration(0); used < d; used = cpuUsed() - start {
+		for range 100_000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	runtime.KeepAlive(x) // the arithmetic is not optimised away
+}
+
+// cpuUsed is the CPU time this process has used.
+func cpuUsed() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
