@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"sortie/internal/tracker"
 )
 
@@ -83,49 +85,59 @@ type member struct {
 	valEnd   int
 }
 
+// rawOpts read an issues file's JSON as encoding/json does: a repeated key and
+// invalid UTF-8 in a string are not errors.
+var rawOpts = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
 // objectMembers locates the members of a valid JSON object, in order. Keys are
 // unescaped, so "st\u0061te" is state, as encoding/json reads it.
 func objectMembers(obj []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj), rawOpts...)
+	if _, err := dec.ReadToken(); err != nil {
 		return nil, err
 	}
 	var ms []member
 	prev := int(dec.InputOffset())
-	for dec.More() {
-		tok, err := dec.Token()
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return nil, err
 		}
-		key, _ := tok.(string)
+		key := tok.String()
 		keyEnd := int(dec.InputOffset())
 		// Between the previous value and a key there is only whitespace and a comma.
 		keyStart := prev + bytes.IndexByte(obj[prev:], '"')
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		raw, err := dec.ReadValue()
+		if err != nil {
 			return nil, err
 		}
 		valEnd := int(dec.InputOffset())
 		ms = append(ms, member{key: key, keyStart: keyStart, keyEnd: keyEnd, valStart: valEnd - len(raw), valEnd: valEnd})
 		prev = valEnd
 	}
+	if _, err := dec.ReadToken(); err != nil { // the closing brace
+		return nil, err
+	}
 	return ms, nil
 }
 
 // arrayElements locates the elements of a valid JSON array, in order.
 func arrayElements(arr []byte) ([]span, error) {
-	dec := json.NewDecoder(bytes.NewReader(arr))
-	if _, err := dec.Token(); err != nil {
+	dec := jsontext.NewDecoder(bytes.NewReader(arr), rawOpts...)
+	if _, err := dec.ReadToken(); err != nil {
 		return nil, err
 	}
 	var out []span
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+	for k := dec.PeekKind(); k != ']' && k != 0; k = dec.PeekKind() {
+		raw, err := dec.ReadValue()
+		if err != nil {
 			return nil, err
 		}
 		end := int(dec.InputOffset())
 		out = append(out, span{end - len(raw), end})
+	}
+	if _, err := dec.ReadToken(); err != nil { // the closing bracket
+		return nil, err
 	}
 	return out, nil
 }
