@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"sortie/internal/fdio"
 )
@@ -145,8 +146,8 @@ func WriteFileAtomic(wsPath, name string, data []byte) error {
 // .gitignore, once, and then held open, so that a write is the write itself and not
 // a walk of the workspace's path with checks at each step.
 //
-// Every step goes through the directory opened once through an os.Root of the
-// workspace, so a `.sortie/` swapped for a link since (by an agent that owns the
+// Every step goes through the directory opened once, without following a link (see
+// openSortieDir), so a `.sortie/` swapped for a link since (by an agent that owns the
 // workspace under agent.run_as) cannot send the daemon's writes outside it: they go
 // on into the directory that was opened, wherever the agent moved it.
 type SortieFiles struct {
@@ -160,16 +161,9 @@ type SortieFiles struct {
 // OpenSortieFiles makes sure `.sortie/` and its .gitignore exist in the workspace
 // wsPath, refusing a `.sortie/` that is a link or not a directory, and opens it.
 func OpenSortieFiles(wsPath string) (*SortieFiles, error) {
-	dir, err := ensureSortieDir(wsPath)
+	dir, d, err := openSortieDir(wsPath) // d stays open: one descriptor per running session
 	if err != nil {
 		return nil, err
-	}
-	// Only the last element can have changed since the check (the workspace's own
-	// entry is in the root, which the agent's user cannot write), and a link there is
-	// not followed. d stays open: one descriptor per running session.
-	d, err := fdio.Open(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
 		d.Close()
@@ -242,20 +236,10 @@ func (f *SortieFiles) WriteFile(name string, data []byte) error {
 	return nil
 }
 
-// giveToOwner gives f, a file the daemon made in a workspace, to the workspace
-// directory's owner when that is another user than the daemon's (a daemon running as
-// root with agent.run_as): the agent must be able to read mcp.json and replace its
-// status. Nothing otherwise.
-func giveToOwner(wsPath string, f *os.File) error {
-	uid, gid, ok := otherOwner(wsPath)
-	if !ok {
-		return nil
-	}
-	return f.Chown(uid, gid)
-}
-
 // otherOwner is the owner of the workspace directory wsPath when the daemon runs as
-// root and the workspace is another user's.
+// root and the workspace is another user's (agent.run_as): the files the daemon makes
+// in `.sortie/` are given to that user, since the agent must be able to read mcp.json
+// and replace its status.
 func otherOwner(wsPath string) (uid, gid int, ok bool) {
 	if os.Geteuid() != 0 {
 		return 0, 0, false
@@ -339,53 +323,111 @@ func checkSortieDirInfo(dir string, fi fs.FileInfo) error {
 // exists before anything else is written there, so session files such as mcp.json are
 // never committed by the agent.
 func ensureSortieDir(wsPath string) (string, error) {
+	dir, d, err := openSortieDir(wsPath)
+	if err != nil {
+		return "", err
+	}
+	return dir, d.Close()
+}
+
+// openSortieDir is ensureSortieDir, and returns `.sortie/` open. It is opened without
+// following a link (only its own entry can have changed since the check: the
+// workspace's entry is in the root, which the agent's user cannot write), and its
+// .gitignore is checked and written through that descriptor, so a `.sortie/` moved
+// aside for a link meanwhile cannot send the daemon's reads or writes elsewhere.
+func openSortieDir(wsPath string) (string, *os.File, error) {
 	dir := filepath.Join(wsPath, SortieDir)
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.Mkdir(dir, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("workspace: create %s: %w", dir, err)
+			return "", nil, fmt.Errorf("workspace: create %s: %w", dir, err)
 		}
 		if uid, gid, ok := otherOwner(wsPath); ok {
 			if err := os.Lchown(dir, uid, gid); err != nil {
-				return "", fmt.Errorf("workspace: give %s to the workspace's owner: %w", dir, err)
+				return "", nil, fmt.Errorf("workspace: give %s to the workspace's owner: %w", dir, err)
 			}
 		}
 		if fi, err = os.Lstat(dir); err != nil {
-			return "", fmt.Errorf("workspace: %w", err)
+			return "", nil, fmt.Errorf("workspace: %w", err)
 		}
 	case err != nil:
-		return "", fmt.Errorf("workspace: %w", err)
+		return "", nil, fmt.Errorf("workspace: %w", err)
 	}
 	if err := checkSortieDirInfo(dir, fi); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return dir, ensureGitignore(wsPath, dir)
+	d, err := fdio.Open(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+		return "", nil, fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrSymlink)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("workspace: %w", err)
+	}
+	if err := ensureGitignore(wsPath, dir, int(d.Fd())); err != nil {
+		d.Close()
+		return "", nil, err
+	}
+	return dir, d, nil
 }
 
-func ensureGitignore(wsPath, dir string) error {
+// ensureGitignore makes sure `.sortie/.gitignore` (dir, open at dfd) holds
+// gitignoreContent. It is written in place rather than via a temporary file, so that
+// nothing else ever appears in `.sortie/` before it. Nothing the agent put there is
+// followed or waited on: a link is refused, as is anything but a regular file with
+// one link, and a FIFO swapped in after the check neither blocks the open nor is read.
+func ensureGitignore(wsPath, dir string, dfd int) error {
 	path := filepath.Join(dir, GitignoreFile)
-	fi, err := lstatRegular(path)
+	var st unix.Stat_t
+	err := unix.Fstatat(dfd, GitignoreFile, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
-	case err == nil && fi.Size() == int64(len(gitignoreContent)):
-		if cur, err := fdio.ReadFile(path); err == nil && bytes.Equal(cur, []byte(gitignoreContent)) {
-			return nil
-		}
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return err
+	case errors.Is(err, unix.ENOENT):
+	case err != nil:
+		return fmt.Errorf("workspace: %s: %w", path, err)
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrSymlink)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
+	case st.Size == int64(len(gitignoreContent)) && gitignoreHolds(dfd):
+		return nil
 	}
-	// Written in place rather than via a temp file so that nothing else ever appears
-	// in .sortie/ before it; O_NOFOLLOW refuses a link planted since the Lstat.
-	f, err := fdio.Open(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	fd, err := unix.Openat(dfd, GitignoreFile, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.ELOOP) {
+		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrSymlink)
+	}
 	if err != nil {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}
-	_, werr := f.WriteString(gitignoreContent)
-	oerr := giveToOwner(wsPath, f)
-	if err := errors.Join(werr, oerr, f.Close()); err != nil {
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
+	}
+	werr := fdio.Overwrite(fd, []byte(gitignoreContent))
+	var oerr error
+	if uid, gid, ok := otherOwner(wsPath); ok {
+		oerr = unix.Fchown(fd, uid, gid)
+	}
+	if err := errors.Join(werr, oerr); err != nil {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// gitignoreHolds reports whether `.gitignore` in the directory open at dfd is a
+// regular file holding gitignoreContent, reading no more than that.
+func gitignoreHolds(dfd int) bool {
+	fd, err := unix.Openat(dfd, GitignoreFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	buf := make([]byte, len(gitignoreContent)+1)
+	n, err := unix.Pread(fd, buf, 0)
+	return err == nil && string(buf[:n]) == gitignoreContent
 }
 
 // lstatRegular returns path's FileInfo if it is a regular file, without following a

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestReadStatus(t *testing.T) {
@@ -323,4 +325,42 @@ func TestSortieFiles_HeldDirectory(t *testing.T) {
 	if got, _ := os.ReadFile(victim); string(got) != "original" {
 		t.Fatalf("link target changed to %q", got)
 	}
+}
+
+// What an agent leaves at `.sortie/.gitignore` is neither waited on nor written
+// through: a FIFO and a hard link are refused, the hard link's other name keeps its
+// content, and a same-sized .gitignore with other content is rewritten.
+func TestEnsureSortieDir_GitignoreIsNeverWaitedOnOrWrittenThrough(t *testing.T) {
+	t.Run("fifo", func(t *testing.T) {
+		ws := t.TempDir()
+		must(t, os.Mkdir(filepath.Join(ws, ".sortie"), 0o750))
+		must(t, unix.Mkfifo(filepath.Join(ws, ".sortie", ".gitignore"), 0o600))
+		if _, err := ensureSortieDir(ws); !errors.Is(err, ErrNotRegular) {
+			t.Fatalf("err = %v, want ErrNotRegular", err)
+		}
+	})
+	t.Run("hard link", func(t *testing.T) {
+		ws := t.TempDir()
+		must(t, os.Mkdir(filepath.Join(ws, ".sortie"), 0o750))
+		other := filepath.Join(ws, "elsewhere")
+		must(t, os.WriteFile(other, []byte("keep me"), 0o600))
+		must(t, os.Link(other, filepath.Join(ws, ".sortie", ".gitignore")))
+		if _, err := ensureSortieDir(ws); !errors.Is(err, ErrNotRegular) {
+			t.Fatalf("err = %v, want ErrNotRegular", err)
+		}
+		if got, _ := os.ReadFile(other); string(got) != "keep me" {
+			t.Fatalf("written through the hard link: %q", got)
+		}
+	})
+	t.Run("other content of the same size", func(t *testing.T) {
+		ws := t.TempDir()
+		must(t, os.Mkdir(filepath.Join(ws, ".sortie"), 0o750))
+		must(t, os.WriteFile(filepath.Join(ws, ".sortie", ".gitignore"), []byte("!\n"), 0o644))
+		if _, err := ensureSortieDir(ws); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(filepath.Join(ws, ".sortie", ".gitignore")); err != nil || string(got) != gitignoreContent {
+			t.Fatalf(".gitignore = %q (%v), want %q", got, err, gitignoreContent)
+		}
+	})
 }
