@@ -133,8 +133,9 @@ func InstallRoots(exe string) []string {
 // confined start asks for two (the CLI and sortie itself, the agent's MCP sidecar),
 // and resolving one costs a stat per element of its path. It is the sandbox's
 // expansion TTL: an installation moved meanwhile (an upgrade that retargets the CLI's
-// link) is granted from the first start after the entry expires, and until then the
-// agent is granted the old one, less than it needs rather than more.
+// link) is granted from the first start after the entry expires. Until then the agent
+// is granted the old one: never more than it had, but a run started in those seconds
+// may find its CLI unreadable, fail, and be retried.
 const installRootsTTL = 5 * time.Second
 
 // maxInstallRoots bounds the memo; a daemon asks about a handful of executables.

@@ -10,7 +10,7 @@ import (
 // w1 is 200 issues, 10 slots, one turn each of an 8-tool transcript.
 func (h *harness) w1() (*report, error) {
 	return h.drain("W1: 200 issues, 10 slots, an 8-tool claude transcript, 1 turn"+h.burnTitle(),
-		setup{name: "w1", issues: 200, slots: 10, tools: 8, burn: h.opts.agentCPU}, true)
+		setup{name: "w1", issues: 200, slots: 10, tools: 8, burn: h.opts.agentCPU}, h.opts.agentCPU <= 0)
 }
 
 // w2 is 20 issues, 10 slots, one turn each of a 20,000-line transcript.
@@ -19,8 +19,8 @@ func (h *harness) w2() (*report, error) {
 		setup{name: "w2", issues: 20, slots: 10, lines: 20000, burn: h.opts.agentCPU}, false)
 }
 
-// burnTitle names -agent-cpu in a drain's title: the targets were set for the agent
-// without it.
+// burnTitle names -agent-cpu in a drain's title. The targets were set for the agent
+// without it, so with it W1 is reported without them.
 func (h *harness) burnTitle() string {
 	if h.opts.agentCPU <= 0 {
 		return ""

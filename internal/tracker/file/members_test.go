@@ -49,6 +49,7 @@ func TestObjectMembers_AgreeWithEncodingJSON(t *testing.T) {
 		`{"comments":[{"id":"c1","body":"}{]["},{"id":"c2"}],"n":-1.5e3,"b":true,"z":null}`,
 		`{"nested":{"state":"inner"},"state":"outer","arr":[[1,[2]],{"k":[]}]}`,
 		`{"\"quoted\\\\key\"":"v","emoji":"\ud83d\ude00"}`,
+		`{"lone\ud800":"x","state":"\udc00 lone"}`,
 	} {
 		want, werr := membersV1([]byte(obj))
 		got, err := objectMembers([]byte(obj))
