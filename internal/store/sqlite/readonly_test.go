@@ -133,9 +133,9 @@ func TestOpenReadOnly_Refuses(t *testing.T) {
 	}
 }
 
-// A database one index-only migration behind (a daemon not restarted since this binary
-// was installed) is still read: its queries work without the indexes. One newer than
-// this binary is refused.
+// A database at the oldest readable version (a daemon not restarted since this binary
+// was installed) is still read: its queries work without the later indexes, tables
+// and columns. One newer than this binary is refused.
 func TestOpenReadOnly_ReadsAnOlderReadableSchema(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "sortie.db")
@@ -146,8 +146,18 @@ func TestOpenReadOnly_ReadsAnOlderReadableSchema(t *testing.T) {
 	if _, err := s.StartRun(ctx, store.Run{IssueID: "1", Identifier: "P-1", Attempt: 1, AgentKind: "mock", StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	// Undo 002 as an older binary would have left the file.
-	for _, q := range []string{`DROP INDEX runs_identifier`, `DROP INDEX runs_status`, `DELETE FROM schema_migrations WHERE version = 2`} {
+	// Undo every migration after the oldest readable one, as an older binary would
+	// have left the file: 005, 004, 003 and 002, newest first.
+	if minReadableSchema != 1 || SchemaVersion() != 5 {
+		t.Fatalf("this test undoes migrations 2 to 5 to make a version-1 file; schema versions are now %d to %d: update it", minReadableSchema, SchemaVersion())
+	}
+	for _, q := range []string{
+		`CREATE INDEX runs_running ON runs (id) WHERE status = 'running'`,
+		`ALTER TABLE runs DROP COLUMN remote_pgid`,
+		`DROP TABLE checkpoints`, `DROP TABLE workflow_trace`, `DROP TABLE workflow_sessions`,
+		`DROP INDEX runs_identifier`, `DROP INDEX runs_status`,
+		`DELETE FROM schema_migrations WHERE version >= 2`,
+	} {
 		if _, err := s.w.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
