@@ -7,7 +7,6 @@ package fdio
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -29,16 +28,6 @@ func Open(path string, flag int, perm os.FileMode) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fd), path), nil
 	}
-}
-
-// ReadFile is os.ReadFile through Open: the whole of a regular file, read blocking.
-func ReadFile(path string) ([]byte, error) {
-	f, err := Open(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
 }
 
 // Overwrite replaces the content of the regular file open for writing at fd with

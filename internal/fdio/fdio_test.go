@@ -113,13 +113,13 @@ func TestOpen_IsOpenFileForFilesAndDirectories(t *testing.T) {
 	if fi.Mode().Perm()&^0o640 != 0 {
 		t.Errorf("mode %v, want at most 0640 (umask may take more)", fi.Mode().Perm())
 	}
-	if b, err := ReadFile(path); err != nil || string(b) != "content" {
-		t.Errorf("ReadFile = %q, %v", b, err)
+	if b, err := os.ReadFile(path); err != nil || string(b) != "content" {
+		t.Errorf("the file holds %q, %v", b, err)
 	}
 	if _, err := Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("O_EXCL over an existing file: %v, want fs.ErrExist", err)
 	}
-	if _, err := ReadFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Open(filepath.Join(dir, "missing"), os.O_RDONLY, 0); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
 	}
 	var pe *fs.PathError
