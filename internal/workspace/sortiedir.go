@@ -378,17 +378,11 @@ func openSortieDir(wsPath string) (string, *os.File, error) {
 // one link, and a FIFO swapped in after the check neither blocks the open nor is read.
 func ensureGitignore(wsPath, dir string, dfd int) error {
 	path := filepath.Join(dir, GitignoreFile)
-	var st unix.Stat_t
-	err := unix.Fstatat(dfd, GitignoreFile, &st, unix.AT_SYMLINK_NOFOLLOW)
-	switch {
-	case errors.Is(err, unix.ENOENT):
-	case err != nil:
-		return fmt.Errorf("workspace: %s: %w", path, err)
-	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrSymlink)
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
-	case st.Size == int64(len(gitignoreContent)) && gitignoreHolds(dfd):
+	st, err := regularAt(dfd, GitignoreFile, path)
+	if err != nil {
+		return err
+	}
+	if st != nil && st.Size == int64(len(gitignoreContent)) && gitignoreHolds(dfd) {
 		return nil
 	}
 	fd, err := unix.Openat(dfd, GitignoreFile, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
@@ -399,7 +393,8 @@ func ensureGitignore(wsPath, dir string, dfd int) error {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}
 	defer unix.Close(fd)
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+	var fst unix.Stat_t
+	if err := unix.Fstat(fd, &fst); err != nil || fst.Mode&unix.S_IFMT != unix.S_IFREG || fst.Nlink != 1 {
 		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
 	}
 	werr := fdio.Overwrite(fd, []byte(gitignoreContent))
@@ -411,6 +406,25 @@ func ensureGitignore(wsPath, dir string, dfd int) error {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// regularAt is the stat of name in the directory open at dfd (path names it in
+// messages) when that is a regular file, nil when nothing is there; a link (never
+// followed) is ErrSymlink, anything else ErrNotRegular.
+func regularAt(dfd int, name, path string) (*unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("workspace: %s: %w", path, err)
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrSymlink)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
+	}
+	return &st, nil
 }
 
 // gitignoreHolds reports whether `.gitignore` in the directory open at dfd is a

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"errors"
-	"fmt"
 
 	"golang.org/x/sys/unix"
 
@@ -67,17 +66,6 @@ func writeBySwap(dfd int, name string, data []byte, uid, gid int, chown bool) (d
 // checkTarget refuses a `.sortie/<name>` (path, for messages) that is a link or not a
 // regular file; a missing one is fine.
 func (f *SortieFiles) checkTarget(name, path string) error {
-	var st unix.Stat_t
-	err := unix.Fstatat(f.dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return nil
-	case err != nil:
-		return fmt.Errorf("workspace: %s: %w", path, err)
-	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrSymlink)
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
-	}
-	return nil
+	_, err := regularAt(f.dfd, name, path)
+	return err
 }
