@@ -21,7 +21,7 @@ var knownExtensionKeys = []string{"ci_feedback", "self_review", "reactions", "no
 
 // Known sub-keys per section; anything else draws an unknown_sub_key warning.
 var (
-	trackerKeys   = []string{"kind", "endpoint", "api_key", "project", "project_slug", "team_key", "active_states", "terminal_states", "required_labels", "assignee", "provider", "query_filter", "handoff_state", "in_progress_state", "comments", "path"}
+	trackerKeys   = []string{"kind", "endpoint", "api_key", "project", "project_slug", "team_key", "active_states", "terminal_states", "required_labels", "blocked_states", "assignee", "provider", "query_filter", "handoff_state", "in_progress_state", "comments", "path"}
 	commentsKeys  = []string{"on_dispatch", "on_completion", "on_failure"}
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
@@ -89,7 +89,9 @@ func (b *builder) failed(field string) bool {
 	return slices.ContainsFunc(b.problems, func(p Problem) bool { return p.IsError() && p.Field == field })
 }
 
-func isSecretField(field string) bool { return field == "tracker.api_key" }
+func isSecretField(field string) bool {
+	return field == "tracker.api_key" || field == "tracker.provider.api_key"
+}
 
 // leaf returns the last segment of a dotted field path: the key inside its section.
 func leaf(field string) string { return field[strings.LastIndexByte(field, '.')+1:] }
@@ -362,6 +364,7 @@ func (b *builder) buildTracker(cfg *Config, raw map[string]any) {
 	t.APIKey = b.apiKey(sec)
 	t.Project = b.ref(sec, "tracker.project")
 	t.RequiredLabels = b.requiredLabels(sec)
+	t.BlockedStates = b.blockedStates(raw, sec)
 	if v, ok := b.value(sec, "tracker.provider"); ok {
 		if m, isMap := v.(map[string]any); isMap {
 			t.Provider = m
@@ -398,7 +401,11 @@ func fileBlockPath(raw map[string]any) string {
 
 // apiKey reads tracker.api_key, expanding $VAR references anywhere in it.
 func (b *builder) apiKey(sec map[string]any) string {
-	const field = "tracker.api_key"
+	return b.expandedKey(sec, "tracker.api_key")
+}
+
+// expandedKey reads a credential at field, expanding $VAR references anywhere in it.
+func (b *builder) expandedKey(sec map[string]any, field string) string {
 	s, ok := b.str(sec, field)
 	if !ok || b.sources[field] != "" {
 		return s

@@ -88,6 +88,10 @@ type TrackerConfig struct {
 	// owner of tracker.api_key, or a user's id or e-mail, trimmed, $VAR resolved, case
 	// kept. "" means no assignee filter.
 	Assignee string
+	// BlockedStates are the states in which an issue with an unfinished blocker waits
+	// for it (tracker.blocked_states): nil means every active state (Sortie's rule), an
+	// empty list none. A Symphony file defaults to Todo only, as Symphony gates.
+	BlockedStates []string
 	// Provider is tracker.provider as written (Symphony's adapter-owned object),
 	// preserved for the adapter; nil when absent.
 	Provider map[string]any

@@ -36,6 +36,11 @@ func secretEnv(raw map[string]any) []string {
 		// tracker.provider is the adapter's own object: its secret-looking keys are
 		// credentials as in an extension block.
 		walkSecrets("provider", tracker["provider"], false, addRefs, 0)
+		if provider, ok := tracker["provider"].(map[string]any); ok {
+			if s, ok := provider["endpoint"].(string); ok {
+				addRefs(s) // as tracker.endpoint's
+			}
+		}
 	}
 	if server, ok := raw["server"].(map[string]any); ok {
 		if s, ok := server["auth_token"].(string); ok {

@@ -73,7 +73,7 @@ func TestLinear_DefaultsAndRequirements(t *testing.T) {
 		want     string
 	}{
 		{"scope required", "tracker: {kind: linear}\n", map[string]string{LinearAPIKeyEnv: "k"},
-			"config: tracker.project_slug: is required for tracker.kind linear, or tracker.team_key; set it to the project's slug (the last part of its Linear URL)"},
+			"config: tracker.project_slug: is required for tracker.kind linear (tracker.project_slug or tracker.provider.project_slug), or tracker.team_key; set it to the project's slug (the last part of its Linear URL)"},
 		{"key required", "tracker: {kind: linear, project_slug: p}\n", nil,
 			"config: tracker.api_key: is required for tracker.kind linear; set the environment variable LINEAR_API_KEY, or set tracker.api_key"},
 		{"slug and project disagree", "tracker: {kind: linear, project_slug: p, project: q}\n", map[string]string{LinearAPIKeyEnv: "k"},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -53,8 +54,8 @@ func (b *builder) validateTrackerKind(cfg *Config) {
 			b.invalid("tracker.project", "must be a Jira project key: a letter, then letters, digits or _ (for example PROJ)", t.Project)
 		}
 	case "linear":
-		if t.Project == "" && t.Team == "" && !b.failed("tracker.project_slug") && !b.failed("tracker.team_key") && !b.failed("tracker.project") {
-			b.errorf("tracker.project_slug", "is required for tracker.kind linear, or tracker.team_key; set it to the project's slug (the last part of its Linear URL)")
+		if t.Project == "" && t.Team == "" && !b.failed("tracker.project_slug") && !b.failed("tracker.provider.project_slug") && !b.failed("tracker.team_key") && !b.failed("tracker.project") {
+			b.errorf("tracker.project_slug", "is required for tracker.kind linear (tracker.project_slug or tracker.provider.project_slug), or tracker.team_key; set it to the project's slug (the last part of its Linear URL)")
 		}
 		if t.APIKey == "" && !b.failed("tracker.api_key") {
 			b.errorf("tracker.api_key", "is required for tracker.kind linear; set the environment variable %s, or set tracker.api_key", LinearAPIKeyEnv)
@@ -92,6 +93,11 @@ func (b *builder) validateStates(t *TrackerConfig) {
 			b.invalid("tracker.handoff_state", "must not be one of active_states, or handed-off issues would be dispatched again", h)
 		} else if has(t.TerminalStates, h) {
 			b.invalid("tracker.handoff_state", "must not be one of terminal_states, or handoff would close the issue and delete its workspace", h)
+		}
+	}
+	for i, s := range t.BlockedStates {
+		if len(t.ActiveStates) > 0 && !has(t.ActiveStates, s) && !b.failed("tracker.blocked_states") {
+			b.warnf(CheckTypeMismatch, fmt.Sprintf("tracker.blocked_states[%d]", i), "%q is not in active_states; no issue in it is dispatched anyway", s)
 		}
 	}
 	if p := t.InProgressState; p != "" && !b.failed("tracker.in_progress_state") {

@@ -227,8 +227,12 @@ func missingLabel(required, labels []string) (string, bool) {
 	return "", false
 }
 
-// blockedBy returns "" when no blocker is unfinished, else the reason naming them.
+// blockedBy returns "" when no blocker is unfinished or the issue's state does not
+// wait for blockers (tracker.blocked_states), else the reason naming them.
 func blockedBy(cfg *config.Config, is tracker.Issue) string {
+	if bs := cfg.Tracker.BlockedStates; bs != nil && !tracker.StateIn(is.State, bs) {
+		return ""
+	}
 	var open []string
 	for _, b := range is.BlockedBy {
 		if b.State == "" || !tracker.StateIn(b.State, cfg.Tracker.TerminalStates) {

@@ -29,12 +29,12 @@ const maxCachedRoots = 1024
 // and expand. The zero value is not usable; see newExpansionCache.
 type expansionCache struct {
 	now    func() time.Time
-	hidden *ttlmap.Map[string, []string] // resolved hidden paths, by the hidden paths joined
+	hidden *ttlmap.Map[string, []string] // resolved hidden (or private) paths, by the paths joined
 	roots  *ttlmap.Map[rootKey, []grant]
 	dirs   *ttlmap.Map[string, string] // the parents of roots, resolved
 }
 
-type rootKey struct{ root, hidden string }
+type rootKey struct{ root, exclusions string }
 
 func newExpansionCache(now func() time.Time, ttl time.Duration) *expansionCache {
 	return &expansionCache{
@@ -48,6 +48,13 @@ func newExpansionCache(now func() time.Time, ttl time.Duration) *expansionCache 
 // expansions is RestrictThread's cache.
 var expansions = newExpansionCache(time.Now, expansionTTL)
 
+// exclusions is resolveExclusions(p), from the cache when fresh.
+func (c *expansionCache) exclusions(p Policy) exclusions {
+	hidden, hk := c.resolveHidden(p.Hide)
+	private, pk := c.resolveHidden(p.Private)
+	return exclusions{hidden: hidden, private: private, key: hk + "\x01" + pk}
+}
+
 // resolveHidden is resolveAllHidden(hide), from the cache when fresh.
 func (c *expansionCache) resolveHidden(hide []string) (resolved []string, key string) {
 	key = strings.Join(hide, "\x00")
@@ -60,9 +67,9 @@ func (c *expansionCache) resolveHidden(hide []string) (resolved []string, key st
 	return resolved, key
 }
 
-// expand is expandResolved(roots, hidden), each root's grants from the cache when
-// fresh; hiddenKey names hidden (resolveHidden's key).
-func (c *expansionCache) expand(roots, hidden []string, hiddenKey string) ([]grant, error) {
+// expand is expandResolved(roots, ex), each root's grants from the cache when fresh;
+// ex comes from c.exclusions, whose key names it.
+func (c *expansionCache) expand(roots []string, ex exclusions) ([]grant, error) {
 	var out []grant
 	seen := make(map[string]bool, len(roots))
 	now := c.now()
@@ -71,14 +78,14 @@ func (c *expansionCache) expand(roots, hidden []string, hiddenKey string) ([]gra
 			continue
 		}
 		seen[root] = true
-		k := rootKey{root, hiddenKey}
+		k := rootKey{root, ex.key}
 		if g, ok := c.roots.Get(k, now); ok {
 			out = append(out, g...)
 			continue
 		}
 		var g []grant
 		if r, err := c.resolve(root, now); err == nil { // a missing root grants nothing
-			if g, err = expandOne(r, hidden); err != nil {
+			if g, err = expandOne(r, ex.of(r)); err != nil {
 				return nil, err
 			}
 		}

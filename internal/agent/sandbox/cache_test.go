@@ -105,8 +105,7 @@ func TestExpansionCache_ReusesUntilExpired(t *testing.T) {
 	}
 	expand := func() []string {
 		t.Helper()
-		hidden, key := c.resolveHidden([]string{filepath.Join(base, "db")})
-		g, err := c.expand([]string{a, later, a}, hidden, key)
+		g, err := c.expand([]string{a, later, a}, c.exclusions(Policy{Hide: []string{filepath.Join(base, "db")}}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +136,7 @@ func TestExpansionCache_Bounded(t *testing.T) {
 	c := newExpansionCache(func() time.Time { return now }, time.Hour)
 	base := t.TempDir()
 	for i := range maxCachedRoots + 10 {
-		if _, err := c.expand([]string{filepath.Join(base, "run-"+strconv.Itoa(i))}, nil, ""); err != nil {
+		if _, err := c.expand([]string{filepath.Join(base, "run-"+strconv.Itoa(i))}, exclusions{}); err != nil {
 			t.Fatal(err)
 		}
 		if c.roots.Len() > maxCachedRoots {
@@ -242,5 +241,27 @@ func TestExpansionCache_ResolvesThroughCachedDirectories(t *testing.T) {
 	}
 	if got, _ := c.resolve(filepath.Join(via, "ws-1"), now.Add(5*time.Second)); got != filepath.Join(base, "two", "ws-1") {
 		t.Errorf("after the TTL: %q, want the new directory's ws-1", got)
+	}
+}
+
+// A root's cached grants belong to the exclusions they were expanded with: the same
+// root expanded for a policy with a private path beneath it and for one without is
+// granted around it, and whole.
+func TestExpansionCache_KeyedByPrivatePaths(t *testing.T) {
+	sys, root, _, _ := privateTree(t)
+	now := time.Unix(1_000_000, 0)
+	c := newExpansionCache(func() time.Time { return now }, time.Hour)
+	for _, tc := range []struct {
+		private []string
+		whole   bool
+	}{{[]string{root}, false}, {nil, true}, {[]string{root}, false}} {
+		g, err := c.expand([]string{sys}, c.exclusions(Policy{Private: tc.private}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := len(g) == 1 && g[0] == (grant{path: sys, dir: true})
+		if whole != tc.whole {
+			t.Errorf("private %v: grants %+v, want whole = %v", tc.private, g, tc.whole)
+		}
 	}
 }

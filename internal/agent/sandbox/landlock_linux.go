@@ -49,11 +49,7 @@ func Restrict(p Policy) error {
 	if _, err := Available(); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	write, err := expand(p.Write, p.Hide)
-	if err != nil {
-		return err
-	}
-	read, err := expand(p.Read, p.Hide)
+	write, read, err := expand(p)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,13 @@ type Policy struct {
 	// one is granted piece by piece instead: every entry beside the hidden path,
 	// recursively, except symbolic links.
 	Hide []string
+	// Private paths are granted only by their own rules: a Read or Write path at or
+	// beneath one (a run's workspace beneath workspace.root) is granted as usual, but
+	// one that holds a private path (/var/lib holding workspace.root, a PATH prefix
+	// holding the home directory) is granted around it, as around a hidden path. They
+	// keep what one run may reach from what every run may: the other runs' workspaces,
+	// temporary directories and CLI state, and the home directory's files.
+	Private []string
 }
 
 // SystemRead are the system paths every confined tree may read and execute beneath:
@@ -57,9 +64,10 @@ var SystemWrite = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/
 
 // Flags of the confine command line (Args, ParseArgs).
 const (
-	flagWrite = "--write"
-	flagRead  = "--read"
-	flagHide  = "--hide"
+	flagWrite   = "--write"
+	flagRead    = "--read"
+	flagHide    = "--hide"
+	flagPrivate = "--private"
 )
 
 // Args encodes p for the `sortie confine` command line, ending with "--": the
@@ -69,7 +77,7 @@ func (p Policy) Args() []string {
 	for _, l := range []struct {
 		flag  string
 		paths []string
-	}{{flagWrite, p.Write}, {flagRead, p.Read}, {flagHide, p.Hide}} {
+	}{{flagWrite, p.Write}, {flagRead, p.Read}, {flagHide, p.Hide}, {flagPrivate, p.Private}} {
 		for _, path := range l.paths {
 			out = append(out, l.flag, path)
 		}
@@ -87,7 +95,7 @@ func ParseArgs(args []string) (Policy, []string, error) {
 				return p, nil, errors.New("confine: no program after --")
 			}
 			return p, args[i+1:], nil
-		case flagWrite, flagRead, flagHide:
+		case flagWrite, flagRead, flagHide, flagPrivate:
 			if i+1 == len(args) || args[i+1] == "" {
 				return p, nil, fmt.Errorf("confine: %s needs a path", a)
 			}
@@ -97,11 +105,13 @@ func ParseArgs(args []string) (Policy, []string, error) {
 				p.Write = append(p.Write, args[i])
 			case flagRead:
 				p.Read = append(p.Read, args[i])
+			case flagPrivate:
+				p.Private = append(p.Private, args[i])
 			default:
 				p.Hide = append(p.Hide, args[i])
 			}
 		default:
-			return p, nil, fmt.Errorf("confine: unknown argument %q (want --write, --read, --hide PATH ... -- PROGRAM ARGS)", a)
+			return p, nil, fmt.Errorf("confine: unknown argument %q (want --write, --read, --hide, --private PATH ... -- PROGRAM ARGS)", a)
 		}
 	}
 	return p, nil, errors.New("confine: missing -- before the program")
@@ -121,14 +131,47 @@ type grant struct {
 	dir  bool
 }
 
-// expand turns the roots into grants that cover everything beneath them except the
-// hidden paths. Roots and hidden paths are resolved (symbolic links, "..") first, so
-// a link cannot smuggle a hidden path in or a root around.
-func expand(roots, hide []string) ([]grant, error) {
-	return expandResolved(roots, resolveAllHidden(hide))
+// expand turns p's Write and Read roots into grants that cover everything beneath
+// them except the hidden paths, and except the private paths a root holds. Roots,
+// hidden and private paths are resolved (symbolic links, "..") first, so a link cannot
+// smuggle a hidden path in or a root around.
+func expand(p Policy) (write, read []grant, err error) {
+	ex := resolveExclusions(p)
+	if write, err = expandResolved(p.Write, ex); err != nil {
+		return nil, nil, err
+	}
+	if read, err = expandResolved(p.Read, ex); err != nil {
+		return nil, nil, err
+	}
+	return write, read, nil
 }
 
-// resolveAllHidden resolves the hidden paths for expandResolved.
+// exclusions are a policy's hidden and private paths, resolved (resolveHidden), for
+// expanding its roots; key names them in the expansion cache.
+type exclusions struct {
+	hidden, private []string
+	key             string
+}
+
+// resolveExclusions resolves p's hidden and private paths.
+func resolveExclusions(p Policy) exclusions {
+	return exclusions{hidden: resolveAllHidden(p.Hide), private: resolveAllHidden(p.Private)}
+}
+
+// of is what the expansion of root (resolved) leaves out: the hidden paths, and the
+// private paths strictly beneath root. A root at or beneath a private path is that
+// path's own rule, and is granted.
+func (e exclusions) of(root string) []string {
+	out := e.hidden
+	for _, p := range e.private {
+		if p != root && within(p, root) {
+			out = append(slices.Clip(out), p)
+		}
+	}
+	return out
+}
+
+// resolveAllHidden resolves hidden (or private) paths for expandResolved.
 func resolveAllHidden(hide []string) []string {
 	hidden := make([]string, 0, len(hide))
 	for _, h := range hide {
@@ -139,9 +182,9 @@ func resolveAllHidden(hide []string) []string {
 	return hidden
 }
 
-// expandResolved is expand with the hidden paths already resolved. A root named twice
-// is granted once.
-func expandResolved(roots, hidden []string) ([]grant, error) {
+// expandResolved is expand of roots with the exclusions already resolved. A root named
+// twice is granted once.
+func expandResolved(roots []string, ex exclusions) ([]grant, error) {
 	var out []grant
 	seen := make(map[string]bool, len(roots))
 	for _, root := range roots {
@@ -153,7 +196,7 @@ func expandResolved(roots, hidden []string) ([]grant, error) {
 		if err != nil {
 			continue // a missing root grants nothing
 		}
-		g, err := expandOne(r, hidden)
+		g, err := expandOne(r, ex.of(r))
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +214,7 @@ func resolve(path string) (string, error) {
 	return filepath.EvalSymlinks(abs)
 }
 
-// resolveHidden resolves a hidden path. One that does not exist yet (a database's
+// resolveHidden resolves a hidden (or private) path. One that does not exist yet (a database's
 // journal, a token written later) is resolved through its directory, so that directory
 // is still granted only piecewise and the file stays out of reach once it appears.
 func resolveHidden(path string) (string, error) {
@@ -234,7 +277,7 @@ func expandOne(root string, hidden []string) ([]grant, error) {
 		}
 		out = append(out, g...)
 		if len(out) > maxExpand {
-			return nil, fmt.Errorf("sandbox: granting %s around %s takes more than %d rules; move the daemon's state out of it",
+			return nil, fmt.Errorf("sandbox: granting %s around %s takes more than %d rules; move the daemon's state (or workspace.root) out of it",
 				root, strings.Join(inside, ", "), maxExpand)
 		}
 	}

@@ -144,7 +144,8 @@ func TestExec_RefusesWithoutLandlockRatherThanRunUnconfined(t *testing.T) {
 }
 
 func TestArgs_RoundTrip(t *testing.T) {
-	p := Policy{Write: []string{"/ws", "/tmp/run"}, Read: []string{"/usr"}, Hide: []string{"/srv/sortie.db"}}
+	p := Policy{Write: []string{"/ws", "/tmp/run"}, Read: []string{"/usr"}, Hide: []string{"/srv/sortie.db"},
+		Private: []string{"/var/lib/sortie/workspaces", "/home/agent"}}
 	argv := Command("/usr/local/bin/sortie", p, "claude", []string{"-p", "--", "--write"})
 	if argv[0] != "/usr/local/bin/sortie" || argv[1] != "confine" {
 		t.Fatalf("argv = %q", argv)
@@ -156,7 +157,7 @@ func TestArgs_RoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, p) || !reflect.DeepEqual(rest, []string{"claude", "-p", "--", "--write"}) {
 		t.Errorf("ParseArgs = %+v %q", got, rest)
 	}
-	for _, bad := range [][]string{{}, {"--write"}, {"--write", ""}, {"--read", "/x"}, {"--bogus", "/x", "--", "sh"}, {"--"}} {
+	for _, bad := range [][]string{{}, {"--write"}, {"--write", ""}, {"--read", "/x"}, {"--bogus", "/x", "--", "sh"}, {"--"}, {"--private", "", "--", "sh"}} {
 		if _, _, err := ParseArgs(bad); err == nil {
 			t.Errorf("ParseArgs(%q) = nil error", bad)
 		}
@@ -175,7 +176,8 @@ func TestExpand_GrantsAroundHiddenPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g, err := expand([]string{base, filepath.Join(base, "missing")}, []string{filepath.Join(base, "a/b/secret"), filepath.Join(base, "d/not-yet")})
+	g, _, err := expand(Policy{Write: []string{base, filepath.Join(base, "missing")},
+		Hide: []string{filepath.Join(base, "a/b/secret"), filepath.Join(base, "d/not-yet")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestExpand_GrantsAroundHiddenPaths(t *testing.T) {
 	if want := []string{"a/b/fine", "a/c/", "a/x"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("grants = %q, want %q", got, want)
 	}
-	if g, _ := expand([]string{filepath.Join(base, "a/b/secret")}, []string{filepath.Join(base, "a")}); len(g) != 0 {
+	if _, g, _ := expand(Policy{Read: []string{filepath.Join(base, "a/b/secret")}, Hide: []string{filepath.Join(base, "a")}}); len(g) != 0 {
 		t.Errorf("a root beneath a hidden path granted %+v", g)
 	}
 }
@@ -271,4 +273,133 @@ func threadRun(p Policy, script string) string {
 		out <- string(b)
 	}()
 	return <-out
+}
+
+// FuzzParseArgs: whatever the confine command line holds, ParseArgs either refuses it
+// or decodes a policy that Args encodes back to the same policy and program.
+func FuzzParseArgs(f *testing.F) {
+	f.Add("--write\x00/ws\x00--private\x00/var/lib/ws\x00--hide\x00/srv/db\x00--\x00sh\x00-c\x00--read")
+	f.Add("--read\x00/usr\x00--")
+	f.Add("--private\x00--\x00--\x00x")
+	f.Fuzz(func(t *testing.T, joined string) {
+		p, rest, err := ParseArgs(strings.Split(joined, "\x00"))
+		if err != nil {
+			return
+		}
+		again, rest2, err := ParseArgs(append(p.Args(), rest...))
+		if err != nil || !reflect.DeepEqual(again, p) || !reflect.DeepEqual(rest2, rest) {
+			t.Fatalf("round trip of %+v %q: %+v %q, %v", p, rest, again, rest2, err)
+		}
+	})
+}
+
+// privateTree makes base/sys (a directory every agent may read, as /var/lib is)
+// holding base/sys/workspaces (workspace.root) with two workspaces, each with a
+// token, and a file beside the root; it returns sys, the root and the workspaces.
+func privateTree(t *testing.T) (sys, root, ws1, ws2 string) {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys = filepath.Join(base, "sys")
+	root = filepath.Join(sys, "sortie", "workspaces")
+	ws1, ws2 = filepath.Join(root, "A-1"), filepath.Join(root, "A-2")
+	for _, d := range []string{filepath.Join(ws1, ".sortie"), filepath.Join(ws2, ".sortie"), filepath.Join(sys, "dpkg")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f, c := range map[string]string{
+		filepath.Join(ws1, ".sortie", "mcp.json"): "token-of-A-1",
+		filepath.Join(ws2, ".sortie", "mcp.json"): "token-of-A-2",
+		filepath.Join(sys, "dpkg", "status"):      "readable",
+		filepath.Join(sys, "sortie", "notes"):     "beside the root",
+	} {
+		if err := os.WriteFile(f, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sys, root, ws1, ws2
+}
+
+// A private path is granted only by a rule at or beneath it: the directory that holds
+// it is granted around it (everything beside it, recursively), while the run's own
+// workspace beneath it keeps its write grant and a hidden path stays hidden even
+// there.
+func TestExpand_PrivateGrantedOnlyByItsOwnRules(t *testing.T) {
+	sys, root, ws1, _ := privateTree(t)
+	secret := filepath.Join(ws1, ".sortie", "secret")
+	write, read, err := expand(Policy{
+		Write:   []string{ws1},
+		Read:    []string{sys, filepath.Join(root, "A-1", ".sortie")},
+		Hide:    []string{secret},
+		Private: []string{root, filepath.Join(sys, "missing-private")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := func(gs []grant) []string {
+		var out []string
+		for _, g := range gs {
+			r, _ := filepath.Rel(sys, g.path)
+			if g.dir {
+				r += "/"
+			}
+			out = append(out, r)
+		}
+		slices.Sort(out)
+		return out
+	}
+	// The workspace holds a hidden path, so it too is granted piecewise.
+	if got, want := rel(write), []string{"sortie/workspaces/A-1/.sortie/mcp.json"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("write grants = %q, want %q", got, want)
+	}
+	if got, want := rel(read), []string{"dpkg/", "sortie/notes", "sortie/workspaces/A-1/.sortie/mcp.json"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("read grants = %q, want %q (nothing of the root but the workspace's own rule)", got, want)
+	}
+	// Without the hidden file the workspace is one rule, and a root that is the
+	// private path itself is granted (it is its own rule).
+	write, read, err = expand(Policy{Write: []string{ws1}, Read: []string{root}, Private: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(write) != 1 || write[0] != (grant{path: ws1, dir: true}) || len(read) != 1 || read[0] != (grant{path: root, dir: true}) {
+		t.Errorf("own rules: write %+v, read %+v; want the workspace and the root whole", write, read)
+	}
+}
+
+// Confined by a policy that reads sys (which holds workspace.root) and writes one
+// workspace beneath it, an agent reads and writes its own workspace and reads what
+// lies beside the root, but neither lists the root nor reads a sibling's token:
+// through `sortie confine` and through RestrictThread with its cache, twice.
+func TestConfined_PrivateRootHidesSiblings(t *testing.T) {
+	requireLandlock(t)
+	sys, root, ws1, ws2 := privateTree(t)
+	p := Policy{
+		Write:   append([]string{ws1}, SystemWrite...),
+		Read:    append(slices.Clone(SystemRead), sys),
+		Private: []string{root},
+	}
+	script := `
+try() { if eval "$2" >/dev/null 2>&1; then echo "$1 ok"; else echo "$1 denied"; fi; }
+try own-token 'cat ` + ws1 + `/.sortie/mcp.json'
+try own-write 'echo x > ` + ws1 + `/new'
+try beside 'cat ` + sys + `/dpkg/status && cat ` + sys + `/sortie/notes'
+try list-root 'ls ` + root + `'
+try sibling-token 'cat ` + ws2 + `/.sortie/mcp.json'
+try sibling-list 'ls ` + ws2 + `'
+`
+	want := strings.Fields(`own-token ok own-write ok beside ok list-root denied sibling-token denied sibling-list denied`)
+	if got := strings.Fields(confined(t, p, script)); !reflect.DeepEqual(got, want) {
+		t.Errorf("sortie confine:\n%v\nwant\n%v", got, want)
+	}
+	if !ThreadConfinable() {
+		return
+	}
+	for i := range 2 { // the second from the expansion cache
+		if got := strings.Fields(threadRun(p, script)); !reflect.DeepEqual(got, want) {
+			t.Errorf("RestrictThread %d:\n%v\nwant\n%v", i, got, want)
+		}
+	}
 }

@@ -76,21 +76,17 @@ func (e staleError) Error() string {
 func restrictThread(p Policy, abi int, cached bool) error {
 	var write, read []grant
 	if cached {
-		hidden, key := expansions.resolveHidden(p.Hide)
+		ex := expansions.exclusions(p)
 		var err error
-		if write, err = expansions.expand(p.Write, hidden, key); err != nil {
+		if write, err = expansions.expand(p.Write, ex); err != nil {
 			return err
 		}
-		if read, err = expansions.expand(p.Read, hidden, key); err != nil {
+		if read, err = expansions.expand(p.Read, ex); err != nil {
 			return err
 		}
 	} else {
-		hidden := resolveAllHidden(p.Hide)
 		var err error
-		if write, err = expandResolved(p.Write, hidden); err != nil {
-			return err
-		}
-		if read, err = expandResolved(p.Read, hidden); err != nil {
+		if write, read, err = expand(p); err != nil {
 			return err
 		}
 	}
