@@ -25,7 +25,7 @@ var (
 	commentsKeys  = []string{"on_dispatch", "on_completion", "on_failure"}
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
-	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms"}
+	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms", "sandbox"}
 	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as", "keep_processes", "budget_warn_ratio"}
 	sandboxKeys   = []string{"mode", "read_paths", "write_paths"}
 	serverKeys    = []string{"host", "port", "auth_token"}
@@ -480,6 +480,7 @@ func (b *builder) buildHooks(cfg *Config, raw map[string]any) {
 	h.BeforeRun = script("hooks.before_run")
 	h.AfterRun = script("hooks.after_run")
 	h.BeforeRemove = script("hooks.before_remove")
+	b.buildHookSandbox(&h.Sandbox, sec)
 
 	// A bad hook timeout falls back to the default instead of failing the whole file.
 	h.Timeout = DefaultHookTimeout
@@ -769,6 +770,25 @@ func (b *builder) buildWorkflows(cfg *Config, raw map[string]any) {
 		w.Workflow = s
 		if w.Dir == "" && !b.failed("workflows.dir") {
 			b.errorf("workflows.workflow", "needs workflows.dir: the workflow %q must come from a library", s)
+		}
+	}
+}
+
+// hookSandboxKeys are the keys of hooks.sandbox.
+var hookSandboxKeys = []string{"read_paths", "write_paths"}
+
+// buildHookSandbox reads hooks.sandbox: {read_paths, write_paths}, with the path rules
+// of agent.sandbox (~, $VAR, relative to the WORKFLOW.md directory).
+func (b *builder) buildHookSandbox(sb *HookSandboxConfig, hooksSec map[string]any) {
+	sec := b.subMap(hooksSec, "sandbox", "hooks.sandbox", hookSandboxKeys)
+	for _, l := range []struct {
+		field string
+		dst   *[]string
+	}{{"hooks.sandbox.read_paths", &sb.ReadPaths}, {"hooks.sandbox.write_paths", &sb.WritePaths}} {
+		for i, p := range b.stringList(sec, l.field) {
+			if abs, ok := b.resolvePath(fmt.Sprintf("%s[%d]", l.field, i), p); ok {
+				*l.dst = append(*l.dst, abs)
+			}
 		}
 	}
 }

@@ -101,6 +101,16 @@ type TrackerConfig struct {
 type HooksConfig struct {
 	AfterCreate, BeforeRun, AfterRun, BeforeRemove string
 	Timeout                                        time.Duration // per hook run (default 60s)
+	// Sandbox is what hooks.sandbox grants the hooks that run confined, beyond what
+	// the run's agent may touch.
+	Sandbox HookSandboxConfig
+}
+
+// HookSandboxConfig is `hooks.sandbox`: extra absolute paths a confined hook (every hook
+// after the agent first ran: after_run, before_remove, later before_runs) may read, or
+// read and write, beyond the agent's own policy. A deploy key and its known_hosts, say.
+type HookSandboxConfig struct {
+	ReadPaths, WritePaths []string
 }
 
 // AgentConfig is the `agent:` section.

@@ -107,3 +107,68 @@ func validEnvName(name string) bool {
 	}
 	return true
 }
+
+// gitNeutralConfig is the git configuration every hook runs git with, given by name
+// through the environment (GIT_CONFIG_COUNT, see GitEnv). Configuration given that way
+// is git's command-line level: it overrides the repository's own `.git/config`, which
+// the agent may write. Each entry turns off a setting by which a repository's
+// configuration makes git run a program of its choosing: a hook under
+// core.hooksPath (or .git/hooks), the fsmonitor daemon, the ssh program, the
+// password prompter, a credential helper (the empty value empties the list), the
+// ext:: transport, an external diff, commit and tag signing with a chosen gpg
+// program, the editor and the pager.
+//
+// Settings whose names the repository chooses (filter.<driver>.*, diff.<driver>.*,
+// merge.<driver>.*, alias.*, remote.<name>.receivepack, credential.<url>.helper)
+// cannot be overridden by name: what they run, runs inside the hook's confinement
+// (docs/workspaces.md#hooks-and-the-agents-files).
+var gitNeutralConfig = []struct{ key, value string }{
+	{"core.hooksPath", "/dev/null"},
+	{"core.fsmonitor", "false"},
+	{"core.sshCommand", "ssh"},
+	{"core.askPass", ""},
+	{"credential.helper", ""},
+	{"protocol.ext.allow", "never"},
+	{"diff.external", ""},
+	{"commit.gpgSign", "false"},
+	{"tag.gpgSign", "false"},
+	{"gpg.program", "gpg"},
+	{"gpg.ssh.program", "ssh-keygen"},
+	{"gpg.x509.program", "gpgsm"},
+	{"core.editor", "false"},
+	{"sequence.editor", "false"},
+	{"core.pager", "cat"},
+}
+
+// GitEnv returns env with the repository's own git configuration neutralised for every
+// git the process it starts runs: GIT_CONFIG_NOSYSTEM=1 and the settings of
+// gitNeutralConfig appended, as GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n, after the entries
+// GIT_CONFIG_COUNT in env already counts (a GIT_CONFIG_COUNT that is not a number is
+// replaced). A script that wants one of these settings back says so on its command
+// line (`git -c commit.gpgSign=true commit`), which git reads after the environment;
+// GIT_SSH_COMMAND in the script's environment still overrides core.sshCommand. Hooks
+// get it always; any git Sortie itself runs must too.
+func GitEnv(env []string) []string {
+	out := slices.Clone(env)
+	set := func(name, value string) {
+		out = slices.DeleteFunc(out, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+		out = append(out, name+"="+value)
+	}
+	n := 0
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			if c, err := strconv.Atoi(v); err == nil && c >= 0 && c < 1<<16 {
+				n = c
+			} else {
+				n = 0
+			}
+		}
+	}
+	for i, c := range gitNeutralConfig {
+		set("GIT_CONFIG_KEY_"+strconv.Itoa(n+i), c.key)
+		set("GIT_CONFIG_VALUE_"+strconv.Itoa(n+i), c.value)
+	}
+	set("GIT_CONFIG_COUNT", strconv.Itoa(n+len(gitNeutralConfig)))
+	set("GIT_CONFIG_NOSYSTEM", "1")
+	return out
+}

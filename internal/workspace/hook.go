@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,25 +19,53 @@ import (
 // The end of the output is kept, since that is where a failing script says why.
 const MaxHookOutput = 256 << 10
 
+// HookConfinement is how one hook run is confined: what Config.ConfineHook returns.
+type HookConfinement struct {
+	// Wrap, when not empty, is the command line put before `/bin/sh -c script`
+	// (`sortie confine <policy> --`).
+	Wrap []string
+	// Thread, when not nil, confines the OS thread that then starts the shell, which
+	// inherits the confinement (sandbox.RestrictThread); that thread runs nothing else
+	// and ends with the start.
+	Thread func() error
+	// Env are KEY=VALUE entries that replace the hook's own of the same name: its
+	// TMPDIR, which the policy must let it write.
+	Env []string
+	// Done, when not nil, is called once the hook has exited: it removes what the
+	// confinement made for the run (its temporary directory).
+	Done func()
+}
+
+// ConfineHook confines a hook that runs after an agent may have written the workspace
+// at wsPath: it returns how to start the hook named hook, whose environment is env, or
+// nil to run it unconfined (agents here are not confined either). An error fails the
+// hook without running it.
+type ConfineHook func(hook, wsPath string, env []string) (*HookConfinement, error)
+
 // RunHook runs script with `/bin/sh -c` in the directory ws.Path and waits for it.
 // name is the hook's name for errors and logs. A blank script does nothing.
 //
 // The script runs in its own process group with the environment HookEnv(ws, issue,
-// extraEnv) and stdin from /dev/null. When the hook timeout passes, or
-// ctx is cancelled, the whole group (the shell and everything it started) is killed
-// with SIGKILL. If a process that escaped the group keeps the output pipe open after
-// the script ended, RunHook stops waiting for it shortly afterwards.
+// extraEnv), git's repository configuration neutralised (GitEnv), and stdin from
+// /dev/null. When the hook timeout passes, or ctx is cancelled, the whole group (the
+// shell and everything it started) is killed with SIGKILL. If a process that escaped
+// the group keeps the output pipe open after the script ended, RunHook stops waiting
+// for it shortly afterwards.
 //
-// A failure is a *HookError: HookOpValidate, HookOpStart, HookOpRun (non-zero exit;
-// wraps ctx's error when ctx was cancelled) or HookOpTimeout (wraps
-// context.DeadlineExceeded).
+// Every hook but after_create, and before_run on the run that created ws, runs after
+// an agent may have written the workspace, and so runs confined (Config.ConfineHook).
+//
+// A failure is a *HookError: HookOpValidate, HookOpStart (also when the hook could not
+// be confined), HookOpRun (non-zero exit; wraps ctx's error when ctx was cancelled) or
+// HookOpTimeout (wraps context.DeadlineExceeded).
 func (m *Manager) RunHook(ctx context.Context, name, script string, ws Workspace, issue Issue, extraEnv map[string]string) error {
-	return m.runHook(ctx, name, script, ws.Path, issue, ws.Attempt, extraEnv)
+	confined := name != HookAfterCreate && !(name == HookBeforeRun && ws.CreatedNow)
+	return m.runHook(ctx, name, script, ws.Path, issue, ws.Attempt, extraEnv, confined)
 }
 
 // runHook is RunHook with the attempt given separately; attempt < 0 leaves
-// SORTIE_ATTEMPT out.
-func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issue Issue, attempt int, extraEnv map[string]string) error {
+// SORTIE_ATTEMPT out. confined asks Config.ConfineHook to confine the hook.
+func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issue Issue, attempt int, extraEnv map[string]string, confined bool) error {
 	if strings.TrimSpace(script) == "" {
 		return nil
 	}
@@ -43,13 +73,38 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 		return &HookError{Hook: name, Op: HookOpValidate, ExitCode: -1, Err: err}
 	}
 
+	env := GitEnv(m.hookEnv(wsPath, issue, attempt, extraEnv))
+	argv := []string{"/bin/sh", "-c", script}
+	var thread func() error
+	if confined && m.confine != nil {
+		// SSH_AUTH_SOCK is a socket Landlock does not guard: through it, what the
+		// agent planted (a git filter) would sign in as the operator anywhere.
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") })
+		hc, err := m.confine(name, wsPath, env)
+		if err != nil {
+			return &HookError{Hook: name, Op: HookOpStart, ExitCode: -1, Err: fmt.Errorf("confining it: %w", err)}
+		}
+		if hc != nil {
+			if hc.Done != nil {
+				defer hc.Done()
+			}
+			for _, kv := range hc.Env {
+				k, _, _ := strings.Cut(kv, "=")
+				env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+				env = append(env, kv)
+			}
+			argv = append(slices.Clone(hc.Wrap), argv...)
+			thread = hc.Thread
+		}
+	}
+
 	hctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 
 	out := &tailBuffer{max: MaxHookOutput}
-	cmd := exec.CommandContext(hctx, "/bin/sh", "-c", script)
+	cmd := exec.CommandContext(hctx, argv[0], argv[1:]...)
 	cmd.Dir = wsPath
-	cmd.Env = m.hookEnv(wsPath, issue, attempt, extraEnv)
+	cmd.Env = env
 	// One writer for both streams: exec then serialises the writes, and the output
 	// reads in the order the script produced it.
 	cmd.Stdout = out
@@ -64,7 +119,7 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 	cmd.WaitDelay = m.waitDelay
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startHook(cmd, thread); err != nil {
 		if ctx.Err() != nil {
 			return &HookError{Hook: name, Op: HookOpRun, ExitCode: -1, Err: fmt.Errorf("not started: %w", ctx.Err())}
 		}
@@ -120,6 +175,27 @@ func validateHookInput(script, wsPath string, extraEnv map[string]string) error 
 		}
 	}
 	return nil
+}
+
+// startHook starts cmd; with confine, from an OS thread of its own that confine
+// confines first (HookConfinement.Thread).
+func startHook(cmd *exec.Cmd, confine func() error) error {
+	if confine == nil {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread keeps the confinement, so it must end with this
+		// goroutine rather than go back to run others (the runtime ends a thread whose
+		// locked goroutine exits).
+		runtime.LockOSThread()
+		if err := confine(); err != nil {
+			errc <- fmt.Errorf("confining it: %w", err)
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
 }
 
 // tailBuffer keeps the last max bytes written to it and counts the rest.

@@ -62,6 +62,10 @@ type Config struct {
 	// RunAs, when not nil, is the user agents run as (agent.run_as; the daemon is
 	// root): workspaces are that user's, and hooks run as that user, with its HOME.
 	RunAs *runas.User
+	// ConfineHook, when not nil, confines every hook that runs after an agent may have
+	// written the workspace: after_run, before_remove, and before_run except on the
+	// run that created the workspace. nil runs every hook unconfined.
+	ConfineHook ConfineHook
 }
 
 // Manager creates, prepares and removes workspaces under one root and runs their
@@ -77,6 +81,7 @@ type Manager struct {
 	dropEnv   []string
 	log       *slog.Logger
 	runAs     *runas.User
+	confine   ConfineHook
 }
 
 // Issue names the issue a workspace belongs to. It is what hooks see as
@@ -124,6 +129,7 @@ func New(cfg Config) (*Manager, error) {
 		dropEnv:   slices.Clone(cfg.DropEnv),
 		log:       log,
 		runAs:     cfg.RunAs,
+		confine:   cfg.ConfineHook,
 	}, nil
 }
 
@@ -235,7 +241,7 @@ func (m *Manager) Remove(ctx context.Context, path string, issue Issue) error {
 	}
 	if strings.TrimSpace(m.hooks.BeforeRemove) != "" {
 		// No SORTIE_ATTEMPT: removal belongs to no run.
-		if err := m.runHook(context.WithoutCancel(ctx), HookBeforeRemove, m.hooks.BeforeRemove, path, issue, -1, nil); err != nil {
+		if err := m.runHook(context.WithoutCancel(ctx), HookBeforeRemove, m.hooks.BeforeRemove, path, issue, -1, nil, true); err != nil {
 			m.logHookFailure(HookBeforeRemove, issue, err)
 		}
 	}
