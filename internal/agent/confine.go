@@ -122,8 +122,11 @@ func LocalLaunch(p StartParams, exe string, write, dirs []string) Launch {
 }
 
 // InstallRoots are the directories a CLI at exe needs to read to run: the directory
-// of the file it resolves to and, for an npm package, the node_modules tree that holds
-// it and its dependencies; for a program in a prefix's bin directory, the prefix.
+// of exe and of the file it resolves to and, for an npm package, the node_modules tree
+// that holds it and its dependencies. Never a prefix: the parent of a bin directory may
+// hold far more than the program (~/.local holds ~/.local/share, with other programs'
+// credentials; a prefix may hold workspace.root), and a CLI that needs its prefix's
+// libraries is granted them through the PATH (PathRoots) or agent.sandbox.read_paths.
 // An answer is reused for installRootsTTL (see installRootsMemo).
 func InstallRoots(exe string) []string {
 	return installRoots.get(exe)
@@ -162,40 +165,37 @@ func (c *installRootsMemo) get(exe string) []string {
 
 // installRootsOf is InstallRoots, resolved now.
 func installRootsOf(exe string) []string {
+	homes := homeDirs(nil)
 	var roots []string
 	for _, p := range []string{exe, resolved(exe)} {
 		if p == "" {
 			continue
 		}
-		if dir := filepath.Dir(p); broad(dir) {
+		if dir := filepath.Dir(p); broad(dir, homes) {
 			roots = append(roots, p) // a program alone in /tmp or a home: just itself
 		} else {
-			roots = append(roots, dirRoots(dir)...)
+			roots = append(roots, dir)
+			roots = append(roots, nodeModules(dir)...)
 		}
 	}
 	return roots
 }
 
-// dirRoots are what a program installed in dir (not a broad one) needs to read: dir,
-// the node_modules tree above it and, for a bin directory, its prefix.
-func dirRoots(dir string) []string {
-	roots := []string{dir}
+// nodeModules is the node_modules tree above dir, when dir lies in one: an npm
+// package's dependencies are its siblings there.
+func nodeModules(dir string) []string {
 	if i := strings.Index(dir, string(filepath.Separator)+"node_modules"); i >= 0 {
-		roots = append(roots, dir[:i+len("/node_modules")])
+		return []string{dir[:i+len("/node_modules")]}
 	}
-	if filepath.Base(dir) == "bin" {
-		if prefix := filepath.Dir(dir); !broad(prefix) {
-			roots = append(roots, prefix)
-		}
-	}
-	return roots
+	return nil
 }
 
-// PathRoots are the directories on the PATH of env, with their prefixes (the parent of
-// a bin directory), so the agent can run the toolchains installed there: git, go, npm.
-// The home directory and "/" are never a prefix; a PATH entry that is relative is
-// skipped.
+// PathRoots are what the agent needs to read to run the toolchains on the PATH of env
+// (git, go, npm, cargo): each directory on it, the node_modules tree above one that
+// lies in one, and for a bin directory its installation (dirRoots). A PATH entry that
+// is relative, the root, a temporary directory or a home directory is skipped.
 func PathRoots(env []string) []string {
+	homes := homeDirs(env)
 	var roots []string
 	for _, kv := range env {
 		path, ok := strings.CutPrefix(kv, "PATH=")
@@ -205,25 +205,85 @@ func PathRoots(env []string) []string {
 		for _, dir := range filepath.SplitList(path) {
 			// The directory itself, not a program in it: resolving links is the
 			// sandbox's business, and costs a stat per path element at every start.
-			if dir = filepath.Clean(dir); !filepath.IsAbs(dir) || broad(dir) {
+			if dir = filepath.Clean(dir); !filepath.IsAbs(dir) || broad(dir, homes) {
 				continue
 			}
-			roots = append(roots, dirRoots(dir)...)
+			roots = append(roots, dirRoots(dir, homes)...)
 		}
 	}
 	return roots
 }
 
+// dirRoots are what a program on the PATH in dir (not a broad one) needs to read: dir,
+// the node_modules tree above it and, for a bin directory, its installation:
+//
+//   - the prefix (the bin directory's parent) of an installation outside the home
+//     directories, or deeper in one (/usr/local/go is GOROOT; node's prefix holds
+//     npm; ~/.nvm/versions/node/v22, ~/.rustup/toolchains/stable-…, ~/sdk/go1.26);
+//   - only the library directories (toolLibraries) of a tool's home directly in a
+//     home directory (~/.cargo, ~/.local, ~/go), which also holds its credentials
+//     (~/.cargo/credentials.toml) and other programs' data (~/.local/share);
+//   - nothing for a prefix that is itself broad (~/bin).
+func dirRoots(dir string, homes []string) []string {
+	roots := append([]string{dir}, nodeModules(dir)...)
+	if filepath.Base(dir) != "bin" {
+		return roots
+	}
+	switch prefix := filepath.Dir(dir); {
+	case broad(prefix, homes):
+	case isHome(filepath.Dir(prefix), homes):
+		libs, ok := toolLibraries[filepath.Base(prefix)]
+		if !ok {
+			libs = []string{"lib"}
+		}
+		for _, l := range libs {
+			roots = append(roots, filepath.Join(prefix, l))
+		}
+	default:
+		roots = append(roots, prefix)
+	}
+	return roots
+}
+
+// toolLibraries are the directories, relative to a tool's home in a home directory,
+// that the programs in its bin directory read; "lib" for a tool not named here
+// (~/.npm-global/lib holds its packages). None holds a credential: cargo keeps its
+// registry tokens in ~/.cargo/credentials.toml (and config.toml), pip and pipx their
+// data in ~/.local/share, which are never granted.
+var toolLibraries = map[string][]string{
+	// Crate sources cargo builds with, and the toolchains and default the rustup
+	// proxies in ~/.cargo/bin run (RUSTUP_HOME's default, ~/.rustup).
+	".cargo": {"registry", "git", "../.rustup/toolchains", "../.rustup/settings.toml"},
+	".local": {"lib"},                                       // Python's user site-packages
+	"go":     {"pkg/mod"},                                   // GOPATH's module cache, which go build reads
+	".pyenv": {"libexec", "plugins", "versions", "version"}, // pyenv's own code and its Pythons
+}
+
+// homeDirs are the home directories no PATH rule grants whole: the daemon user's and
+// HOME in env (agent.run_as's home), besides /root and /home/* (isHome).
+func homeDirs(env []string) []string {
+	var homes []string
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		homes = append(homes, filepath.Clean(home))
+	}
+	if home := EnvValue(env, "HOME"); filepath.IsAbs(home) {
+		homes = append(homes, filepath.Clean(home))
+	}
+	return homes
+}
+
+// isHome reports whether dir is a home directory: one of homes, /root or /home/*.
+func isHome(dir string, homes []string) bool {
+	return dir == "/root" || filepath.Dir(dir) == "/home" || slices.Contains(homes, dir)
+}
+
 // broad reports whether granting dir whole would grant far more than a program's
 // installation: the root, a home directory or a temporary directory.
-func broad(dir string) bool {
+func broad(dir string, homes []string) bool {
 	if dir == "/" || dir == "." || dir == "/tmp" || dir == "/var/tmp" || dir == filepath.Clean(os.TempDir()) {
 		return true
 	}
-	if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == dir {
-		return true
-	}
-	return filepath.Dir(dir) == "/home"
+	return isHome(dir, homes)
 }
 
 func resolved(p string) string {

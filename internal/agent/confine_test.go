@@ -3,7 +3,9 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,8 +51,8 @@ func TestInstallRoots_ReusedForAWhile(t *testing.T) {
 	}
 
 	first := memo.get(exe)
-	if !slices.Contains(first, real("v1")) || !slices.Contains(first, prefixBin) || !slices.Contains(first, dir) {
-		t.Fatalf("roots %v: want the prefix %s, its bin and the resolved %s", first, dir, real("v1"))
+	if !slices.Contains(first, real("v1")) || !slices.Contains(first, prefixBin) || slices.Contains(first, dir) {
+		t.Fatalf("roots %v: want the bin directory %s and the resolved %s, never the prefix %s", first, prefixBin, real("v1"), dir)
 	}
 	if want := installRootsOf(exe); !slices.Equal(first, want) {
 		t.Errorf("memo gave %v, resolving now gives %v", first, want)
@@ -71,5 +73,72 @@ func TestInstallRoots_ReusedForAWhile(t *testing.T) {
 	link("v1")
 	if got := memo.get(exe); !slices.Contains(got, real("v1")) {
 		t.Errorf("after the clock went back: %v, want %s resolved afresh", got, real("v1"))
+	}
+}
+
+// A PATH grants each of its directories and, for a bin directory, its installation:
+// the prefix of one outside the home directories or deep in one, only the library
+// directories of a tool's home directly in a home (never ~/.cargo or ~/.local whole,
+// which hold credentials), nothing for a home, "/" or a relative entry.
+func TestPathRoots_HomeToolchainsGetBinAndLibrariesOnly(t *testing.T) {
+	home := "/srv/agent" // agent.run_as's home, which only HOME names
+	path := strings.Join([]string{
+		"/usr/local/go/bin", "/opt/node/bin", "/usr/lib/node_modules/.bin",
+		home + "/.cargo/bin", home + "/.local/bin", home + "/go/bin", home + "/.npm-global/bin",
+		home + "/.nvm/versions/node/v22/bin", home + "/.rustup/toolchains/stable/bin", home + "/bin",
+		"/home/op/.local/bin", "/root/.cargo/bin", home, "/", "rel/bin", "/tmp/bin",
+	}, ":")
+	got := PathRoots([]string{"HOME=" + home, "PATH=" + path})
+	want := []string{
+		"/usr/local/go/bin", "/usr/local/go",
+		"/opt/node/bin", "/opt/node",
+		"/usr/lib/node_modules/.bin", "/usr/lib/node_modules",
+		home + "/.cargo/bin", home + "/.cargo/registry", home + "/.cargo/git", home + "/.rustup/toolchains", home + "/.rustup/settings.toml",
+		home + "/.local/bin", home + "/.local/lib",
+		home + "/go/bin", home + "/go/pkg/mod",
+		home + "/.npm-global/bin", home + "/.npm-global/lib",
+		home + "/.nvm/versions/node/v22/bin", home + "/.nvm/versions/node/v22",
+		home + "/.rustup/toolchains/stable/bin", home + "/.rustup/toolchains/stable",
+		home + "/bin",
+		"/home/op/.local/bin", "/home/op/.local/lib",
+		"/root/.cargo/bin", "/root/.cargo/registry", "/root/.cargo/git", "/root/.rustup/toolchains", "/root/.rustup/settings.toml",
+		"/tmp/bin", // /tmp itself is broad, a directory in it is not
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("PathRoots =\n%q\nwant\n%q", got, want)
+	}
+	for _, r := range got {
+		for _, never := range []string{home, home + "/.cargo", home + "/.local", home + "/go", home + "/.local/share", "/home/op/.local", "/root/.cargo"} {
+			if r == never {
+				t.Errorf("PathRoots grants %s whole", never)
+			}
+		}
+	}
+}
+
+// A CLI is granted the directories it and its link's target are in, and the
+// node_modules tree of an npm package, never a prefix: not ~/.local for
+// ~/.local/bin/claude, not the prefix of a bin directory outside the home.
+func TestInstallRoots_NoPrefix(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	native := filepath.Join(dir, "share", "claude", "versions", "2.1.0")
+	bin := filepath.Join(dir, "bin")
+	for _, d := range []string{filepath.Dir(native), bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(native, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(bin, "claude")
+	if err := os.Symlink(native, exe); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := installRootsOf(exe), []string{bin, filepath.Dir(native)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("installRootsOf(%s) = %q, want %q", exe, got, want)
 	}
 }

@@ -46,8 +46,13 @@ func (s Sandbox) confined(cfg *config.Config) (bool, string) {
 
 // runPolicy is what one run's local agent may touch: write its workspace, its run's
 // temporary directory, the device files and the operator's write_paths; read the
-// system, the toolchains on its PATH and the operator's read_paths; never the
-// daemon's private files. The adapter adds its CLI's own state and installation.
+// system, the toolchains on its PATH, git's configuration and the operator's
+// read_paths; never the daemon's private files. What every run has a piece of is
+// private (sandbox.Policy.Private), so a broader grant (/var/lib, a PATH prefix, a
+// read_path) never reaches another run's piece: workspace.root, the runs' temporary
+// directories, the agent CLIs' per-issue state, and the home directories, of which
+// only what is named is granted. The adapter adds its CLI's own state and
+// installation.
 func (s Sandbox) runPolicy(cfg *config.Config, workspace, runTmp string, env []string) sandbox.Policy {
 	write := append([]string{workspace, runTmp}, sandbox.SystemWrite...)
 	write = append(write, cfg.Agent.Sandbox.WritePaths...)
@@ -56,13 +61,59 @@ func (s Sandbox) runPolicy(cfg *config.Config, workspace, runTmp string, env []s
 	read = append(read, agent.InstallRoots(s.Self)...)
 	read = append(read, s.Read...)
 	read = append(read, agent.PathRoots(env)...)
-	if home := agent.EnvValue(env, "HOME"); home != "" {
-		// git refuses to run when it may not read the user's configuration, which
-		// holds the identity commits are made with.
-		read = append(read, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git"))
-	}
+	read = append(read, gitConfigFiles(env)...)
 	read = append(read, cfg.Agent.Sandbox.ReadPaths...)
-	return sandbox.Policy{Write: write, Read: read, Hide: slices.Clone(s.Hide)}
+	return sandbox.Policy{Write: write, Read: read, Hide: slices.Clone(s.Hide), Private: privatePaths(cfg, env)}
+}
+
+// gitConfigFiles are the files of the user's git configuration: ~/.gitconfig and, in
+// XDG_CONFIG_HOME (~/.config), git/config with the ignore and attributes files git
+// reads by default. git refuses to run when it may not read the configuration, which
+// holds the identity commits are made with, and warns about the other two. Never the
+// directory: git/credentials beside them is where `git credential-store` keeps
+// passwords.
+func gitConfigFiles(env []string) []string {
+	home := agent.EnvValue(env, "HOME")
+	xdg := agent.EnvValue(env, "XDG_CONFIG_HOME")
+	if !filepath.IsAbs(xdg) {
+		xdg = ""
+		if filepath.IsAbs(home) {
+			xdg = filepath.Join(home, ".config")
+		}
+	}
+	var files []string
+	if filepath.IsAbs(home) {
+		files = append(files, filepath.Join(home, ".gitconfig"))
+	}
+	if xdg != "" {
+		for _, f := range []string{"config", "ignore", "attributes"} {
+			files = append(files, filepath.Join(xdg, "git", f))
+		}
+	}
+	return files
+}
+
+// privatePaths are what each run has a piece of, granted to a run only by its own
+// rules (its workspace, its temporary directory, its CLI's state, the files named in
+// its home): workspace.root, the parent of the runs' temporary directories, the agent
+// CLIs' per-issue state (<cache>/sortie, and sortie-<uid> in the temporary directory
+// without a cache directory: agent.IssueStateDir), the agent's home (HOME, agent.run_as's)
+// and the daemon user's home.
+func privatePaths(cfg *config.Config, env []string) []string {
+	private := []string{runTmpRoot(cfg), filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()))}
+	if cfg.Workspace.Root != "" {
+		private = append(private, cfg.Workspace.Root)
+	}
+	if cache := agent.CacheHome(env); cache != "" {
+		private = append(private, filepath.Join(cache, "sortie"))
+	}
+	if home := agent.EnvValue(env, "HOME"); filepath.IsAbs(home) {
+		private = append(private, home)
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		private = append(private, home)
+	}
+	return private
 }
 
 // confinement is the run's confinement, or nil when its agent runs unconfined (an SSH

@@ -53,3 +53,41 @@ func TestSandbox_RunPolicy(t *testing.T) {
 		t.Errorf("hide = %v, want %v", p.Hide, s.Hide)
 	}
 }
+
+// What every run has a piece of is private to its own rules, wherever it lies:
+// workspace.root, the runs' temporary directories, the CLIs' per-issue state and the
+// homes; the run's own workspace and temporary directory are written; of git's
+// configuration only its files are read, never git/credentials beside them.
+func TestSandbox_RunPolicyPrivateAndGitFiles(t *testing.T) {
+	cfg := &config.Config{}
+	cfg.Workspace.Root = "/var/lib/sortie/workspaces"
+	cfg.Agent.Sandbox.ReadPaths = []string{"/var/lib/sortie"}
+	s := Sandbox{Self: "/usr/local/bin/sortie"}
+	home := "/var/lib/agent"
+	env := []string{"HOME=" + home, "PATH=" + home + "/.cargo/bin:" + home + "/.local/bin:/usr/bin"}
+	p := s.runPolicy(cfg, "/var/lib/sortie/workspaces/A-1", "/tmp/sortie-runs-x/1", env)
+	for _, want := range []string{cfg.Workspace.Root, runTmpRoot(cfg), home, home + "/.cache/sortie"} {
+		if !slices.Contains(p.Private, want) {
+			t.Errorf("private %v lacks %s", p.Private, want)
+		}
+	}
+	for _, want := range []string{home + "/.gitconfig", home + "/.config/git/config", home + "/.config/git/ignore",
+		home + "/.config/git/attributes", home + "/.cargo/bin", home + "/.local/bin"} {
+		if !slices.Contains(p.Read, want) {
+			t.Errorf("read %v lacks %s", p.Read, want)
+		}
+	}
+	for _, never := range []string{home + "/.config/git", home + "/.cargo", home + "/.local", "/usr/local"} {
+		if slices.Contains(p.Read, never) {
+			t.Errorf("read %v grants %s whole", p.Read, never)
+		}
+	}
+	if p.Write[0] != "/var/lib/sortie/workspaces/A-1" || p.Write[1] != "/tmp/sortie-runs-x/1" {
+		t.Errorf("write = %v, want the workspace and the run's temporary directory first", p.Write)
+	}
+	xdg := s.runPolicy(cfg, "/w", "/t", []string{"HOME=/h", "XDG_CONFIG_HOME=/cfg", "XDG_CACHE_HOME=/c"})
+	if !slices.Contains(xdg.Read, "/cfg/git/config") || slices.Contains(xdg.Read, "/h/.config/git/config") ||
+		!slices.Contains(xdg.Private, "/c/sortie") {
+		t.Errorf("with XDG_CONFIG_HOME and XDG_CACHE_HOME: read %v, private %v", xdg.Read, xdg.Private)
+	}
+}

@@ -278,9 +278,14 @@ func prepareState(dir string, env []string, owner *runas.User) (stateDirs, error
 			to := filepath.Join(dirs["XDG_CONFIG_HOME"], "git")
 			if err := os.Symlink(git, to); err == nil {
 				_ = owner.Chown(to)
-				out.read = append(out.read, git)
-				if r, err := filepath.EvalSymlinks(git); err == nil && r != git {
-					out.read = append(out.read, r)
+				// git's own files, never the directory: git/credentials beside them
+				// is where `git credential-store` keeps passwords.
+				for _, d := range []string{git, resolvedDir(git)} {
+					for _, f := range []string{"config", "ignore", "attributes"} {
+						if d != "" {
+							out.read = append(out.read, filepath.Join(d, f))
+						}
+					}
 				}
 			}
 		}
@@ -294,6 +299,14 @@ func prepareState(dir string, env []string, owner *runas.User) (stateDirs, error
 		}
 	}
 	return out, nil
+}
+
+// resolvedDir is dir with its links resolved when that differs from dir, else "".
+func resolvedDir(dir string) string {
+	if r, err := filepath.EvalSymlinks(dir); err == nil && r != dir {
+		return r
+	}
+	return ""
 }
 
 // within reports whether path is dir or below it.

@@ -140,8 +140,11 @@ func TestPrepareState_NothingOutsideTheIssueIsWritable(t *testing.T) {
 	if !slices.Equal(got.write, want) {
 		t.Errorf("writable = %q, want only the issue's data, state and cache %q", got.write, want)
 	}
-	if !slices.Contains(got.read, filepath.Join(dir, "config")) || !slices.Contains(got.read, git) {
+	if !slices.Contains(got.read, filepath.Join(dir, "config")) || !slices.Contains(got.read, filepath.Join(git, "config")) {
 		t.Errorf("read-only = %q, want the issue's configuration and git's", got.read)
+	}
+	if slices.Contains(got.read, git) {
+		t.Errorf("read-only = %q holds git's whole directory, with its credentials file", got.read)
 	}
 	for _, v := range []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")} {
 		if !slices.Contains(got.vars, v) {
