@@ -48,6 +48,7 @@ tracker:
 agent:
   kind: %s
   command: %s
+  env: [PROBE_VISIBLE]
 workspace:
   root: ./ws
 db_path: ./sortie.db

@@ -53,6 +53,14 @@ type Meta struct {
 	RequiresCommand bool
 	// DefaultCommand is used when agent.command is empty.
 	DefaultCommand string
+	// Env names the variables of the daemon's environment the CLI needs besides the
+	// ones every agent gets (agentenv.Base): its provider's keys and settings. A name
+	// ending in "*" is a prefix. A side channel (agentenv.SideChannel), a SORTIE_*
+	// variable or a secret WORKFLOW.md names never passes, whatever is listed here.
+	Env []string
+	// EnvFrom, when not nil, names more such variables that depend on the adapter's
+	// configuration (codex: the env_key of a model provider it is configured with).
+	EnvFrom func(Config) []string
 }
 
 // Factory builds an Adapter from its configuration.
@@ -96,6 +104,18 @@ func Lookup(kind string) (Meta, bool) {
 	defer regMu.RUnlock()
 	r, ok := registry[kind]
 	return r.meta, ok
+}
+
+// EnvNames are the daemon's variables the CLI of cfg.Kind inherits besides
+// agentenv.Base: its Meta's Env and what its EnvFrom finds in cfg. nil for an unknown
+// kind.
+func EnvNames(cfg Config) []string {
+	m, _ := Lookup(cfg.Kind)
+	names := append([]string(nil), m.Env...)
+	if m.EnvFrom != nil {
+		names = append(names, m.EnvFrom(cfg)...)
+	}
+	return names
 }
 
 // New builds the adapter for cfg.Kind. An unknown kind fails with the list of known ones.

@@ -26,7 +26,7 @@ var (
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms", "sandbox"}
-	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as", "keep_processes", "budget_warn_ratio"}
+	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as", "keep_processes", "budget_warn_ratio", "env"}
 	sandboxKeys   = []string{"mode", "read_paths", "write_paths"}
 	serverKeys    = []string{"host", "port", "auth_token"}
 	loggingKeys   = []string{"level", "format"}
@@ -513,6 +513,7 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	}
 	a.Command, _ = b.str(sec, "agent.command")
 	b.buildSandbox(&a.Sandbox, sec)
+	b.buildAgentEnv(a, sec, raw)
 	a.RunAs, _ = b.str(sec, "agent.run_as")
 	a.RunAs = strings.TrimSpace(a.RunAs)
 	a.KeepProcesses = b.boolean(sec, "agent.keep_processes")

@@ -150,6 +150,10 @@ type AgentConfig struct {
 	// KeepProcesses leaves running what a local agent starts and leaves behind
 	// (agent.keep_processes); by default every process of a run is stopped when it ends.
 	KeepProcesses bool
+	// Env names the daemon's environment variables agents inherit besides the basics
+	// and their CLI's own (agent.env; internal/agent/agentenv). A name ending in "*" is
+	// a prefix.
+	Env []string
 }
 
 // SandboxConfig is `agent.sandbox`: how a local agent's process tree is confined.

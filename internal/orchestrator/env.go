@@ -1,34 +1,30 @@
 package orchestrator
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
+	"sortie/internal/agent"
+	"sortie/internal/agent/agentenv"
 	"sortie/internal/config"
 	"sortie/internal/workspace"
 )
 
-// AgentEnv builds an agent process's environment from the daemon's: everything except
-// the variables in drop and every SORTIE_* variable of the daemon (configuration
-// overrides may hold credentials), plus extra. Agent CLIs need their own provider
-// settings (API keys for the model, proxies), so unlike hooks they are not limited to an
-// allow-list; tracker and notification secrets never reach them.
-func AgentEnv(environ, drop []string, extra map[string]string) []string {
-	dropSet := make(map[string]bool, len(drop))
-	for _, d := range drop {
-		dropSet[d] = true
-	}
-	out := make([]string, 0, len(environ)+len(extra))
-	for _, kv := range environ {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || dropSet[name] || strings.HasPrefix(name, "SORTIE_") {
-			continue
-		}
-		if _, overridden := extra[name]; overridden {
-			continue
-		}
-		out = append(out, kv)
-	}
+// AgentEnv builds an agent process's environment from the daemon's: an allow-list
+// (agentenv.Filter), not the daemon's environment minus a deny-list. The agent inherits
+// the basics every program and toolchain reads (agentenv.Base), what its adapter's CLI
+// declares (allow: agent.Meta.Env) and what the operator names in agent.env (also in
+// allow), never a side channel (TMUX, DBUS_*, SSH_AUTH_SOCK, PG*, ...), a SORTIE_*
+// variable of the daemon (configuration overrides may hold credentials) or one of drop
+// (WORKFLOW.md's secrets); plus extra, the session's own variables.
+func AgentEnv(environ, drop, allow []string, extra map[string]string) []string {
+	out := agentenv.Filter(environ, allow, nil, drop)
+	out = slices.DeleteFunc(out, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		_, overridden := extra[name]
+		return overridden
+	})
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
 		keys = append(keys, k)
@@ -40,12 +36,24 @@ func AgentEnv(environ, drop []string, extra map[string]string) []string {
 	return out
 }
 
+// agentEnvFor is AgentEnv for cfg's agent: its adapter's variables and agent.env pass,
+// WORKFLOW.md's secrets do not.
+func agentEnvFor(cfg *config.Config, environ []string, extra map[string]string) []string {
+	return AgentEnv(environ, cfg.SecretEnv, agentAllow(cfg), extra)
+}
+
+// agentAllow is what cfg's agent inherits besides agentenv.Base: its adapter's
+// variables (agent.Meta.Env) and the operator's agent.env.
+func agentAllow(cfg *config.Config) []string {
+	names := agent.EnvNames(agent.Config{Kind: cfg.Agent.Kind, Command: cfg.Agent.Command, Options: cfg.Block(cfg.Agent.Kind)})
+	return append(names, cfg.Agent.Env...)
+}
+
 // CLIEnv is the environment of an agent CLI run outside a session, such as its
 // `--version` preflight (agent.Config.Env): the one every turn gets (AgentEnv), without
-// a session's SORTIE_* variables. The CLI's own provider settings stay; tracker and
-// notification secrets do not.
+// a session's SORTIE_* variables.
 func CLIEnv(cfg *config.Config, environ []string) []string {
-	return AgentEnv(environ, secretNames(cfg, environ), nil)
+	return agentEnvFor(cfg, environ, nil)
 }
 
 // privateOverride reports whether name is a SORTIE_* variable of the daemon that no
@@ -75,16 +83,4 @@ func hookEnvLists(cfg *config.Config, environ []string) (pass, drop []string) {
 		pass = append(pass, name)
 	}
 	return pass, drop
-}
-
-// secretNames lists the environment variables that must not reach agents or hooks: the
-// ones WORKFLOW.md uses for credentials, and every SORTIE_* variable of the daemon.
-func secretNames(cfg *config.Config, environ []string) []string {
-	names := append([]string(nil), cfg.SecretEnv...)
-	for _, kv := range environ {
-		if name, _, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "SORTIE_") {
-			names = append(names, name)
-		}
-	}
-	return names
 }

@@ -8,27 +8,58 @@ import (
 	"strings"
 	"testing"
 
+	"sortie/internal/agent"
 	"sortie/internal/config"
 	"sortie/internal/store"
 )
 
-func TestAgentEnv_DropsDaemonVariablesAndSecretsAddsExtras(t *testing.T) {
+func TestAgentEnv_AllowListDropsSideChannelsAndSecretsAddsExtras(t *testing.T) {
 	environ := []string{
 		"PATH=/usr/bin",
 		"HOME=/home/op",
-		"ANTHROPIC_API_KEY=model-key", // the agent's own credential: kept
-		"GITHUB_TOKEN=tracker-secret", // named by WORKFLOW.md as a secret: dropped
+		"LC_ALL=C.UTF-8",
+		"https_proxy=http://proxy:3128",
+		"ANTHROPIC_API_KEY=model-key", // the adapter's: kept
+		"GITHUB_TOKEN=tracker-secret", // named by WORKFLOW.md as a secret: dropped, even when allowed
 		"SORTIE_TRACKER_API_KEY=k",    // every SORTIE_* of the daemon: dropped
 		"SORTIE_REPO_URL=git@example.com:r.git",
 		"SORTIE_ISSUE_ID=stale",
-		"FOO=daemon",
+		"FOO=daemon",      // allowed by the operator, then overridden
+		"UNLISTED=daemon", // nobody asked for it: dropped
+		"TMUX=/tmp/tmux-0/default,1,0",
+		"TMUX_PANE=%1",
+		"STY=1.pts-0.host",
+		"DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/0/bus",
+		"XDG_RUNTIME_DIR=/run/user/0",
+		"DISPLAY=:0",
+		"WAYLAND_DISPLAY=wayland-0",
+		"SSH_AUTH_SOCK=/tmp/ssh-x/agent.1",
+		"PGPASSWORD=hunter2",
+		"PGPASSFILE=/root/.pgpass",
+		"PGSERVICEFILE=/root/.pg_service.conf",
 		"MALFORMED",
 	}
 	extra := map[string]string{"SORTIE_ISSUE_ID": "42", "SORTIE_RUN_ID": "7", "FOO": "extra"}
-	got := AgentEnv(environ, []string{"GITHUB_TOKEN"}, extra)
-	want := []string{"PATH=/usr/bin", "HOME=/home/op", "ANTHROPIC_API_KEY=model-key", "FOO=extra", "SORTIE_ISSUE_ID=42", "SORTIE_RUN_ID=7"}
+	// The allow list asks for side channels too: they never pass.
+	allow := []string{"ANTHROPIC_*", "GITHUB_TOKEN", "FOO", "TMUX", "PG*", "DBUS_*", "SSH_AUTH_SOCK"}
+	got := AgentEnv(environ, []string{"GITHUB_TOKEN"}, allow, extra)
+	want := []string{"PATH=/usr/bin", "HOME=/home/op", "LC_ALL=C.UTF-8", "https_proxy=http://proxy:3128",
+		"ANTHROPIC_API_KEY=model-key", "FOO=extra", "SORTIE_ISSUE_ID=42", "SORTIE_RUN_ID=7"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("AgentEnv =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestAgentAllow_AdapterAndOperatorVariables(t *testing.T) {
+	// An adapter that declares its CLI's variables, as the claude adapter does.
+	agent.Register("env-test", agent.Meta{Env: []string{"ANTHROPIC_*", "CLAUDE_*", "IS_SANDBOX"}}, nil)
+	cfg := &config.Config{Agent: config.AgentConfig{Kind: "env-test", Env: []string{"AWS_CA_BUNDLE", "MY_*"}}}
+	environ := []string{"ANTHROPIC_BASE_URL=http://m", "CLAUDE_CODE_MAX_RETRIES=1", "IS_SANDBOX=1", "MY_SETTING=1",
+		"AWS_CA_BUNDLE=/ca", "OPENAI_API_KEY=not-claude's", "TMUX=/tmp/tmux-0/default,1,0"}
+	got := CLIEnv(cfg, environ)
+	want := []string{"ANTHROPIC_BASE_URL=http://m", "CLAUDE_CODE_MAX_RETRIES=1", "IS_SANDBOX=1", "MY_SETTING=1", "AWS_CA_BUNDLE=/ca"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("CLIEnv =\n%q\nwant\n%q", got, want)
 	}
 }
 
@@ -76,10 +107,15 @@ echo '{"type":"result","outcome":"success"}'
 	cfg := testConfig(t, func(c *config.Config) {
 		c.Tracker.HandoffState = "Human Review"
 		c.SecretEnv = []string{"GITHUB_TOKEN"}
+		c.Agent.Env = []string{"ANTHROPIC_API_KEY"} // the mock's CLI declares none
 		c.Agent.Command = "sh " + agentScript
 		c.Hooks.BeforeRun = `env > '` + filepath.Join(out, "hook.env") + `'`
 	})
 	environ := append(os.Environ(),
+		"TMUX=/tmp/tmux-0/default,1,0",
+		"PGPASSWORD=hunter2",
+		"DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/0/bus",
+		"SSH_AUTH_SOCK=/tmp/ssh-x/agent.1",
 		"GITHUB_TOKEN=tracker-secret",
 		"ANTHROPIC_API_KEY=model-key",
 		"SORTIE_TRACKER_API_KEY=sortie-secret",
@@ -134,5 +170,6 @@ echo '{"type":"result","outcome":"success"}'
 	check("agent", read("agent.env"),
 		map[string]string{"ANTHROPIC_API_KEY": "model-key", "SORTIE_ISSUE_IDENTIFIER": "ENV-1", "SORTIE_ISSUE_ID": "ENV-1",
 			"SORTIE_RUN_ID": strconv.FormatInt(runID, 10), "SORTIE_WORKSPACE": workspacePath(t, cfg, "ENV-1")},
-		append([]string{"GITHUB_TOKEN", "SORTIE_TRACKER_API_KEY", "SORTIE_REPO_URL", "SORTIE_POLLING_INTERVAL_MS"}, private...))
+		append([]string{"GITHUB_TOKEN", "SORTIE_TRACKER_API_KEY", "SORTIE_REPO_URL", "SORTIE_POLLING_INTERVAL_MS",
+			"TMUX", "PGPASSWORD", "DBUS_SESSION_BUS_ADDRESS", "SSH_AUTH_SOCK"}, private...))
 }

@@ -267,7 +267,7 @@ func (o *Orchestrator) removeIssueState(cfg *config.Config, ad *Adapters, is tra
 		}
 	}
 	for id := range ids {
-		env := AgentEnv(o.opts.Environ, secretNames(cfg, o.opts.Environ), map[string]string{"SORTIE_ISSUE_ID": id, "SORTIE_WORKSPACE": path})
+		env := agentEnvFor(cfg, o.opts.Environ, map[string]string{"SORTIE_ISSUE_ID": id, "SORTIE_WORKSPACE": path})
 		if err := remover.RemoveIssueState(o.opts.RunAs.Env(env), path, o.opts.RunAs); err != nil {
 			o.log.Warn("removing a terminal issue's agent state failed", "issue_identifier", is.Identifier, "error", err)
 		}

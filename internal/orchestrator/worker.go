@@ -727,7 +727,7 @@ func (w *worker) agentEnv() []string {
 	if w.e.host != "" {
 		extra["SORTIE_SSH_HOST"] = w.e.host
 	}
-	env := AgentEnv(w.o.opts.Environ, secretNames(w.cfg, w.o.opts.Environ), extra)
+	env := agentEnvFor(w.cfg, w.o.opts.Environ, extra)
 	if w.e.host != "" {
 		return env // the remote user's own
 	}

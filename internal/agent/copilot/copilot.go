@@ -46,7 +46,7 @@ const canaryTimeout = 5 * time.Second
 const maxArg = 120 << 10
 
 func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand}, New)
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames}, New)
 }
 
 // adapter serves every copilot-cli session.

@@ -15,7 +15,7 @@ func TestRegister_KindNeedsACommandAndDefaultsToCopilot(t *testing.T) {
 	if !ok {
 		t.Fatalf("kind %q is not registered", Kind)
 	}
-	if want := (agent.Meta{RequiresCommand: true, DefaultCommand: "copilot"}); meta != want {
+	if want := (agent.Meta{RequiresCommand: true, DefaultCommand: "copilot", Env: EnvNames}); !reflect.DeepEqual(meta, want) {
 		t.Errorf("meta = %+v, want %+v", meta, want)
 	}
 	a, err := agent.New(agent.Config{Kind: Kind, Command: "copilot"})

@@ -1,0 +1,20 @@
+package codex
+
+import (
+	"slices"
+	"testing"
+
+	"sortie/internal/agent"
+)
+
+func TestEnvFrom_ModelProvidersKeys(t *testing.T) {
+	cfg := agent.Config{Kind: Kind,
+		Command: `codex --config 'model_providers.x={name="x", env_key="X_KEY"}' app-server`,
+		Options: map[string]any{"model_providers": map[string]any{"y": map[string]any{"env_key": "Y_KEY"}}}}
+	got := agent.EnvNames(cfg)
+	for _, want := range []string{"OPENAI_*", "X_KEY", "Y_KEY"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("EnvNames = %q, want %s in it", got, want)
+		}
+	}
+}
