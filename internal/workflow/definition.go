@@ -96,14 +96,19 @@ type Activity struct {
 	Transitions []Transition    `json:"transitions,omitempty"`
 	Triggers    []Trigger       `json:"triggers,omitempty"`
 	// EntryActions and ExitActions run on entering and leaving the activity.
-	EntryActions      []Action   `json:"entryActions,omitempty"`
-	ExitActions       []Action   `json:"exitActions,omitempty"`
-	Outcome           []string   `json:"outcome,omitempty"`
-	ContextToPreserve []string   `json:"context_to_preserve,omitempty"`
-	Required          bool       `json:"required"`
-	EstimatedTime     string     `json:"estimatedTime,omitempty"`
-	Rules             []string   `json:"rules,omitempty"`
-	Artifacts         []Artifact `json:"artifacts,omitempty"`
+	EntryActions      []Action `json:"entryActions,omitempty"`
+	ExitActions       []Action `json:"exitActions,omitempty"`
+	Outcome           []string `json:"outcome,omitempty"`
+	ContextToPreserve []string `json:"context_to_preserve,omitempty"`
+	Required          bool     `json:"required"`
+	// FreeEntry (free_entry) lets a session enter the activity from any activity, not
+	// only from those with a transition to it: next_activity refuses every other
+	// entry that is not a transition. Checkpoints are not skipped by it: a hand-off
+	// still waits for the blocking checkpoints on every path to the end.
+	FreeEntry     bool       `json:"free_entry,omitempty"`
+	EstimatedTime string     `json:"estimatedTime,omitempty"`
+	Rules         []string   `json:"rules,omitempty"`
+	Artifacts     []Artifact `json:"artifacts,omitempty"`
 	// ArtifactPrefix is set by the loader from the file index NN (as
 	// written, e.g. "02"); it is empty for inline activities.
 	ArtifactPrefix string `json:"artifactPrefix,omitempty"`

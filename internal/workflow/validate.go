@@ -317,6 +317,11 @@ func (w *Workflow) graphWarnings() []Problem {
 	}
 	seen := map[string]bool{}
 	queue := []string{start}
+	for _, a := range w.Activities {
+		if a.FreeEntry {
+			queue = append(queue, a.ID) // entered from anywhere
+		}
+	}
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
@@ -334,6 +339,10 @@ func (w *Workflow) graphWarnings() []Problem {
 	for _, a := range w.Activities {
 		if !seen[a.ID] {
 			out = append(out, Problem{File: a.file, Field: a.field, Msg: fmt.Sprintf("activity %q is unreachable from %q", a.ID, start)})
+		}
+		if a.FreeEntry && len(a.successors()) == 0 && w.hasBlockingAfterStart(start) {
+			out = append(out, Problem{File: a.file, Field: joinField(a.field, "free_entry"), Msg: fmt.Sprintf(
+				"activity %q ends the workflow and has free_entry: an agent may enter it from anywhere, so no checkpoint before it is on every path to the end and a hand-off need not wait for one", a.ID)})
 		}
 		if len(w.Variables) == 0 {
 			continue

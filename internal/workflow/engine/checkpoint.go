@@ -51,7 +51,9 @@ func (c *call) nextActivity(args json.RawMessage) (any, error) {
 		}
 		return nil, fail(KindActivityNotFound, "Activity %q not found in workflow %q (activities: %s)", a.ActivityID, w.ID, strings.Join(ids, ", "))
 	}
-	c.checkTransition(w, p.Activity, act.ID, a.TransitionCondition)
+	if err := c.checkTransition(w, p.Activity, act.ID, a.TransitionCondition); err != nil {
+		return nil, err
+	}
 	if prev, ok := w.Activity(p.Activity); ok {
 		c.checkSkillAssociation(prev, p.Skill)
 		c.checkSteps(prev, a.StepManifest)

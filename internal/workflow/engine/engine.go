@@ -237,6 +237,7 @@ const (
 	KindSkillNotFound         = "skill_not_found"
 	KindResourceNotFound      = "resource_not_found"
 	KindSessionOfAnotherIssue = "session_of_another_issue"
+	KindNotATransition        = "invalid_transition" // next_activity off the graph (free_entry aside)
 	KindStateUnavailable      = "state_unavailable"
 	KindInternal              = "internal_error"
 )

@@ -218,3 +218,20 @@ func (m *MemoryState) AnswerCheckpoint(_ context.Context, a store.CheckpointAnsw
 	}
 	return store.Checkpoint{}, fmt.Errorf("checkpoint %s of session %s: %w", a.CheckpointID, a.SessionID, store.ErrNotFound)
 }
+
+// IssueCheckpoints returns the newest limit checkpoints of an issue, pending or not,
+// oldest of them first (store.WorkflowReader.IssueCheckpoints).
+func (m *MemoryState) IssueCheckpoints(_ context.Context, issueID string, limit int) ([]store.Checkpoint, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.Checkpoint
+	for _, c := range m.checkpoints {
+		if c.IssueID == issueID {
+			out = append(out, c)
+		}
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}

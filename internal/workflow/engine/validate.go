@@ -39,30 +39,39 @@ func edges(a *workflow.Activity) []edge {
 	return out
 }
 
-// checkTransition warns about an entry that does not follow the graph: a first
-// activity other than the initial one, a target that is no successor of the current
-// activity, and a claimed transition condition that does not match.
-func (c *call) checkTransition(w *workflow.Workflow, from, to, claimed string) {
-	if from == "" {
-		if start := initial(w); to != start {
-			c.warn("first activity %q is not the workflow's initialActivity %q", to, start)
-		}
-		return
+// checkTransition refuses an entry that does not follow the graph: a first activity
+// other than the initial one, or a target that is no successor of the current activity
+// (a transition, decision branch, checkpoint-option effect or loop activity; from a
+// loop's activity, its loop's parent and siblings too), unless the target is marked
+// free_entry. Re-entering the current activity is allowed. Upstream only warns
+// (workflow-server-behaviour.md §5); here a warning let an agent walk around the
+// activity whose checkpoint waits for a human. A claimed transition condition that
+// does not match stays a warning: conditions are the agent's to evaluate.
+func (c *call) checkTransition(w *workflow.Workflow, from, to, claimed string) error {
+	target, ok := w.Activity(to)
+	if !ok || from == to {
+		return nil
 	}
-	if from == to {
-		return
+	if from == "" {
+		if start := initial(w); to != start && !target.FreeEntry {
+			return fail(KindNotATransition, "Cannot enter activity %q first: a session starts with the workflow's initialActivity %q (only activities marked free_entry may be entered from anywhere)", to, start)
+		}
+		return nil
 	}
 	prev, ok := w.Activity(from)
 	if !ok {
-		return
+		return nil // the workflow changed under the session; version drift says so
 	}
-	succ := prev.Successors()
-	if len(succ) == 0 {
-		return
+	succ := allowedFrom(w, prev)
+	if !slices.Contains(succ, to) && !target.FreeEntry {
+		next := "none: the activity ends the workflow"
+		if len(succ) > 0 {
+			next = strings.Join(uniq(succ), ", ")
+		}
+		return fail(KindNotATransition, "Cannot enter activity %q from %q: it is not one of its transitions (transitions: %s), and it is not marked free_entry. Follow the transitions; an activity with a checkpoint cannot be skipped", to, from, next)
 	}
-	if !slices.Contains(succ, to) {
-		c.warn("activity %q is not a transition from %q (transitions: %s)", to, from, strings.Join(uniq(succ), ", "))
-		return
+	if !slices.Contains(prev.Successors(), to) {
+		return nil // free entry, or back from a loop
 	}
 	var toHere []edge
 	for _, e := range edges(prev) {
@@ -71,7 +80,7 @@ func (c *call) checkTransition(w *workflow.Workflow, from, to, claimed string) {
 		}
 	}
 	if len(toHere) == 0 { // reached through a loop
-		return
+		return nil
 	}
 	var conds []string
 	hasDefault := false
@@ -94,6 +103,23 @@ func (c *call) checkTransition(w *workflow.Workflow, from, to, claimed string) {
 	default:
 		c.warn("Condition mismatch: transition_condition %q is not a condition of the transition from %q to %q (conditions: %s)", claimed, from, to, strings.Join(conds, " | "))
 	}
+	return nil
+}
+
+// allowedFrom lists the activities a session may enter from a besides free-entry ones:
+// a's successors and, when a is an activity of a loop, the loop's activity and the
+// loop's other activities.
+func allowedFrom(w *workflow.Workflow, a *workflow.Activity) []string {
+	out := a.Successors()
+	for _, p := range w.Activities {
+		for _, l := range p.Loops {
+			if slices.Contains(l.Activities, a.ID) {
+				out = append(out, p.ID)
+				out = append(out, l.Activities...)
+			}
+		}
+	}
+	return out
 }
 
 func uniq(s []string) []string {

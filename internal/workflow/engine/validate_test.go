@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,13 @@ func TestValidation_Transitions(t *testing.T) {
 	t.Run("first activity is not initialActivity", func(t *testing.T) {
 		h := newHarness(t, lib)
 		h.start("flow")
-		wantWarning(t, h.ok(ToolNextActivity, obj{"activity_id": "done"}), `"done"`, "initialActivity", `"start"`)
+		msg := h.err(ToolNextActivity, obj{"activity_id": "done"}, KindNotATransition)
+		for _, want := range []string{`"done"`, "initialActivity", `"start"`, "free_entry"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("refusal %q does not mention %s", msg, want)
+			}
+		}
+		h.ok(ToolNextActivity, obj{"activity_id": "start"}) // the token was not spent
 	})
 	t.Run("not a transition", func(t *testing.T) {
 		h := newHarness(t, lib)
@@ -71,13 +78,28 @@ func TestValidation_Transitions(t *testing.T) {
 		h.clk.Advance(3 * time.Second)
 		h.ok(ToolRespondCheckpoint, obj{"checkpoint_id": "auto", "auto_advance": true})
 		h.ok(ToolRespondCheckpoint, obj{"checkpoint_id": "maybe", "condition_not_met": true})
-		wantWarning(t, h.ok(ToolNextActivity, obj{"activity_id": "start", "step_manifest": stepsOf("build")}),
-			`"start" is not a transition from "work"`, "done")
-		// An activity without transitions may go anywhere.
-		h.clk.Advance(3 * time.Second)
-		h.ok(ToolRespondCheckpoint, obj{"checkpoint_id": "go", "option_id": "reject"})
-		h.ok(ToolNextActivity, obj{"activity_id": "done", "transition_condition": "checkpoint:go:reject", "step_manifest": full})
-		noWarnings(t, "leaving done", h.ok(ToolNextActivity, obj{"activity_id": "work"}))
+		msg := h.err(ToolNextActivity, obj{"activity_id": "start", "step_manifest": stepsOf("build")}, KindNotATransition)
+		if !strings.Contains(msg, `"start" from "work"`) || !strings.Contains(msg, "transitions: done") {
+			t.Fatalf("refusal %q does not name the move and the transitions", msg)
+		}
+		h.ok(ToolNextActivity, obj{"activity_id": "done", "step_manifest": stepsOf("build")})
+		// An activity without transitions ends the workflow: nothing leaves it but a
+		// re-entry.
+		if msg := h.err(ToolNextActivity, obj{"activity_id": "work"}, KindNotATransition); !strings.Contains(msg, "ends the workflow") {
+			t.Fatalf("refusal %q does not say done ends the workflow", msg)
+		}
+		noWarnings(t, "re-entering done", h.ok(ToolNextActivity, obj{"activity_id": "done"}))
+	})
+	t.Run("free_entry", func(t *testing.T) {
+		files := maps.Clone(flowFiles)
+		files["flow/activities/03-done.toon"] += "free_entry: true\n"
+		h := newHarness(t, writeLibrary(t, files))
+		h.start("flow")
+		noWarnings(t, "entering done first", h.ok(ToolNextActivity, obj{"activity_id": "done"}))
+		h.ok(ToolNextActivity, obj{"activity_id": "done"})
+		if msg := h.err(ToolNextActivity, obj{"activity_id": "work"}, KindNotATransition); !strings.Contains(msg, `"work" from "done"`) {
+			t.Fatalf("refusal %q", msg)
+		}
 	})
 	t.Run("condition claimed for a plain default", func(t *testing.T) {
 		h := newHarness(t, lib)
@@ -136,8 +158,8 @@ func TestValidation_StepManifest(t *testing.T) {
 	}
 	t.Run("activity without steps needs none", func(t *testing.T) {
 		h := newHarness(t, lib)
-		h.start("flow")
-		h.ok(ToolNextActivity, obj{"activity_id": "done"})
+		toLeaveStart(t, h)
+		h.ok(ToolNextActivity, obj{"activity_id": "done", "step_manifest": stepsOf("read", "note")})
 		noWarnings(t, "leave done", h.ok(ToolNextActivity, obj{"activity_id": "done"}))
 	})
 }
