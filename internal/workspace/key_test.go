@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -82,6 +84,76 @@ func TestKey_DistinctIdentifiersNeverShareADirectory(t *testing.T) {
 		if k1 == k2 {
 			t.Errorf("Key(%q) == Key(%q) == %q, want distinct keys", p[0], p[1], k1)
 		}
+	}
+}
+
+// TestKey_KeepsSixtyFourBitsOfTheHash: two identifiers whose 32-bit hash prefixes
+// collide (found by brute force, as a hostile issue author would) no longer share a
+// workspace; with the old 8 hex digits they did.
+func TestKey_KeepsSixtyFourBitsOfTheHash(t *testing.T) {
+	if keyHashLen < 16 {
+		t.Fatalf("keyHashLen = %d hex digits, want at least 16 (64 bits)", keyHashLen)
+	}
+	// Same sanitised name (x and 24 underscores), same first 8 hex digits.
+	a, b := "x/:/::::////::://////////", "x::://:///::///://///////"
+	if la, lb := legacyKey(a), legacyKey(b); la != lb {
+		t.Fatalf("the fixture no longer collides under the old scheme: %q, %q", la, lb)
+	}
+	ka, _ := Key(a)
+	kb, _ := Key(b)
+	if ka == kb {
+		t.Errorf("Key(%q) == Key(%q) == %q", a, b, ka)
+	}
+	if prefix := "x" + strings.Repeat("_", 24) + "-"; !strings.HasPrefix(ka, prefix) || len(ka) != len(prefix)+16 {
+		t.Errorf("Key(%q) = %q, want the sanitised name, a dash and 16 hex digits", a, ka)
+	}
+	if legacyKey("PROJ-1") != "" {
+		t.Error("an identifier that needs no hash has a legacy name")
+	}
+}
+
+// TestPrepare_AdoptsWorkspaceOfTheOldName: after an upgrade, an issue's workspace
+// named with the 32-bit hash is renamed to its new name on the issue's next run:
+// neither orphaned nor duplicated, its files kept.
+func TestPrepare_AdoptsWorkspaceOfTheOldName(t *testing.T) {
+	root := t.TempDir()
+	id := "owner/repo#9"
+	old := filepath.Join(root, legacyKey(id))
+	if err := os.MkdirAll(filepath.Join(old, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "src", "work.go"), []byte("package x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Root: root, Hooks: Hooks{AfterCreate: "touch created-now"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := m.Prepare(t.Context(), Issue{ID: "9", Identifier: id}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := Key(id)
+	if ws.Path != filepath.Join(root, key) || ws.CreatedNow {
+		t.Errorf("Prepare = %+v, want the existing workspace under its new name %s", ws, key)
+	}
+	if _, err := os.Stat(filepath.Join(ws.Path, "src", "work.go")); err != nil {
+		t.Errorf("the old workspace's files did not move with it: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws.Path, "created-now")); err == nil {
+		t.Error("after_create ran again on an adopted workspace")
+	}
+	if _, err := os.Lstat(old); err == nil {
+		t.Errorf("%s is still there beside the new name", old)
+	}
+	// A link of the old name is neither followed nor moved.
+	id2 := "owner/repo#10"
+	target := t.TempDir()
+	if err := os.Symlink(target, filepath.Join(root, legacyKey(id2))); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := AdoptLegacy(root, id2, filepath.Join(root, "new")); moved != "" || err != nil {
+		t.Errorf("AdoptLegacy of a link = %q, %v", moved, err)
 	}
 }
 

@@ -162,6 +162,11 @@ func (m *Manager) Prepare(ctx context.Context, issue Issue, attempt int) (Worksp
 	if err := checkDirectChild(root, path); err != nil {
 		return Workspace{}, err
 	}
+	if old, err := AdoptLegacy(root, issue.Identifier, path); err != nil {
+		return Workspace{}, err
+	} else if old != "" {
+		m.log.Info("renamed a workspace named by an older Sortie to its new name", "from", old, "to", path)
+	}
 	created, err := ensureWorkspaceDir(path)
 	if err != nil {
 		return Workspace{}, err
