@@ -11,7 +11,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -150,5 +152,120 @@ func TestSymphony_WorkflowRunsUnchangedWithCodexAndLinear(t *testing.T) {
 	out, ok := reqs[2].LastFunctionOutput()
 	if !ok || !strings.Contains(out.Text, `"issueUpdate":{"issue":{"state":{"name":"Human Review"}},"success":true}`) {
 		t.Errorf("linear_graphql's answer to the model = %+v, %v; want the mutation's result", out, ok)
+	}
+}
+
+// symphonyCurrentFile is Symphony's WORKFLOW.md as its main branch has it since
+// 2026-07-17 (testdata/symphony-2026-07-17/SOURCE.md): Linear's settings under
+// tracker.provider, a workspace root under ~, an after_create hook that clones Symphony
+// and a codex.command with its own model settings.
+const symphonyCurrentFile = "testdata/symphony-2026-07-17/WORKFLOW.md"
+
+// symphonyCurrentCommand is the codex.command line of that file, the one line the
+// test replaces.
+const symphonyCurrentCommand = `  command: codex --config shell_environment_policy.inherit=all --config 'model="gpt-5.5"' --config model_reasoning_effort=xhigh app-server` + "\n"
+
+// TestSymphony_CurrentWorkflowRunsUnchanged: Symphony's current WORKFLOW.md, byte for
+// byte but for codex.command, validates with no problem and runs a ticket to hand-off
+// with the fake Linear API (reached through SORTIE_TRACKER_ENDPOINT, since the file
+// names no endpoint) and the real codex CLI. Its after_create hook clones Symphony's
+// repository: git's url.<base>.insteadOf in the test's HOME points that at a local
+// repository, as the machine has no network. Blockers hold only Todo issues, as in
+// Symphony: an In Progress issue whose blocker is open is still dispatched.
+func TestSymphony_CurrentWorkflowRunsUnchanged(t *testing.T) {
+	t.Parallel()
+	codex := clis.Codex(t)
+	original, err := os.ReadFile(symphonyCurrentFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(original), symphonyCurrentCommand) {
+		t.Fatalf("%s no longer has the codex.command line the test replaces", symphonyCurrentFile)
+	}
+
+	home := t.TempDir()
+	upstream := filepath.Join(t.TempDir(), "symphony")
+	gitRun(t, "", "init", "-q", upstream)
+	writeFile(t, upstream, "README.md", "symphony\n")
+	gitRun(t, upstream, "add", "README.md")
+	gitRun(t, upstream, "-c", "user.email=a@example.com", "-c", "user.name=a", "commit", "-q", "-m", "init")
+	writeFile(t, home, ".gitconfig", fmt.Sprintf("[url \"file://%s\"]\n\tinsteadOf = https://github.com/openai/symphony\n[user]\n\temail = a@example.com\n\tname = a\n", upstream))
+
+	m := fakemodel.StartResponses(t)
+	provider := fmt.Sprintf(`%s --config model_provider=fakemodel --config 'model_providers.fakemodel={name="fakemodel", base_url="%s", wire_api="responses", env_key="%s", request_max_retries=0, stream_max_retries=0}' --config model=%s`,
+		codex, m.URL, clis.CodexProviderKeyEnv, clis.CodexModel)
+	dir := t.TempDir()
+	wf := writeFile(t, dir, "WORKFLOW.md", strings.Replace(string(original), symphonyCurrentCommand, "  command: "+provider+" app-server\n", 1))
+
+	lin := fakelinear.New(t, nil)
+	lin.AddTeam("ENG", "Engineering")
+	review := lin.AddState("ENG", "Human Review", "started")
+	inProject := func(i *fakelinear.Issue) { i.ProjectSlug = "0c79b11b75ea" }
+	blocker := lin.AddIssue("ENG", "An open blocker elsewhere", "Todo", nil)
+	todoBlocked := lin.AddIssue("ENG", "Waits for its blocker", "Todo", inProject)
+	lin.Block(blocker.ID, todoBlocked.ID)
+	env := append(clis.CodexEnv(testEnv(t.TempDir()), home), "LINEAR_API_KEY="+fakelinear.Key, "SORTIE_TRACKER_ENDPOINT="+lin.URL)
+
+	v := runSortie(t, dir, env, "validate", wf)
+	if v.code != exitOK || !strings.Contains(v.stdout, "(0 warnings)") {
+		t.Fatalf("sortie validate on Symphony's current file: want valid with no warning, got:\n%s", v)
+	}
+
+	// The blocker rule, read from the dry run: the In Progress issue goes, the Todo
+	// one waits.
+	progressBlocked := lin.AddIssue("ENG", "Add hello.txt", "In Progress", inProject)
+	lin.Block(blocker.ID, progressBlocked.ID)
+	d := runSortie(t, dir, env, "--dry-run", wf)
+	if d.code != exitOK {
+		t.Fatalf("--dry-run: %s", d)
+	}
+	for _, want := range []string{progressBlocked.Identifier + " .*dispatch$", todoBlocked.Identifier + " .*skip: blocked by " + blocker.Identifier} {
+		if !regexp.MustCompile(`(?m)` + want).MatchString(d.stdout) {
+			t.Errorf("--dry-run lacks a line matching %q:\n%s", want, d.stdout)
+		}
+	}
+
+	mutation := `mutation($id: String!, $stateId: String!) { issueUpdate(id: $id, input: {stateId: $stateId}) { success issue { state { name } } } }`
+	m.Push(
+		fakemodel.ResponsesReply{Text: "Writing the file.", FunctionCalls: []fakemodel.FunctionCall{{Name: "exec_command",
+			Arguments: map[string]any{"cmd": "printf hello > hello.txt"}}}},
+		fakemodel.ResponsesReply{Text: "Moving the ticket.", FunctionCalls: []fakemodel.FunctionCall{{Namespace: "mcp__sortie_tools",
+			Name: "linear_graphql", Arguments: map[string]any{"query": mutation,
+				"variables": map[string]any{"id": progressBlocked.ID, "stateId": review.ID}}}}},
+		fakemodel.ResponsesReply{Text: "Done; the ticket is in Human Review."},
+	)
+	r := runSortie(t, dir, env, "--exit-when-idle", "--port", "0", wf)
+	if r.code != exitOK {
+		t.Fatalf("sortie: %s", r)
+	}
+	runs := runsByIssue(t, filepath.Join(dir, ".sortie.db"))
+	if len(runs[todoBlocked.ID]) != 0 {
+		t.Errorf("%s ran while its blocker is open: %+v", todoBlocked.Identifier, runs[todoBlocked.ID])
+	}
+	got := runs[progressBlocked.ID]
+	if len(got) != 1 || got[0].AgentKind != "codex" || got[0].Status == store.StatusFailed {
+		t.Fatalf("runs of %s = %+v, want one codex run\n%s", progressBlocked.Identifier, got, r)
+	}
+	if _, state := lin.Issue(progressBlocked.ID); state != "Human Review" {
+		t.Errorf("%s is in %q, want Human Review", progressBlocked.Identifier, state)
+	}
+	ws := got[0].Workspace
+	if !strings.HasPrefix(ws, filepath.Join(home, "code", "symphony-workspaces")+string(filepath.Separator)) {
+		t.Errorf("workspace %s is not under the file's ~/code/symphony-workspaces", ws)
+	}
+	for name, want := range map[string]string{"hello.txt": "hello", "README.md": "symphony\n"} {
+		if data, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(data) != want {
+			t.Errorf("%s in the workspace = %q, %v; want %q (the agent's file and the after_create clone)", name, data, err, want)
+		}
+	}
+}
+
+// gitRun runs git in dir and fails the test when it fails.
+func gitRun(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
