@@ -75,7 +75,9 @@ func (w *worker) prepareExtensions() (string, func(), error) {
 	revoke := func() {}
 	// The socket is local: an agent on an SSH host could not reach it.
 	if x.Socket != nil && w.e.host == "" {
-		token = x.Socket.Grant(agentsock.Session{IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID})
+		// Bound to the run's processes: a token read elsewhere is refused (peers.go).
+		w.peers = w.newPeers()
+		token = x.Socket.Grant(agentsock.Session{IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID, Bind: w.peers})
 		revoke = func() { x.Socket.Revoke(token) }
 	}
 	servers := map[string]any{}

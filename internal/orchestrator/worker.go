@@ -86,6 +86,9 @@ type worker struct {
 	// cgroupEmptied: the run's cgroup was emptied and removed, so nothing the agent
 	// started is left running (closeCgroup).
 	cgroupEmptied bool
+	// peers binds the run's capability token to the run's processes (peers.go); nil
+	// when the run has no token.
+	peers *runPeers
 }
 
 // stateChanged records new token usage in .sortie/state.json (coalesced).
@@ -223,6 +226,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	w.state = &stateFile{w: w, started: o.clk.Now()}
 	env := w.agentEnv()
 	w.openCgroup()
+	ctx = w.bindPeers(ctx)
 	confine, cleanup, err := w.confinement(cfg, env)
 	if err != nil {
 		w.closeCgroup()

@@ -302,7 +302,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 			a.drop(st, c)
 		}
 		var err error
-		if c, err = a.spawn(st); err != nil {
+		if c, err = a.spawn(ctx, st); err != nil {
 			reason := agent.EventStartupFailed
 			if agent.KindOf(err) == agent.ErrTurnCancelled {
 				reason = agent.EventTurnCancelled
@@ -356,7 +356,7 @@ func (a *adapter) authHint(env []string) string {
 // spawn starts the session's app-server unless the session was stopped. CODEX_HOME is
 // reset first: what the agent wrote there during an earlier app-server's life is not
 // loaded by the next.
-func (a *adapter) spawn(st *session) (*conn, error) {
+func (a *adapter) spawn(ctx context.Context, st *session) (*conn, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.stopped {
@@ -365,7 +365,7 @@ func (a *adapter) spawn(st *session) (*conn, error) {
 	if _, err := a.prepareHome(st); err != nil {
 		return nil, err
 	}
-	c, err := startConn(st.cmd, a.record)
+	c, err := startConn(ctx, st.cmd, a.record)
 	if err != nil {
 		return nil, &agent.Error{Kind: proc.ClassifyStart(err), Message: "codex: starting " + st.cmd.Path, Err: err}
 	}

@@ -39,14 +39,14 @@ var (
 )
 
 // startConn starts c with a pipe for its stdin and reads its stdout. ctx is only for the
-// start: the process lives until stop.
-func startConn(c proc.Command, record func([]byte)) (*conn, error) {
+// start (and its proc.Trace): the process lives until stop.
+func startConn(ctx context.Context, c proc.Command, record func([]byte)) (*conn, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	c.Stdin = r
-	p, err := proc.Start(context.Background(), c)
+	p, err := proc.Start(context.WithoutCancel(ctx), c)
 	r.Close() // the child has its copy
 	if err != nil {
 		w.Close()

@@ -95,6 +95,7 @@ type Process struct {
 	reaped bool
 
 	sweep  int           // the cgroup (fd) to sweep once the leader has exited; -1 for none
+	trace  *Trace        // the start's context's Trace, told when the leader exits
 	exited chan struct{} // closed when the leader has exited (before it is reaped)
 	done   chan struct{} // closed once the leader is reaped and exit is set
 	exit   Exit
@@ -172,12 +173,16 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 			return nil, fmt.Errorf("proc: the child's cgroup: %w", err)
 		}
 	}
+	trace := traceOf(ctx)
+	trace.starting()
 	if err := startCmd(cmd, c.Confine); err != nil {
+		trace.started(0)
 		r.Close()
 		w.Close()
 		closeFD(sweep)
 		return nil, err
 	}
+	trace.started(cmd.Process.Pid)
 	w.Close() // the child has its copy; ours would keep the reader from seeing EOF
 
 	p := &Process{
@@ -189,6 +194,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		exited: make(chan struct{}),
 		done:   make(chan struct{}),
 		sweep:  sweep,
+		trace:  trace,
 	}
 	p.wg.Add(2)
 	go p.reap()
@@ -297,6 +303,7 @@ func (p *Process) reap() {
 		// The leader is a zombie, so its pid, and with it the group id, cannot have
 		// been reused: kill what is left of the group, then stop signalling for good.
 		close(p.exited)
+		p.trace.exited(p.pid) // still a zombie: the pid is not reused yet
 		p.signalGroup(syscall.SIGKILL)
 		p.markReaped()
 		p.sweepLeftovers() // before Wait, which waits for whoever holds stderr
@@ -307,6 +314,7 @@ func (p *Process) reap() {
 
 	if !pinned {
 		close(p.exited)
+		p.trace.exited(p.pid)
 		// Best effort after reaping: the group id is reusable now, but only once the
 		// pid space has wrapped around, a risk accepted where waitid is unavailable.
 		p.signalGroup(syscall.SIGKILL)

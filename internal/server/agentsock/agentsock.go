@@ -21,8 +21,9 @@
 //	POST /v1/linear_graphql LinearGraphQLRequest → Reply whose data is Linear's answer
 //
 // Every answer is a Reply (status 200), except an unknown, revoked or missing token
-// (401 with a Reply whose error kind is "unauthorized") and a malformed request (400,
-// kind "invalid_input").
+// (401 with a Reply whose error kind is "unauthorized"), a token presented by a
+// process that is not its session's (403, kind "unauthorized": see Session.Bind and
+// RunProcesses) and a malformed request (400, kind "invalid_input").
 //
 // A workflow call's Reply is OK whenever the daemon ran the tool, even when the tool
 // failed: the tool's own answer, success or error, is the WorkflowResult in data,
@@ -62,6 +63,11 @@ type Session struct {
 	IssueID    string `json:"issue_id"`
 	Identifier string `json:"issue_identifier"`
 	RunID      int64  `json:"run_id"`
+	// Bind, when not nil, binds the token to the session's own processes: a call
+	// from any other process, with the token read from elsewhere (a sibling's
+	// .sortie/mcp.json, its sidecar's /proc/<pid>/environ), is refused (403,
+	// unauthorized). nil: the token alone authenticates.
+	Bind Binding `json:"-"`
 }
 
 // Capabilities are the tools the daemon can serve to sessions: the Tier 2 tools and
@@ -189,6 +195,7 @@ type Server struct {
 
 	mu     sync.RWMutex
 	grants map[string]Session
+	pidfds sync.Map // net.Conn → Peer holding a pidfd to close with the connection
 }
 
 // Listen creates the socket at path (its directory is created with mode 0700, a stale
@@ -226,7 +233,24 @@ func Listen(path string, h Handler) (*Server, error) {
 	mux.HandleFunc("POST /v1/runs", s.runs)
 	mux.HandleFunc("POST /v1/spend", s.spend)
 	mux.HandleFunc("POST /v1/linear_graphql", s.linearGraphQL)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		// Each connection carries its peer's credentials, read once as it is
+		// accepted (they are the connecting process's, whatever happens later).
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			p := connPeer(c)
+			if p.pidfd >= 0 {
+				s.pidfds.Store(c, p)
+			}
+			return context.WithValue(ctx, peerKey{}, p)
+		},
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				if p, ok := s.pidfds.LoadAndDelete(c); ok {
+					closePeer(p.(Peer))
+				}
+			}
+		},
+	}
 	go s.srv.Serve(ln)
 	return s, nil
 }
@@ -300,7 +324,18 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (Session, boo
 		sess, found := s.grants[tok]
 		s.mu.RUnlock()
 		if found {
-			return sess, true
+			if sess.Bind == nil {
+				return sess, true
+			}
+			// Within the request: Admit may wait for a process of the session
+			// that is starting.
+			err := sess.Bind.Admit(r.Context(), peerOf(r.Context()))
+			if err == nil {
+				return sess, true
+			}
+			writeReply(w, http.StatusForbidden, Reply{Error: Errorf("unauthorized",
+				"the token is refused: %v; a session's token is accepted only from that agent session's own processes (its run's cgroup or process tree), never from another process that read it", err)})
+			return Session{}, false
 		}
 	}
 	writeReply(w, http.StatusUnauthorized, Reply{Error: Errorf("unauthorized",
