@@ -113,6 +113,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	port := fs.Int("port", -1, "the daemon's API port (default: server.port)")
 	envFile := fs.String("env-file", "", "read SORTIE_* overrides from this .env file")
 	login := fs.Bool("login-url", false, "print the link that logs a browser in to the dashboard, and exit")
+	printToken := fs.Bool("token", false, "print the operator token, as a client sends it (Authorization: Bearer TOKEN), and exit")
 	if err := fs.Parse(args); err != nil {
 		return parseErrorCode(err)
 	}
@@ -138,6 +139,14 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	cfg.Server.AuthToken = token
+	if *printToken {
+		if token == "" {
+			fmt.Fprintf(stderr, "sortie status: no operator token yet: the daemon writes %s on its first start (or set server.auth_token)\n", cfg.DBPath+operatorTokenSuffix)
+			return exitFailure
+		}
+		fmt.Fprintln(stdout, token)
+		return exitOK
+	}
 	if *login {
 		if token == "" {
 			fmt.Fprintf(stderr, "sortie status: no operator token yet: the daemon writes %s on its first start (or set server.auth_token)\n", cfg.DBPath+operatorTokenSuffix)
