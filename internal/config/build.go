@@ -17,7 +17,16 @@ var typedKeys = []string{"tracker", "polling", "workspace", "hooks", "agent", "d
 
 // knownExtensionKeys are untyped top-level keys that other parts of Sortie read, so they
 // draw no unknown_key warning. Adapter blocks named after a kind are known too.
-var knownExtensionKeys = []string{"ci_feedback", "self_review", "reactions", "notifications"}
+var knownExtensionKeys = []string{"notifications"}
+
+// unsupportedKeys are the reference daemon's blocks for features Sortie does not have
+// yet: kept, so its files load, but each draws a not_supported warning, since an
+// operator migrating would otherwise believe them in force.
+var unsupportedKeys = map[string]string{
+	"reactions":   "CI and review reactions after the hand-off",
+	"self_review": "the agent's review of its own work before the hand-off",
+	"ci_feedback": "CI failures sent back to the agent",
+}
 
 // Known sub-keys per section; anything else draws an unknown_sub_key warning.
 var (
@@ -330,6 +339,10 @@ func (b *builder) build(raw map[string]any) *Config {
 		cfg.Extensions[k] = raw[k]
 		known := slices.Contains(knownExtensionKeys, k) || slices.Contains(trackerKinds, k) ||
 			slices.Contains(agentKinds, k) || k == cfg.Tracker.Kind || k == cfg.Agent.Kind
+		if what, ok := unsupportedKeys[k]; ok {
+			b.warnf(CheckNotSupported, k, "is not supported yet: nothing reads it, so %s does not happen; it is kept so the file loads", what)
+			continue
+		}
 		if !known {
 			b.warnf(CheckUnknownKey, k, "unknown top-level key; kept as an extension block but nothing reads it")
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -353,9 +354,25 @@ func TestLoad_WarningsKeepDefaults(t *testing.T) {
 	}
 }
 
+// The reference daemon's reactions:, self_review: and ci_feedback: load, but each says
+// that nothing acts on it yet.
+func TestLoad_UnsupportedReferenceBlocksWarn(t *testing.T) {
+	cfg, _ := mustLoad(t, minimal+"reactions: {}\nself_review: {enabled: true}\nci_feedback: {max_retries: 2}\n", nil)
+	for _, k := range []string{"reactions", "self_review", "ci_feedback"} {
+		if !slices.ContainsFunc(cfg.Warnings, func(p Problem) bool {
+			return p.Check == CheckNotSupported && p.Field == k && strings.Contains(p.Message, "not supported yet")
+		}) {
+			t.Errorf("no not_supported warning on %s:\n%s", k, problemLines(cfg.Warnings))
+		}
+		if _, ok := cfg.Extensions[k]; !ok {
+			t.Errorf("%s is not kept in Extensions", k)
+		}
+	}
+}
+
 func TestLoad_KnownExtensionBlocksDrawNoWarning(t *testing.T) {
 	fm := minimal + "file: {path: x}\nmock: {turn_outcomes: [completed]}\nclaude-code: {model: m}\ncopilot-cli: {}\n" +
-		"notifications: []\nreactions: {}\nself_review: {enabled: false}\nci_feedback: {}\n"
+		"notifications: []\n"
 	cfg, _ := mustLoad(t, fm, nil)
 	if len(cfg.Warnings) > 0 {
 		t.Errorf("unexpected warnings:\n%s", problemLines(cfg.Warnings))
