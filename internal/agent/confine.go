@@ -58,6 +58,9 @@ func (c *Confinement) policy(exe string, write, dirs []string) sandbox.Policy {
 	p := c.Policy
 	p.Write = append(append([]string(nil), p.Write...), write...)
 	p.Read = append(append([]string(nil), p.Read...), InstallRoots(exe)...)
+	// No socket of the machine's /tmp or /run/user (tmux, an SSH agent, the session
+	// bus) is within the agent's reach by name (sandbox.CoveredDirs).
+	p.PrivateTmp = true
 	return p
 }
 

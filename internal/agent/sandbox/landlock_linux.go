@@ -113,6 +113,9 @@ func Exec(p Policy, argv, env []string) error {
 // drops them there, so the caller must start every process from this goroutine.
 func ConfineThread(p Policy) error {
 	runtime.LockOSThread() // never unlocked: the thread keeps its reduced capabilities
+	if err := enterPrivateMounts(p); err != nil {
+		return err
+	}
 	if err := dropCapabilities(); err != nil {
 		return err
 	}

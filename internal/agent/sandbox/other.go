@@ -23,3 +23,6 @@ func ThreadConfinable() bool { return false }
 
 // RestrictThread fails outside Linux.
 func RestrictThread(Policy) error { return errNoLandlock }
+
+// MountNamespaceAvailable is false outside Linux.
+func MountNamespaceAvailable() bool { return false }

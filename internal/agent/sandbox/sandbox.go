@@ -50,6 +50,12 @@ type Policy struct {
 	// keep what one run may reach from what every run may: the other runs' workspaces,
 	// temporary directories and CLI state, and the home directory's files.
 	Private []string
+	// PrivateTmp gives the tree a mount namespace of its own, where the machine's /tmp,
+	// /var/tmp, /run/user and the other CoveredDirs are empty but for the policy's own
+	// paths beneath them, so that no socket there (tmux's, an SSH agent's, the session
+	// bus) can be reached by name. Where the daemon may not make one (it is not root,
+	// MountNamespaceAvailable), the tree runs without.
+	PrivateTmp bool
 }
 
 // SystemRead are the system paths every confined tree may read and execute beneath:
@@ -68,12 +74,17 @@ const (
 	flagRead    = "--read"
 	flagHide    = "--hide"
 	flagPrivate = "--private"
+	// flagPrivateTmp, a flag without a value, is Policy.PrivateTmp.
+	flagPrivateTmp = "--private-tmp"
 )
 
 // Args encodes p for the `sortie confine` command line, ending with "--": the
 // program and its arguments follow.
 func (p Policy) Args() []string {
 	var out []string
+	if p.PrivateTmp {
+		out = append(out, flagPrivateTmp)
+	}
 	for _, l := range []struct {
 		flag  string
 		paths []string
@@ -95,6 +106,8 @@ func ParseArgs(args []string) (Policy, []string, error) {
 				return p, nil, errors.New("confine: no program after --")
 			}
 			return p, args[i+1:], nil
+		case flagPrivateTmp:
+			p.PrivateTmp = true
 		case flagWrite, flagRead, flagHide, flagPrivate:
 			if i+1 == len(args) || args[i+1] == "" {
 				return p, nil, fmt.Errorf("confine: %s needs a path", a)
@@ -111,7 +124,7 @@ func ParseArgs(args []string) (Policy, []string, error) {
 				p.Hide = append(p.Hide, args[i])
 			}
 		default:
-			return p, nil, fmt.Errorf("confine: unknown argument %q (want --write, --read, --hide, --private PATH ... -- PROGRAM ARGS)", a)
+			return p, nil, fmt.Errorf("confine: unknown argument %q (want --private-tmp, --write, --read, --hide, --private PATH ... -- PROGRAM ARGS)", a)
 		}
 	}
 	return p, nil, errors.New("confine: missing -- before the program")

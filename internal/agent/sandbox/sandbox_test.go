@@ -145,7 +145,7 @@ func TestExec_RefusesWithoutLandlockRatherThanRunUnconfined(t *testing.T) {
 
 func TestArgs_RoundTrip(t *testing.T) {
 	p := Policy{Write: []string{"/ws", "/tmp/run"}, Read: []string{"/usr"}, Hide: []string{"/srv/sortie.db"},
-		Private: []string{"/var/lib/sortie/workspaces", "/home/agent"}}
+		Private: []string{"/var/lib/sortie/workspaces", "/home/agent"}, PrivateTmp: true}
 	argv := Command("/usr/local/bin/sortie", p, "claude", []string{"-p", "--", "--write"})
 	if argv[0] != "/usr/local/bin/sortie" || argv[1] != "confine" {
 		t.Fatalf("argv = %q", argv)

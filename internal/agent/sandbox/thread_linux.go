@@ -53,6 +53,9 @@ func RestrictThread(p Policy) error {
 	if abi < threadMinABI {
 		return fmt.Errorf("sandbox: the kernel's Landlock ABI %d is older than %d, which confining a thread needs", abi, threadMinABI)
 	}
+	if err := enterPrivateMounts(p); err != nil {
+		return err
+	}
 	err = restrictThread(p, abi, true)
 	if _, ok := err.(staleError); ok {
 		// A cached path changed under us (it became a link, or changed type): expand

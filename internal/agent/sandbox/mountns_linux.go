@@ -1,0 +1,252 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// CoveredDirs are the directories a tree confined with Policy.PrivateTmp sees empty,
+// but for the policy's own paths beneath them: where terminal multiplexers, desktop
+// sessions and agents keep the sockets that act on their user's behalf (tmux's
+// /tmp/tmux-<uid>/default, screen's /run/screen, an SSH agent's /tmp/ssh-*/agent.*,
+// the session bus at /run/user/<uid>/bus, X11's /tmp/.X11-unix, the system bus at
+// /run/dbus). Landlock (before ABI 9) does not govern connect() to a pathname socket,
+// so a confined process could otherwise reach any of them by name.
+var CoveredDirs = []string{"/tmp", "/var/tmp", "/run/user", "/run/screen", "/run/dbus"}
+
+// MaskedSockets are single sockets of services that run commands as root on request,
+// which a tree with PrivateTmp sees as /dev/null (connect() is refused): systemd's
+// private bus and the container engines. A policy that grants one keeps it.
+var MaskedSockets = []string{"/run/systemd/private", "/run/docker.sock", "/run/containerd/containerd.sock",
+	"/run/podman/podman.sock"}
+
+// errNoNamespace is privateMounts' report that this process may not make a mount
+// namespace (it lacks CAP_SYS_ADMIN: not root).
+var errNoNamespace = errors.New("sandbox: no mount namespace: the daemon is not root")
+
+// MountNamespaceAvailable reports whether confined trees with PrivateTmp get their
+// private mount namespace here: the daemon has CAP_SYS_ADMIN (runs as root). A
+// daemon that is not root would need a user namespace, which a multi-threaded process
+// cannot enter; its agents keep the machine's /tmp and /run/user, and only Landlock's
+// file rules and the environment's allow-list stand between them and the sockets
+// there.
+func MountNamespaceAvailable() bool {
+	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
+}
+
+// keptPath is a path of the policy beneath a covered directory, bound back in place
+// once the directory is covered, with the directories between them as they were.
+type keptPath struct {
+	path    string
+	parents []parentDir // from the covered directory's child down to path's parent
+	tree    int         // the detached copy of path (open_tree), once cloned
+}
+
+type parentDir struct {
+	path     string
+	mode     os.FileMode
+	uid, gid int
+}
+
+// privateMounts moves the calling thread into a mount namespace of its own where each
+// of CoveredDirs is an empty tmpfs holding only the policy's own paths beneath it
+// (Write, Read and Hide paths: the workspace, the run's TMPDIR, the CLI's state, the
+// agent socket's directory, all bound back at the same path) and MaskedSockets are
+// /dev/null. A covered directory that a policy path holds (write_paths: [/tmp]) stays
+// as it is. The namespace's mounts do not propagate back. The caller's thread must be
+// locked and discarded, as for RestrictThread; the confined program inherits the
+// namespace, and without CAP_SYS_ADMIN (dropped from the bounding set) and under
+// Landlock (which denies mount and umount) it cannot undo it. errNoNamespace when this
+// process may not make one.
+func privateMounts(p Policy) error {
+	var keep []string
+	for _, l := range [][]string{p.Write, p.Read, p.Hide} {
+		for _, path := range l {
+			if r, err := resolve(path); err == nil {
+				keep = append(keep, r)
+			}
+		}
+	}
+	type cover struct {
+		dir  string
+		kept []*keptPath
+	}
+	var covers []cover
+	for _, d := range CoveredDirs {
+		dir, err := resolve(d)
+		if err != nil {
+			continue // absent here
+		}
+		if slices.ContainsFunc(keep, func(k string) bool { return within(dir, k) }) {
+			continue // granted whole
+		}
+		if slices.ContainsFunc(covers, func(c cover) bool { return within(dir, c.dir) }) {
+			continue // beneath one already covered (a link to it)
+		}
+		c := cover{dir: dir}
+		for _, k := range outermost(keep, dir) {
+			kp := &keptPath{path: k, tree: -1}
+			for parent := filepath.Dir(k); parent != dir; parent = filepath.Dir(parent) {
+				fi, err := os.Stat(parent)
+				if err != nil {
+					return fmt.Errorf("sandbox: private mounts: %w", err)
+				}
+				st := fi.Sys().(*syscall.Stat_t)
+				kp.parents = append(kp.parents, parentDir{path: parent, mode: fi.Mode().Perm() | fi.Mode()&os.ModeSticky, uid: int(st.Uid), gid: int(st.Gid)})
+			}
+			slices.Reverse(kp.parents)
+			c.kept = append(c.kept, kp)
+		}
+		covers = append(covers, c)
+	}
+	var masks []string
+	for _, s := range MaskedSockets {
+		r, err := resolve(s)
+		if err != nil || slices.ContainsFunc(keep, func(k string) bool { return within(r, k) }) {
+			continue
+		}
+		masks = append(masks, r)
+	}
+	cwd, _ := unix.Getwd()
+
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return errNoNamespace
+		}
+		return fmt.Errorf("sandbox: unshare(CLONE_NEWNS): %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("sandbox: making the agent's mounts private: %w", err)
+	}
+	for _, c := range covers {
+		for _, k := range c.kept {
+			fd, err := unix.OpenTree(unix.AT_FDCWD, k.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if errors.Is(err, unix.ENOENT) {
+				continue // gone meanwhile: nothing to keep
+			}
+			if err != nil {
+				return fmt.Errorf("sandbox: keeping %s reachable beneath the agent's own %s: %w", k.path, c.dir, err)
+			}
+			k.tree = fd
+		}
+		err := coverDir(c.dir, c.kept)
+		for _, k := range c.kept {
+			if k.tree >= 0 {
+				unix.Close(k.tree)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, m := range masks {
+		if err := unix.Mount("/dev/null", m, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("sandbox: masking %s: %w", m, err)
+		}
+	}
+	if cwd != "" && slices.ContainsFunc(covers, func(c cover) bool { return within(cwd, c.dir) }) {
+		// The thread's working directory is still the covered one's; the agent starts in
+		// its workspace, but nothing relative may reach what lies beneath.
+		if err := unix.Chdir(cwd); err != nil {
+			if err := unix.Chdir("/"); err != nil {
+				return fmt.Errorf("sandbox: private mounts: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// coverDir mounts an empty tmpfs on dir and binds each kept path's detached tree back
+// at its own path, beneath directories made as the originals were.
+func coverDir(dir string, kept []*keptPath) error {
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return fmt.Errorf("sandbox: covering %s: %w", dir, err)
+	}
+	for _, k := range kept {
+		if k.tree < 0 {
+			continue
+		}
+		for _, d := range k.parents {
+			if err := unix.Mkdir(d.path, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
+			}
+			if err := unix.Chown(d.path, d.uid, d.gid); err != nil {
+				return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
+			}
+			if err := unix.Chmod(d.path, uint32(d.mode.Perm())|sticky(d.mode)); err != nil {
+				return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
+			}
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(k.tree, &st); err != nil {
+			return fmt.Errorf("sandbox: keeping %s: %w", k.path, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			err := unix.Mkdir(k.path, 0o700)
+			if err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("sandbox: keeping %s: %w", k.path, err)
+			}
+		} else {
+			fd, err := unix.Open(k.path, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+			if err != nil {
+				return fmt.Errorf("sandbox: keeping %s: %w", k.path, err)
+			}
+			unix.Close(fd)
+		}
+		if err := unix.MoveMount(k.tree, "", unix.AT_FDCWD, k.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("sandbox: keeping %s: %w", k.path, err)
+		}
+	}
+	return nil
+}
+
+func sticky(m os.FileMode) uint32 {
+	if m&os.ModeSticky != 0 {
+		return unix.S_ISVTX
+	}
+	return 0
+}
+
+// outermost are the paths strictly beneath dir, without those beneath another of them
+// (binding the outer one keeps them), sorted.
+func outermost(paths []string, dir string) []string {
+	var in []string
+	for _, p := range paths {
+		if p != dir && within(p, dir) {
+			in = append(in, p)
+		}
+	}
+	sort.Strings(in)
+	in = slices.Compact(in)
+	var out []string
+	for _, p := range in {
+		if !slices.ContainsFunc(out, func(o string) bool { return within(p, o) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// enterPrivateMounts is privateMounts when p asks for it (PrivateTmp) and this process
+// may make a mount namespace; without CAP_SYS_ADMIN the tree runs without one.
+func enterPrivateMounts(p Policy) error {
+	if !p.PrivateTmp {
+		return nil
+	}
+	if err := privateMounts(p); err != nil && err != errNoNamespace {
+		return err
+	}
+	return nil
+}
