@@ -35,7 +35,7 @@ var (
 	pollingKeys   = []string{"interval_ms"}
 	workspaceKeys = []string{"root"}
 	hooksKeys     = []string{"after_create", "before_run", "after_run", "before_remove", "timeout_ms", "sandbox"}
-	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as", "keep_processes", "budget_warn_ratio", "env"}
+	agentKeys     = []string{"kind", "command", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms", "max_concurrent_agents", "max_turns", "max_retry_backoff_ms", "max_concurrent_agents_by_state", "max_sessions", "max_tokens", "max_cost_usd", "max_retries", "sandbox", "run_as", "keep_processes", "budget_warn_ratio", "tracker_reads", "env"}
 	sandboxKeys   = []string{"mode", "read_paths", "write_paths"}
 	serverKeys    = []string{"host", "port", "auth_token"}
 	loggingKeys   = []string{"level", "format"}
@@ -530,6 +530,7 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	a.RunAs, _ = b.str(sec, "agent.run_as")
 	a.RunAs = strings.TrimSpace(a.RunAs)
 	a.KeepProcesses = b.boolean(sec, "agent.keep_processes")
+	b.buildTrackerReads(a, sec)
 	a.BudgetWarnRatio = DefaultBudgetWarnRatio
 	if v, ok := b.value(sec, "agent.budget_warn_ratio"); ok {
 		switch f, isNum := toFloat(v); {

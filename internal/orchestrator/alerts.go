@@ -51,6 +51,8 @@ func holdAlert(is tracker.Issue, reason, msg string) Alert {
 	case holdAwaiting:
 		a.Title = is.Identifier + " waits for your answer at a workflow checkpoint"
 		a.Message = msg + "\nAnswer on the dashboard, or with a tracker comment: /sortie choose <option>"
+	case holdCheckpointSkipped:
+		a.Title = is.Identifier + " was not handed off: a blocking workflow checkpoint has no human answer"
 	case holdRetries:
 		a.Title, a.Severity = is.Identifier+" failed too many times in a row; Sortie stopped retrying", "critical"
 	default:

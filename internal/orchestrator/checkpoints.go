@@ -783,3 +783,78 @@ func answerRefusal(cfg *config.Config, self tracker.Identity, cm tracker.Comment
 	}
 	return ""
 }
+
+// HandoffChecker is the workflow engine's side of the hand-off gate (*engine.Engine):
+// the gates of an issue's workflow sessions no human answered, and the trace entry of
+// a hand-off refused for them.
+type HandoffChecker interface {
+	HandoffBlockers(ctx context.Context, issueID, want string) ([]engine.Blocker, error)
+	TraceHandoffRefused(ctx context.Context, c engine.Caller, bs []engine.Blocker, how string)
+}
+
+var _ HandoffChecker = (*engine.Engine)(nil)
+
+// holdCheckpointSkipped is the hold reason of an issue whose run would have handed it
+// to humans while a blocking checkpoint on its workflow's path had no human answer.
+const holdCheckpointSkipped = "checkpoint_skipped"
+
+// handoffRefusal says why the issue of c may not be handed to humans now (how: what
+// would hand it off, for the trace), or "" when it may: the issue's workflow sessions
+// (and, with workflows.workflow set and the workflow tools served to the run, the
+// session the agent was told to start) leave no gate (workflow.Gate) without a human's
+// answer. The refusal is recorded in the trace of each session concerned. When the
+// check cannot be made, the hand-off is refused too: a hold costs a human a look, a
+// hand-off around a checkpoint costs the checkpoint.
+func (o *Orchestrator) handoffRefusal(ctx context.Context, cfg *config.Config, c engine.Caller, host, how string) string {
+	if o.opts.Checkpoints == nil {
+		return ""
+	}
+	o.cp.mu.Lock()
+	hc, _ := o.cp.engine.(HandoffChecker)
+	o.cp.mu.Unlock()
+	if hc == nil {
+		return ""
+	}
+	want := cfg.Workflows.Workflow
+	if host != "" {
+		want = "" // an agent on an SSH host is not served the workflow tools (workflowHint)
+	}
+	bs, err := hc.HandoffBlockers(ctx, c.IssueID, want)
+	if err != nil {
+		o.log.Error("the workflow's checkpoints could not be checked before a hand-off; not handing off", "issue_identifier", c.Identifier, "error", err)
+		return fmt.Sprintf("not handed off: the workflow's checkpoints could not be checked (%v); fix the cause and move the issue on yourself, or back to an active state", err)
+	}
+	if len(bs) == 0 {
+		return ""
+	}
+	why := engine.DescribeBlockers(bs)
+	o.log.Warn("hand-off refused: a blocking workflow checkpoint has no human answer", "issue_identifier", c.Identifier, "how", how, "why", why)
+	hc.TraceHandoffRefused(ctx, c, bs, how)
+	return why
+}
+
+// refuseHandoff runs the hand-off gate on a run that is about to hand its issue to
+// humans: a transition to tracker.handoff_state, or needs-human-review. It reports
+// whether the hand-off was refused (ex.handoffRefused says why).
+func (w *worker) refuseHandoff(ctx context.Context, ex *workerExit) bool {
+	cfg := w.cfg
+	if ex.softStop == "blocked" || ex.budgetStop != "" || ex.awaiting != nil {
+		return false
+	}
+	moving := cfg.Tracker.HandoffState != "" && isActive(cfg, ex.lastState) && !tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates)
+	if !moving && ex.softStop != "needs-human-review" {
+		return false
+	}
+	how := "the run ended with needs-human-review"
+	if moving {
+		how = "the run ended and would move the issue to " + cfg.Tracker.HandoffState
+	}
+	c := engine.Caller{IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID}
+	ex.handoffRefused = w.o.handoffRefusal(ctx, cfg, c, w.e.host, how)
+	return ex.handoffRefused != ""
+}
+
+// holdHandoffRefused holds an issue whose hand-off was refused, for a human.
+func (o *Orchestrator) holdHandoffRefused(is tracker.Issue, ex workerExit) {
+	o.addHold(is, ex, holdCheckpointSkipped, ex.handoffRefused)
+}

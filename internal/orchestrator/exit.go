@@ -118,6 +118,9 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 			o.alert(Alert{Event: "budget_exhausted", Severity: "warning", Issue: e.issue,
 				Title:   e.issue.Identifier + " used up its budget; Sortie will not run it again until the budget is raised",
 				Message: ex.budgetStop})
+		case ex.handoffRefused != "":
+			log.Warn("run finished; hand-off refused, holding the issue for a human", "why", ex.handoffRefused)
+			o.holdHandoffRefused(e.issue, ex)
 		case ex.handedOff:
 			log.Info("run finished and handed off", "state", ex.lastState)
 		case ex.softStop == "needs-human-review":

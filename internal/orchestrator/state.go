@@ -138,6 +138,9 @@ type workerExit struct {
 	// awaiting is the unanswered workflow checkpoint the run stopped on, if any.
 	awaiting  *store.Checkpoint
 	handedOff bool
+	// handoffRefused says why the run did not hand its issue off: a blocking workflow
+	// checkpoint on the path had no human answer (checkpoints.go, refuseHandoff).
+	handoffRefused string
 	// notStarted: cancelled before the run had a row (while the issue was re-read).
 	notStarted bool
 	lastState  string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -114,6 +115,10 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 	defer cancel()
 	cfg := t.Config()
 
+	// Another issue of the project is read without its comments unless the operator
+	// opened them (agent.tracker_reads: project): a sibling's comments are where its
+	// humans answer checkpoints and discuss what the agent should not know.
+	allComments := cfg.Agent.TrackerReads == config.TrackerReadsProject
 	switch req.Operation {
 	case "search_issues":
 		issues, err := t.Issues.FetchCandidateIssues(ctx)
@@ -122,16 +127,26 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 		}
 		out := make([]issueJSON, 0, len(issues))
 		for _, is := range issues {
-			if inProject(cfg, is) {
-				out = append(out, toIssueJSON(is))
+			if !inProject(cfg, is) {
+				continue
 			}
+			if !allComments && is.ID != sess.IssueID {
+				is.Comments = nil
+			}
+			out = append(out, toIssueJSON(is))
 		}
 		return out, nil
 	case "fetch_comments":
-		if _, e := t.scoped(ctx, cfg, req.IssueID); e != nil {
+		is, e := t.scoped(ctx, cfg, req.IssueID)
+		if e != nil {
 			return nil, e
 		}
-		comments, err := t.Issues.FetchIssueComments(ctx, req.IssueID)
+		if !allComments && is.ID != sess.IssueID {
+			return nil, agentsock.Errorf(KindScopeViolation,
+				"fetch_comments refused: %s is not this session's issue (%s), and agent.tracker_reads is %s, so other issues are read without their comments (an operator can set agent.tracker_reads: project)",
+				is.Identifier, sess.Identifier, config.TrackerReadsOwn)
+		}
+		comments, err := t.Issues.FetchIssueComments(ctx, is.ID)
 		if err != nil {
 			return nil, trackerError(err)
 		}
@@ -144,18 +159,30 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 		if e != nil {
 			return nil, e
 		}
+		if !allComments && is.ID != sess.IssueID {
+			is.Comments = nil
+		}
 		return toIssueJSON(is), nil
 	}
-	// transition_issue: the scope is checked before anything changes.
-	if _, e := t.scoped(ctx, cfg, req.IssueID); e != nil {
+	// transition_issue: the scope is checked before anything changes, and the issue is
+	// the session's own, as the tracker resolves the id (a key, a number, a URL-ish
+	// alias all name one issue): one agent moving another issue would lift that issue's
+	// hold and abandon its checkpoint.
+	is, e := t.scoped(ctx, cfg, req.IssueID)
+	if e != nil {
 		return nil, e
 	}
-	target := strings.TrimSpace(req.TargetState)
-	settle := func(bool) {}
-	if req.IssueID == sess.IssueID {
-		settle = t.agentMoving(sess, target) // before the transition: a poll may see it at once
+	if is.ID != sess.IssueID {
+		return nil, agentsock.Errorf(KindScopeViolation,
+			"transition_issue refused: %s is not this session's issue (%s); an agent may change only the issue it was started for",
+			is.Identifier, sess.Identifier)
 	}
-	err := t.Issues.TransitionIssue(ctx, req.IssueID, target)
+	target := strings.TrimSpace(req.TargetState)
+	if e := t.handoffAllowed(ctx, sess, target); e != nil {
+		return nil, e
+	}
+	settle := t.agentMoving(sess, target) // before the transition: a poll may see it at once
+	err := t.Issues.TransitionIssue(ctx, sess.IssueID, target)
 	settle(err == nil)
 	if err != nil {
 		return nil, trackerError(err)
@@ -166,11 +193,46 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 	return map[string]bool{"transitioned": true}, nil
 }
 
+// handoffAllowed refuses the agent's move of its own issue out of the active states
+// (to review, done, anything a human takes from there) while one of the issue's
+// workflow sessions has a blocking checkpoint on its path that no human answered: the
+// same gate as the run's own hand-off (checkpoints.go, handoffRefusal). The refusal is
+// the error handoff_refused, and is in the session's trace.
+func (t *ToolService) handoffAllowed(ctx context.Context, sess agentsock.Session, target string) *agentsock.Error {
+	hc, ok := t.Workflows.(HandoffChecker)
+	if !ok || t.Config == nil {
+		return nil
+	}
+	cfg := t.Config()
+	if isActive(cfg, target) && !tracker.StateIn(target, cfg.Tracker.TerminalStates) {
+		return nil
+	}
+	bs, err := hc.HandoffBlockers(ctx, sess.IssueID, cfg.Workflows.Workflow)
+	if err != nil {
+		return agentsock.Errorf(engine.KindHandoffRefused, "transition_issue to %q refused: the workflow's checkpoints could not be checked (%v)", target, err)
+	}
+	if len(bs) == 0 {
+		return nil
+	}
+	hc.TraceHandoffRefused(ctx, engine.Caller{IssueID: sess.IssueID, Identifier: sess.Identifier, RunID: sess.RunID}, bs,
+		fmt.Sprintf("tracker_api transition_issue to %q", target))
+	return agentsock.Errorf(engine.KindHandoffRefused,
+		"transition_issue to %q refused: it leaves the active states while no human has answered the workflow's blocking checkpoint(s) %s. Go through the workflow's activities and end your turn at each checkpoint so that a human answers it",
+		target, engine.ListBlockers(bs))
+}
+
+// KindScopeViolation is the tracker_api error kind of a call outside the agent's
+// reach: an issue of another project (spec/agent-extensions.md, "Project scoping"), a
+// change to another issue than the session's, or another issue's comments under
+// agent.tracker_reads: own. The spec has this one kind for scope; linear_graphql uses
+// it too.
+const KindScopeViolation = "project_scope_violation"
+
 // scoped fetches an issue and refuses one outside tracker.project. A Jira key of
 // another project is refused before anything is asked of Jira.
 func (t *ToolService) scoped(ctx context.Context, cfg *config.Config, id string) (tracker.Issue, *agentsock.Error) {
 	if cfg.Tracker.Kind == "jira" && strings.Contains(id, "-") && !inProject(cfg, tracker.Issue{Identifier: strings.TrimSpace(id)}) {
-		return tracker.Issue{}, agentsock.Errorf("project_scope_violation",
+		return tracker.Issue{}, agentsock.Errorf(KindScopeViolation,
 			"issue %s is not in the configured project %s", id, cfg.Tracker.Project)
 	}
 	is, err := t.Issues.FetchIssueByID(ctx, id)
@@ -178,7 +240,7 @@ func (t *ToolService) scoped(ctx context.Context, cfg *config.Config, id string)
 		return tracker.Issue{}, trackerError(err)
 	}
 	if !inProject(cfg, is) {
-		return tracker.Issue{}, agentsock.Errorf("project_scope_violation",
+		return tracker.Issue{}, agentsock.Errorf(KindScopeViolation,
 			"issue %s is not in the configured project %s", is.Identifier, cfg.Tracker.Project)
 	}
 	return is, nil
@@ -283,7 +345,7 @@ func (t *ToolService) Workflow(ctx context.Context, sess agentsock.Session, tool
 // of time is a transport error (spec).
 func trackerError(err error) *agentsock.Error {
 	if errors.Is(err, tracker.ErrOutOfProject) {
-		return agentsock.Errorf("project_scope_violation", "%v", err)
+		return agentsock.Errorf(KindScopeViolation, "%v", err)
 	}
 	switch k := tracker.KindOf(err); k {
 	case tracker.ErrAuth, tracker.ErrNotFound, tracker.ErrPayload, tracker.ErrTransport, tracker.ErrAPI:

@@ -191,7 +191,7 @@ func (w *worker) run(ctx context.Context) workerExit {
 	ex = w.session(ctx, ex)
 	if ex.outcome == outcomeNormal {
 		w.handoff(ctx, &ex)
-		if ex.softStop != "" && !ex.handedOff {
+		if (ex.softStop != "" || ex.handoffRefused != "") && !ex.handedOff {
 			w.refreshForHold(ctx, &ex)
 		}
 	}
@@ -397,6 +397,9 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 // state seen at that moment wins; blocked never hands off.
 func (w *worker) handoff(ctx context.Context, ex *workerExit) {
 	cfg := w.cfg
+	if w.refuseHandoff(ctx, ex) {
+		return
+	}
 	if ex.softStop == "blocked" || ex.budgetStop != "" || ex.awaiting != nil || cfg.Tracker.HandoffState == "" {
 		return
 	}

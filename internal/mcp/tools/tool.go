@@ -45,8 +45,11 @@ const (
 
 // Error kinds. Tier 2 tools report them in {"success":false,"error":{"kind","message"}};
 // Tier 1 tools in {"error":"message","kind":"..."}. The tracker kinds the daemon
-// returns (tracker_auth_error, tracker_not_found, project_scope_violation, ...) are
-// passed through unchanged.
+// returns (tracker_auth_error, tracker_not_found, project_scope_violation for another
+// project's issue, a change to another issue than the session's or, under
+// agent.tracker_reads: own, another issue's comments, handoff_refused for a move of
+// the session's issue out of the active states while a workflow checkpoint waits for a
+// human, ...) are passed through unchanged.
 const (
 	KindInvalidInput         = "invalid_input"         // arguments do not match the input schema
 	KindUnsupportedOperation = "unsupported_operation" // tracker_api: not one of the four operations

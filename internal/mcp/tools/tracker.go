@@ -29,7 +29,9 @@ var TrackerSpec = Spec{
 	Description: "Reads and updates the issue tracker this session works for, with the daemon's credentials " +
 		"and scoped to the configured project. Operations: fetch_issue and fetch_comments (need issue_id), " +
 		"search_issues (the project's active issues), transition_issue (needs issue_id and target_state, " +
-		`e.g. "In Review"). Answers {"success":true,"data":...} or {"success":false,"error":{"kind","message"}}.`,
+		`e.g. "In Review"). transition_issue moves this session's own issue only; other issues of the project ` +
+		"are read without their comments unless the operator allows more, and a refusal is the error " +
+		`project_scope_violation. Answers {"success":true,"data":...} or {"success":false,"error":{"kind","message"}}.`,
 	InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -44,7 +46,7 @@ var TrackerSpec = Spec{
     },
     "target_state": {
       "type": "string",
-      "description": "The state to move the issue to, e.g. \"In Review\". Required for transition_issue."
+      "description": "The state to move this session's own issue to, e.g. \"In Review\". Required for transition_issue."
     }
   },
   "required": ["operation"],
