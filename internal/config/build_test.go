@@ -293,7 +293,7 @@ func TestLoad_Warnings(t *testing.T) {
 		{"unknown top-level key", minimal + "trackr: {}\n",
 			"config: trackr: unknown top-level key; kept as an extension block but nothing reads it", CheckUnknownKey},
 		{"unknown sub-key", minimalWith("agent: {kind: mock, max_turn: 3}\n"),
-			"config: agent.max_turn: unknown key in agent; it is ignored (known: kind, command, turn_timeout_ms, read_timeout_ms, stall_timeout_ms, max_concurrent_agents, max_turns, max_retry_backoff_ms, max_concurrent_agents_by_state, max_sessions, max_tokens, max_cost_usd, max_retries, sandbox, run_as, keep_processes, budget_warn_ratio, env)", CheckUnknownSubKey},
+			"config: agent.max_turn: unknown key in agent; it is ignored (known: kind, command, turn_timeout_ms, read_timeout_ms, stall_timeout_ms, max_concurrent_agents, max_turns, max_retry_backoff_ms, max_concurrent_agents_by_state, max_sessions, max_tokens, max_cost_usd, max_retries, sandbox, run_as, keep_processes, budget_warn_ratio, tracker_reads, env)", CheckUnknownSubKey},
 		{"hook timeout not positive", minimal + "hooks: {timeout_ms: 0}\n",
 			"config: hooks.timeout_ms: must be positive; using the default 60000 (got 0)", CheckTypeMismatch},
 		{"hook timeout not an int", minimal + "hooks: {timeout_ms: soon}\n",
