@@ -154,7 +154,7 @@ type AgentConfig struct {
 	// and their CLI's own (agent.env; internal/agent/agentenv). A name ending in "*" is
 	// a prefix.
 	Env []string
-	// TrackerReads is agent.tracker_reads: TrackerReadsOwn (the default), where
+	// TrackerReads is agent.tracker_reads: TrackerReadsOwn ("" too: the default), where
 	// tracker_api shows an agent other issues of the project without their comments, or
 	// TrackerReadsProject, comments included. Writes are the agent's own issue's only.
 	TrackerReads string

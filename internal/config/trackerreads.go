@@ -12,9 +12,9 @@ const (
 	TrackerReadsProject = "project"
 )
 
-// buildTrackerReads reads agent.tracker_reads into a.TrackerReads.
+// buildTrackerReads reads agent.tracker_reads into a.TrackerReads: "" when absent,
+// which is TrackerReadsOwn.
 func (b *builder) buildTrackerReads(a *AgentConfig, sec map[string]any) {
-	a.TrackerReads = TrackerReadsOwn
 	const field = "agent.tracker_reads"
 	v, ok := b.value(sec, field)
 	if !ok {
@@ -23,6 +23,7 @@ func (b *builder) buildTrackerReads(a *AgentConfig, sec map[string]any) {
 	s, _ := v.(string)
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case TrackerReadsOwn:
+		a.TrackerReads = TrackerReadsOwn
 	case TrackerReadsProject:
 		a.TrackerReads = TrackerReadsProject
 	default:

@@ -6,8 +6,8 @@ import (
 )
 
 func TestLoad_TrackerReads(t *testing.T) {
-	if cfg, _ := mustLoad(t, minimalWith("agent: {kind: mock}\n"), nil); cfg.Agent.TrackerReads != TrackerReadsOwn {
-		t.Errorf("default agent.tracker_reads = %q, want %q", cfg.Agent.TrackerReads, TrackerReadsOwn)
+	if cfg, _ := mustLoad(t, minimalWith("agent: {kind: mock}\n"), nil); cfg.Agent.TrackerReads != "" {
+		t.Errorf("absent agent.tracker_reads = %q, want \"\" (own)", cfg.Agent.TrackerReads)
 	}
 	for in, want := range map[string]string{"own": TrackerReadsOwn, "project": TrackerReadsProject, "Project": TrackerReadsProject} {
 		cfg, _ := mustLoad(t, minimalWith("agent: {kind: mock, tracker_reads: "+in+"}\n"), nil)
