@@ -47,11 +47,20 @@ func pollWindow(interval time.Duration) time.Duration {
 	return max(3*interval, minPollWindow)
 }
 
+// readyzBrief is the body of GET /readyz for a request without the operator token:
+// pass or fail, nothing of the daemon's version, uptime or why a check fails (a tracker
+// error, a path of the database, a WORKFLOW.md error can name what a stranger should
+// not learn).
+type readyzBrief struct {
+	Status string `json:"status"`
+}
+
 // handleReadyz is GET /readyz: 200 when the daemon can do its work, 503 with the
 // failing checks otherwise. Checks: scheduler (the loop answers a snapshot in time),
 // poll (a poll of the tracker succeeded within pollWindow), store (the database
 // answers), draining (not shutting down), workflow (the last edit of WORKFLOW.md was
-// accepted).
+// accepted). It needs no token, but without the operator token (when one is set) the
+// answer says only pass or fail (readyzBrief).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	out := readyz{Status: pass, Version: s.opts.Version,
 		Checks: map[string]string{"scheduler": pass, "poll": pass, "store": pass, "draining": pass, "workflow": pass}}
@@ -92,6 +101,10 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if out.Status != pass {
 		status = http.StatusServiceUnavailable
+	}
+	if s.auth != nil && !s.auth.allowed(r) {
+		writeJSON(w, status, readyzBrief{Status: out.Status})
+		return
 	}
 	writeJSON(w, status, out)
 }

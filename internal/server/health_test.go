@@ -118,3 +118,30 @@ func TestReadyz(t *testing.T) {
 		})
 	}
 }
+
+// TestReadyz_WithoutTheTokenSaysPassOrFailOnly: a stranger probing /readyz learns
+// whether the daemon is ready, not its version, uptime or why a check fails; the
+// operator token still gets everything.
+func TestReadyz_WithoutTheTokenSaysPassOrFailOnly(t *testing.T) {
+	f := newFixture(t, func(o *Options) {
+		o.AuthToken = testToken
+		o.StorePing = func(context.Context) error { return errors.New("store: /srv/sortie/sortie.db does not answer") }
+	})
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong-token"}} {
+		w := f.get(t, "/readyz", hdr...)
+		if w.Code != http.StatusServiceUnavailable || w.Body.String() != "{\"status\":\"fail\"}\n" {
+			t.Errorf("GET /readyz %v = %d %q, want 503 {\"status\":\"fail\"} only", hdr, w.Code, w.Body)
+		}
+	}
+	w := f.get(t, "/readyz", "Authorization", "Bearer "+testToken)
+	var body readyz
+	decode(t, w, &body)
+	if w.Code != http.StatusServiceUnavailable || body.Version != "1.2.3" || !strings.Contains(body.Errors["store"], "does not answer") {
+		t.Errorf("GET /readyz with the token = %d %+v, want the checks and their errors", w.Code, body)
+	}
+	// Ready: 200 and pass, nothing else.
+	f2 := newFixture(t, func(o *Options) { o.AuthToken = testToken })
+	if w := f2.get(t, "/readyz"); w.Code != http.StatusOK || w.Body.String() != "{\"status\":\"pass\"}\n" {
+		t.Errorf("GET /readyz = %d %q, want 200 {\"status\":\"pass\"} only", w.Code, w.Body)
+	}
+}
