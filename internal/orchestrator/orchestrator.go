@@ -109,6 +109,7 @@ type Orchestrator struct {
 
 	warnedBudget sync.Map   // issue id → true once its budget warning went out (budget.go)
 	runTmp       runTmpPool // finished runs' temporary directories, for the next runs
+	hooksLogged  sync.Map   // why hooks run unconfined → true once said (hooks.go)
 
 	// Channels into the loop.
 	exits      chan workerExit

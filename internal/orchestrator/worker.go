@@ -138,7 +138,7 @@ func (w *worker) run(ctx context.Context) workerExit {
 	}
 	w.issue = is
 
-	mgr, mgrErr := o.workspaces(cfg)
+	mgr, mgrErr := o.workspacesOn(cfg, w.e.host)
 	wsPath := ""
 	if key, err := workspace.Key(is.Identifier); err == nil && mgrErr == nil {
 		wsPath = filepath.Join(mgr.Root(), key)
@@ -778,8 +778,14 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// workspaces builds the workspace manager for cfg.
+// workspaces builds the workspace manager for cfg, for local runs and removals.
 func (o *Orchestrator) workspaces(cfg *config.Config) (*workspace.Manager, error) {
+	return o.workspacesOn(cfg, "")
+}
+
+// workspacesOn builds the workspace manager for cfg for a run whose agent runs on host
+// ("" for a local one): its hooks are confined as that agent is (confineHook).
+func (o *Orchestrator) workspacesOn(cfg *config.Config, host string) (*workspace.Manager, error) {
 	pass, drop := hookEnvLists(cfg, o.opts.Environ)
 	return workspace.New(workspace.Config{
 		Root: cfg.Workspace.Root,
@@ -791,5 +797,6 @@ func (o *Orchestrator) workspaces(cfg *config.Config) (*workspace.Manager, error
 		DropEnv:     drop,
 		Logger:      o.log,
 		RunAs:       o.opts.RunAs,
+		ConfineHook: o.confineHook(cfg, host),
 	})
 }

@@ -77,7 +77,6 @@ func TestRunHook_PlantedGitTriggersDoNotRun(t *testing.T) {
 		write(filepath.Join(ws.Path, "planted-hooks", h), "#!/bin/sh\n"+evil+" hookspath-"+h+"\n", 0o755)
 	}
 	for _, kv := range [][2]string{
-		{"core.hooksPath", filepath.Join(ws.Path, "planted-hooks")},
 		{"core.fsmonitor", evil},
 		{"diff.external", evil},
 		{"commit.gpgSign", "true"},
@@ -93,18 +92,24 @@ func TestRunHook_PlantedGitTriggersDoNotRun(t *testing.T) {
 	script := `set -e
 git add -A
 git -c user.name=op -c user.email=op@example.com commit -qm wip
-echo change > f && git diff >/dev/null && git diff --quiet || true
+echo change >> f && git diff >/dev/null && git diff --quiet || true
 git push x HEAD 2>/dev/null || true
 git push s HEAD 2>/dev/null || true
-git checkout -q -b other`
-	if err := m.RunHook(t.Context(), HookAfterRun, script, ws, testIssue, nil); err != nil {
-		t.Errorf("the hook failed: %v", err)
+git checkout -q -B other`
+	// First .git/hooks, then core.hooksPath, which hides .git/hooks.
+	for _, hooksPath := range []bool{false, true} {
+		if hooksPath {
+			git("config", "core.hooksPath", filepath.Join(ws.Path, "planted-hooks"))
+		}
+		if err := m.RunHook(t.Context(), HookAfterRun, script, ws, testIssue, nil); err != nil {
+			t.Errorf("the hook failed (core.hooksPath set: %v): %v", hooksPath, err)
+		}
 	}
 	if got, err := os.ReadFile(ran); err == nil {
 		t.Errorf("planted git configuration ran:\n%s", got)
 	}
 	out, err := exec.Command("git", "-C", ws.Path, "log", "--format=%s").Output()
-	if err != nil || !strings.HasPrefix(string(out), "wip\n") {
+	if err != nil || !strings.HasPrefix(string(out), "wip\nwip\nbase") {
 		t.Errorf("the hook's commit did not land: git log = %q, %v", out, err)
 	}
 }

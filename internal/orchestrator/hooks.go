@@ -1,0 +1,79 @@
+package orchestrator
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"sortie/internal/agent/sandbox"
+	"sortie/internal/config"
+	"sortie/internal/workspace"
+)
+
+// confineHook is the workspace.ConfineHook of cfg for a run on host ("" for a local
+// run, and for before_remove, which belongs to no run). A hook that runs after an
+// agent may have written the workspace (after_run, before_remove, a later before_run)
+// runs under the policy the run's agent gets (runPolicy) plus hooks.sandbox, with a
+// temporary directory of its own: what the agent planted there (a git hook, a filter
+// in .git/config) runs, if at all, with no more than the agent had and the hook was
+// granted. Where agents are not confined (agent.sandbox.mode off, no Landlock here,
+// an SSH host) neither are hooks, which is said once.
+func (o *Orchestrator) confineHook(cfg *config.Config, host string) workspace.ConfineHook {
+	s := o.opts.Sandbox
+	ok, why := s.confined(cfg)
+	if ok && host != "" {
+		ok, why = false, "agents run on SSH hosts"
+	}
+	if !ok {
+		return func(hook, _ string, _ []string) (*workspace.HookConfinement, error) {
+			if _, said := o.hooksLogged.LoadOrStore(why, true); !said {
+				o.log.Warn("hooks run unconfined, as agents do: a hook after an agent's run runs what the agent left in the workspace (a git hook, a .git/config setting) as this daemon's user",
+					"reason", why, "hook", hook)
+			}
+			return nil, nil
+		}
+	}
+	return func(_, wsPath string, env []string) (*workspace.HookConfinement, error) {
+		parent := runTmpRoot(cfg)
+		if err := os.MkdirAll(parent, 0o711); err != nil { // run_as users search it, never list it
+			return nil, fmt.Errorf("the runs' temporary directory: %w", err)
+		}
+		tmp, err := os.MkdirTemp(parent, "hook-*")
+		if err != nil {
+			return nil, fmt.Errorf("the hook's temporary directory: %w", err)
+		}
+		if err := o.opts.RunAs.Chown(tmp); err != nil {
+			_ = os.RemoveAll(tmp)
+			return nil, fmt.Errorf("the hook's temporary directory: %w", err)
+		}
+		p := hookPolicy(s, cfg, wsPath, tmp, env)
+		hc := &workspace.HookConfinement{
+			Env:  hookTmpEnv(tmp),
+			Done: func() { _ = os.RemoveAll(tmp) },
+		}
+		if sandbox.ThreadConfinable() {
+			hc.Thread = func() error { return sandbox.RestrictThread(p) }
+		} else {
+			hc.Wrap = append([]string{s.Self, "confine"}, p.Args()...)
+		}
+		return hc, nil
+	}
+}
+
+// hookPolicy is what a confined hook in wsPath may touch: the run's agent's policy
+// (runPolicy, with tmp as the run's temporary directory and the hook's environment for
+// its PATH and HOME) plus hooks.sandbox's paths. The daemon's private files stay
+// hidden whatever hooks.sandbox grants.
+func hookPolicy(s Sandbox, cfg *config.Config, wsPath, tmp string, env []string) sandbox.Policy {
+	p := s.runPolicy(cfg, wsPath, tmp, env)
+	p.Write = append(slices.Clone(p.Write), cfg.Hooks.Sandbox.WritePaths...)
+	p.Read = append(slices.Clone(p.Read), cfg.Hooks.Sandbox.ReadPaths...)
+	return p
+}
+
+// hookTmpEnv points a confined hook's temporary files, and the build caches it would
+// otherwise write in the home directory (denied to it), at its temporary directory.
+func hookTmpEnv(tmp string) []string {
+	return []string{"TMPDIR=" + tmp, "GOCACHE=" + filepath.Join(tmp, "go-build"), "npm_config_cache=" + filepath.Join(tmp, "npm")}
+}
