@@ -221,6 +221,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
+	warnSocketReach(cfg, confine, runAs, logger)
 	orch, err = orchestrator.New(orchestrator.Options{
 		Sandbox:       confine,
 		RunAs:         runAs,

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+
+	"sortie/internal/agent/sandbox"
+	"sortie/internal/config"
+	"sortie/internal/orchestrator"
+	"sortie/internal/runas"
+)
+
+// sessionVariables say that the daemon runs inside a terminal multiplexer, with an SSH
+// agent or in a desktop session: each names a socket that acts as the daemon's user.
+var sessionVariables = []string{"TMUX", "STY", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "SSH_AUTH_SOCK"}
+
+// socketWarning is the start-up warning of a daemon whose confined agents could reach
+// those sockets by name: Landlock does not govern connect() to a pathname Unix socket,
+// and without root the agents get no mount namespace of their own
+// (sandbox.MountNamespaceAvailable) to hide /tmp and /run/user. The variables do not
+// reach agents (internal/agent/agentenv), but the sockets' paths are guessable. ""
+// when there is nothing to say: agents are not confined here (another warning says so),
+// run as another user (who may not connect to this user's sockets), or get the
+// namespace.
+func socketWarning(environ []string, confined bool, runAs *runas.User, namespace bool) string {
+	if !confined || runAs != nil || namespace {
+		return ""
+	}
+	var set []string
+	for _, kv := range environ {
+		if name, v, ok := strings.Cut(kv, "="); ok && v != "" && slices.Contains(sessionVariables, name) {
+			set = append(set, name)
+		}
+	}
+	if len(set) == 0 {
+		return ""
+	}
+	slices.Sort(set)
+	return "this daemon runs inside a terminal or desktop session (" + strings.Join(set, ", ") + " set), and pathname Unix " +
+		"sockets are outside Landlock's reach: a confined agent can connect() to tmux's, screen's, the SSH agent's or the " +
+		"session bus's socket by its path (/tmp/tmux-<uid>/default, /run/user/<uid>/bus) and have it act as this user, outside " +
+		"the sandbox. Run the daemon as root with agent.run_as (agents then run as that user, with a /tmp and /run/user of " +
+		"their own), or start it outside the session (a systemd service)"
+}
+
+// warnSocketReach logs socketWarning for the daemon as it starts, whose agents are
+// confined unless agent.sandbox.mode is off or Landlock is unavailable (s.Unavailable),
+// and run here unless worker.ssh_hosts sends them elsewhere.
+func warnSocketReach(cfg *config.Config, s orchestrator.Sandbox, runAs *runas.User, log *slog.Logger) {
+	confined := cfg.Agent.Sandbox.Mode != config.SandboxOff && s.Unavailable == "" && len(cfg.Worker.SSHHosts) == 0
+	if msg := socketWarning(os.Environ(), confined, runAs, sandbox.MountNamespaceAvailable()); msg != "" {
+		log.Warn(msg)
+	}
+}

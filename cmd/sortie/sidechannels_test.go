@@ -1,0 +1,31 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"sortie/internal/runas"
+)
+
+// TestSocketWarning: a daemon inside tmux, screen, an SSH agent's or a desktop session
+// whose confined agents get no mount namespace (not root) is told that the sockets are
+// within their reach and how to fix it; nothing is said when they are not.
+func TestSocketWarning(t *testing.T) {
+	session := []string{"PATH=/usr/bin", "TMUX=/tmp/tmux-1000/default,1,0", "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1"}
+	msg := socketWarning(session, true, nil, false)
+	for _, want := range []string{"SSH_AUTH_SOCK, TMUX set", "outside Landlock's reach", "agent.run_as"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("warning %q lacks %q", msg, want)
+		}
+	}
+	for name, got := range map[string]string{
+		"no session":        socketWarning([]string{"PATH=/usr/bin", "TMUX="}, true, nil, false),
+		"unconfined":        socketWarning(session, false, nil, false),
+		"run_as":            socketWarning(session, true, &runas.User{}, false),
+		"a mount namespace": socketWarning(session, true, nil, true),
+	} {
+		if got != "" {
+			t.Errorf("%s: warning %q, want none", name, got)
+		}
+	}
+}
