@@ -46,26 +46,27 @@ type ConfineHook func(hook, wsPath string, env []string) (*HookConfinement, erro
 // name is the hook's name for errors and logs. A blank script does nothing.
 //
 // The script runs in its own process group with the environment HookEnv(ws, issue,
-// extraEnv), git's repository configuration neutralised (GitEnv), and stdin from
-// /dev/null. When the hook timeout passes, or ctx is cancelled, the whole group (the
+// extraEnv) and stdin from /dev/null. When the hook timeout passes, or ctx is cancelled, the whole group (the
 // shell and everything it started) is killed with SIGKILL. If a process that escaped
 // the group keeps the output pipe open after the script ended, RunHook stops waiting
 // for it shortly afterwards.
 //
 // Every hook but after_create, and before_run on the run that created ws, runs after
-// an agent may have written the workspace, and so runs confined (Config.ConfineHook).
+// an agent may have written the workspace: it runs confined (Config.ConfineHook),
+// without SSH_AUTH_SOCK, and with the repository's git configuration neutralised
+// (GitEnv). The others run as the operator's own scripts, before any agent.
 //
 // A failure is a *HookError: HookOpValidate, HookOpStart (also when the hook could not
 // be confined), HookOpRun (non-zero exit; wraps ctx's error when ctx was cancelled) or
 // HookOpTimeout (wraps context.DeadlineExceeded).
 func (m *Manager) RunHook(ctx context.Context, name, script string, ws Workspace, issue Issue, extraEnv map[string]string) error {
-	confined := name != HookAfterCreate && !(name == HookBeforeRun && ws.CreatedNow)
-	return m.runHook(ctx, name, script, ws.Path, issue, ws.Attempt, extraEnv, confined)
+	afterAgent := name != HookAfterCreate && !(name == HookBeforeRun && ws.CreatedNow)
+	return m.runHook(ctx, name, script, ws.Path, issue, ws.Attempt, extraEnv, afterAgent)
 }
 
 // runHook is RunHook with the attempt given separately; attempt < 0 leaves
-// SORTIE_ATTEMPT out. confined asks Config.ConfineHook to confine the hook.
-func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issue Issue, attempt int, extraEnv map[string]string, confined bool) error {
+// SORTIE_ATTEMPT out. afterAgent says an agent may have written the workspace.
+func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issue Issue, attempt int, extraEnv map[string]string, afterAgent bool) error {
 	if strings.TrimSpace(script) == "" {
 		return nil
 	}
@@ -73,13 +74,15 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 		return &HookError{Hook: name, Op: HookOpValidate, ExitCode: -1, Err: err}
 	}
 
-	env := GitEnv(m.hookEnv(wsPath, issue, attempt, extraEnv))
+	env := m.hookEnv(wsPath, issue, attempt, extraEnv)
 	argv := []string{"/bin/sh", "-c", script}
 	var thread func() error
-	if confined && m.confine != nil {
+	if afterAgent {
 		// SSH_AUTH_SOCK is a socket Landlock does not guard: through it, what the
 		// agent planted (a git filter) would sign in as the operator anywhere.
-		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") })
+		env = slices.DeleteFunc(GitEnv(env), func(kv string) bool { return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") })
+	}
+	if afterAgent && m.confine != nil {
 		hc, err := m.confine(name, wsPath, env)
 		if err != nil {
 			return &HookError{Hook: name, Op: HookOpStart, ExitCode: -1, Err: fmt.Errorf("confining it: %w", err)}

@@ -39,20 +39,19 @@ func (r *recordingConfine) confine(hook, _ string, env []string) (*HookConfineme
 
 func TestRunHook_HooksAfterTheAgentAreConfined(t *testing.T) {
 	rec := &recordingConfine{}
-	script := `echo "${SORTIE_TEST_CONFINED:-0}" >> "$SORTIE_WORKSPACE.$0.log"`
-	_ = script
 	root := filepath.Join(t.TempDir(), "workspaces")
 	log := func(hook string) string { return filepath.Join(root, "PROJ-1."+hook) }
 	mark := func(hook string) string {
-		return `echo "${SORTIE_TEST_CONFINED:-0}" >> ` + log(hook)
+		return `echo "${SORTIE_TEST_CONFINED:-0}${GIT_CONFIG_NOSYSTEM:-0}" >> ` + log(hook)
 	}
 	m := newManager(t, Config{Root: root, ConfineHook: rec.confine, Hooks: Hooks{
 		AfterCreate: mark(HookAfterCreate), BeforeRun: mark(HookBeforeRun),
 		AfterRun: mark(HookAfterRun), BeforeRemove: mark(HookBeforeRemove),
 	}})
 	// The first run creates the workspace: after_create and its before_run run before
-	// any agent, unconfined. The second run's before_run, both after_runs and
-	// before_remove follow an agent's run, confined.
+	// any agent, unconfined and with the operator's git configuration whole. The second
+	// run's before_run, both after_runs and before_remove follow an agent's run:
+	// confined, and their git neutralised.
 	for attempt := range 2 {
 		ws, err := m.Prepare(t.Context(), testIssue, attempt)
 		if err != nil {
@@ -66,11 +65,11 @@ func TestRunHook_HooksAfterTheAgentAreConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	for hook, want := range map[string]string{
-		HookAfterCreate: "0\n", HookBeforeRun: "0\n1\n", HookAfterRun: "1\n1\n", HookBeforeRemove: "1\n",
+		HookAfterCreate: "00\n", HookBeforeRun: "00\n11\n", HookAfterRun: "11\n11\n", HookBeforeRemove: "11\n",
 	} {
 		got, _ := os.ReadFile(log(hook))
 		if string(got) != want {
-			t.Errorf("%s ran confined (1) or not (0): %q, want %q", hook, got, want)
+			t.Errorf("%s ran confined (1 or 0), with git neutralised (1 or 0): %q, want %q", hook, got, want)
 		}
 	}
 	wantHooks := []string{HookAfterRun, HookBeforeRun, HookAfterRun, HookBeforeRemove}
