@@ -42,7 +42,7 @@ func TestDashboard_LiveSessionAndHistoryInABrowser(t *testing.T) {
 	// held, DEMO-5 is handed off. DEMO-1 and DEMO-6 wait in Backlog until the page is
 	// open, so their sessions start while it watches. The page is opened through the
 	// login link the daemon prints, as an operator would.
-	b.Do(chromedp.Navigate(loginURL(base+"/", daemonToken(t, filepath.Join(dir, "sortie.db")))))
+	b.Do(chromedp.Navigate(printedLoginLink(t, d)))
 	b.WaitFor("the overview with its live feed connected, after the first wave", `
 		document.body.dataset.live === 'open' &&
 		card('running') === '0' && card('held') === '1' &&

@@ -47,7 +47,14 @@ func loadOperatorToken(cfg *config.Config, load func(string) ([]byte, error)) (s
 	return hex.EncodeToString(key), nil
 }
 
-// loginURL is the link that logs a browser in to the dashboard at base (ending in /).
+// loginURL is the link that logs a browser in to the dashboard at base (ending in /),
+// with the operator token itself: `sortie status --login-url`.
 func loginURL(base, token string) string {
 	return base + "login?token=" + url.QueryEscape(token)
+}
+
+// codeLoginURL is the link that logs one browser in, once, with a one-time code
+// (server.LoginCode): the one the daemon prints.
+func codeLoginURL(base, code string) string {
+	return base + "login?code=" + url.QueryEscape(code)
 }

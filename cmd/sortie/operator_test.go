@@ -41,8 +41,8 @@ Work.
 		t.Fatalf("the operator token file %s: %v, mode %v; want it, 0600", tokenFile, err, fi.Mode())
 	}
 	token := daemonToken(t, filepath.Join(dir, "sortie.db"))
-	if !strings.Contains(d.stderrText(), "/login?token="+token) {
-		t.Errorf("the daemon did not print its login link:\n%s", d.stderrText())
+	if link := printedLoginLink(t, d); !strings.HasPrefix(link, base+"/login?code=") || strings.Contains(d.stderrText(), token) {
+		t.Errorf("the daemon printed %q, want a login link with a one-time code, never the token:\n%s", link, d.stderrText())
 	}
 	do := func(method, path, token string) int {
 		t.Helper()

@@ -602,9 +602,10 @@ func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow s
 	}
 	base := "http://" + displayAddr(ln.Addr().String()) + "/"
 	log.Info("dashboard, API and metrics", "url", base)
-	// Once, as Jupyter does: the link that logs a browser in. The token is the
-	// operator's; agents never see this log.
-	fmt.Fprintf(stderr, "sortie: open the dashboard, logged in: %s\n", loginURL(base, token))
+	// Once, as Jupyter does: the link that logs a browser in, with a one-time code
+	// (good for server.LoginCodeTTL), not the operator token, which a log kept for
+	// good, a terminal's scrollback or a browser's history would keep too.
+	fmt.Fprintf(stderr, "sortie: open the dashboard, logged in: %s\n", codeLoginURL(base, srv.LoginCode()))
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {

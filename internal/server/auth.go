@@ -2,13 +2,16 @@ package server
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"html/template"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,6 +27,11 @@ const (
 	minTokenLen = 16
 	// maxTokenLen bounds a presented token, so a huge header costs nothing to reject.
 	maxTokenLen = 4096
+	// LoginCodeTTL is how long a one-time login code (LoginCode) stays good, unused.
+	LoginCodeTTL = 10 * time.Minute
+	// maxLoginCodes bounds the codes waiting to be used; minting one more drops the
+	// oldest.
+	maxLoginCodes = 32
 )
 
 // authenticator checks presented credentials against the token in constant time. It
@@ -32,6 +40,54 @@ type authenticator struct {
 	tokenSum  [sha256.Size]byte // of the token
 	cookie    string            // the value /login sets: derived from the token, not the token
 	cookieSum [sha256.Size]byte
+
+	mu    sync.Mutex
+	codes []loginCode // unused one-time login codes, oldest first
+}
+
+// loginCode is a one-time login code, by its digest, and when it expires.
+type loginCode struct {
+	sum     [sha256.Size]byte
+	expires time.Time
+}
+
+// newCode mints a one-time login code, good until now plus LoginCodeTTL.
+func (a *authenticator) newCode(now time.Time) string {
+	var b [16]byte
+	rand.Read(b[:])
+	code := hex.EncodeToString(b[:])
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.codes) >= maxLoginCodes {
+		a.codes = a.codes[1:]
+	}
+	a.codes = append(a.codes, loginCode{sum: sha256.Sum256([]byte(code)), expires: now.Add(LoginCodeTTL)})
+	return code
+}
+
+// redeem reports whether v is a login code neither used nor expired at now, and uses
+// it up. Expired codes go on the way.
+func (a *authenticator) redeem(v string, now time.Time) bool {
+	if len(v) > maxTokenLen {
+		return false
+	}
+	sum := sha256.Sum256([]byte(v))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ok := false
+	live := a.codes[:0]
+	for _, c := range a.codes {
+		switch {
+		case !now.Before(c.expires):
+		case !ok && subtle.ConstantTimeCompare(sum[:], c.sum[:]) == 1:
+			ok = true
+		default:
+			live = append(live, c)
+		}
+	}
+	clear(a.codes[len(live):])
+	a.codes = live
+	return ok
 }
 
 func newAuthenticator(token string) *authenticator {
@@ -85,18 +141,33 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // unauthorized answers a request without a valid token: a login form for a browser
 // opening a page, the JSON error for everything else.
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, failedLogin bool) {
+	why := loginNone
+	if failedLogin {
+		why = loginWrongToken
+	}
+	s.loginRefused(w, r, why)
+}
+
+// Why a login page is shown.
+const (
+	loginNone       = iota // not logged in
+	loginWrongToken        // a wrong token was given
+	loginExpired           // a one-time code was used already, expired or never issued
+)
+
+func (s *Server) loginRefused(w http.ResponseWriter, r *http.Request, why int) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="sortie"`)
-	if wantsPage(r) {
+	if wantsPage(r) || why == loginExpired {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusUnauthorized)
-		_ = loginPage.Execute(w, struct{ Failed bool }{failedLogin})
+		_ = loginPage.Execute(w, struct{ Failed, Expired bool }{why == loginWrongToken, why == loginExpired})
 		return
 	}
 	msg := "this sortie daemon requires its operator token: send Authorization: Bearer <token>, or open " +
 		"/login?token=<token> in a browser; `sortie status --login-url` prints the link (the token is " +
 		"server.auth_token, or the one the daemon keeps in <db_path>.operator-token)"
-	if failedLogin {
+	if why == loginWrongToken {
 		msg = "wrong token"
 	}
 	writeError(w, http.StatusUnauthorized, codeUnauthorized, msg)
@@ -110,16 +181,33 @@ func wantsPage(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodPost) && strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// handleLogin is GET /login?token=… and POST /login (form field token): with the right
-// token it sets the dashboard cookie and redirects to /. With no token configured it
-// just redirects.
+// LoginCode mints a one-time code for the link that logs a browser in,
+// /login?code=<code>: good once, for LoginCodeTTL. The daemon prints such a link in
+// its log instead of one with the operator token, which a log, a terminal's
+// scrollback or a browser's history would keep for good. "" when no token is set.
+func (s *Server) LoginCode() string {
+	if s.auth == nil {
+		return ""
+	}
+	return s.auth.newCode(s.now())
+}
+
+// handleLogin is GET /login?code=… (a one-time code, LoginCode), GET /login?token=…
+// and POST /login (form field token): with a good code or the right token it sets the
+// dashboard cookie and redirects to /. With no token configured it just redirects.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if s.auth == nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if !s.auth.token(strings.TrimSpace(r.FormValue("token"))) {
+	if code := r.URL.Query().Get("code"); code != "" {
+		if !s.auth.redeem(strings.TrimSpace(code), s.now()) {
+			s.log.Warn("http: login with a one-time code that was used already, expired or never issued", "remote", r.RemoteAddr)
+			s.loginRefused(w, r, loginExpired)
+			return
+		}
+	} else if !s.auth.token(strings.TrimSpace(r.FormValue("token"))) {
 		s.log.Warn("http: login with a wrong token", "remote", r.RemoteAddr)
 		s.unauthorized(w, r, true)
 		return
@@ -145,10 +233,12 @@ input{font:inherit;width:100%;box-sizing:border-box;padding:.5rem;margin:.5rem 0
 .err{color:#b00020}</style></head>
 <body><h1>Sortie</h1>
 <p>This daemon's dashboard needs its operator token. Open the login link the daemon printed when it started
-(<code>sortie: open the dashboard, logged in: …</code>), or print it with <code>sortie status --login-url</code>.
+(<code>sortie: open the dashboard, logged in: …</code>; it works once, within 10 minutes), or print a link
+with <code>sortie status --login-url</code>.
 The token is <code>server.auth_token</code> when set, otherwise the one the daemon generated in
 <code>&lt;db_path&gt;.operator-token</code>.</p>
 {{if .Failed}}<p class="err" role="alert">That token is not right.</p>{{end}}
+{{if .Expired}}<p class="err" role="alert">That login link was used already or has expired: each link the daemon prints logs in one browser, once, within 10 minutes. Print a new link with <code>sortie status --login-url</code>, or enter the token below.</p>{{end}}
 <form method="post" action="/login"><label for="token">Token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
 <button type="submit">Log in</button></form></body></html>

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // protected are requests every one of which needs the token when one is set.
@@ -201,5 +202,59 @@ func TestAuthenticator_ConstantTimeDigests(t *testing.T) {
 	}
 	if !a.token(testToken) {
 		t.Error("token(the token) = false")
+	}
+}
+
+// TestAuth_OneTimeLoginCode: the link the daemon prints carries a code, not the
+// token: it logs a browser in once, then is dead, and dies unused after LoginCodeTTL.
+func TestAuth_OneTimeLoginCode(t *testing.T) {
+	now := t0
+	f := newFixture(t, func(o *Options) {
+		withToken(o)
+		o.Now = func() time.Time { return now }
+	})
+	code := f.srv.LoginCode()
+	if code == "" || strings.Contains(code, testToken) {
+		t.Fatalf("LoginCode = %q", code)
+	}
+	w := f.get(t, "/login?code="+code)
+	cookies := w.Result().Cookies()
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/" || len(cookies) != 1 || cookies[0].Name != cookieName {
+		t.Fatalf("GET /login?code= = %d to %q with %v, want 303 to / with the cookie", w.Code, w.Header().Get("Location"), cookies)
+	}
+	if w := f.get(t, "/api/v1/state", "Cookie", cookieName+"="+cookies[0].Value); w.Code != http.StatusOK {
+		t.Errorf("GET /api/v1/state with the cookie a code got = %d, want 200", w.Code)
+	}
+	// Used: dead, for a browser and for anything else.
+	for _, hdr := range [][]string{nil, {"Accept", "text/html"}} {
+		w = f.get(t, "/login?code="+code, hdr...)
+		if w.Code != http.StatusUnauthorized || len(w.Result().Cookies()) != 0 || !strings.Contains(w.Body.String(), "used already or has expired") {
+			t.Errorf("a code used twice = %d %v %q, want 401 and the login form saying so", w.Code, w.Result().Cookies(), w.Body)
+		}
+	}
+	// Unused but old: dead once LoginCodeTTL has passed.
+	fresh, old := f.srv.LoginCode(), f.srv.LoginCode()
+	now = now.Add(LoginCodeTTL - time.Second)
+	if w := f.get(t, "/login?code="+fresh); w.Code != http.StatusSeeOther {
+		t.Errorf("a code just within its time = %d, want 303", w.Code)
+	}
+	now = now.Add(time.Second)
+	if w := f.get(t, "/login?code="+old); w.Code != http.StatusUnauthorized || len(w.Result().Cookies()) != 0 {
+		t.Errorf("an expired code = %d %v, want 401, no cookie", w.Code, w.Result().Cookies())
+	}
+	if w := f.get(t, "/login?code=not-a-code"); w.Code != http.StatusUnauthorized {
+		t.Errorf("a made-up code = %d, want 401", w.Code)
+	}
+	// The pending codes are bounded: minting many drops the oldest.
+	first := f.srv.LoginCode()
+	for range maxLoginCodes {
+		f.srv.LoginCode()
+	}
+	if w := f.get(t, "/login?code="+first); w.Code != http.StatusUnauthorized {
+		t.Errorf("the oldest of more than %d codes = %d, want 401 (dropped)", maxLoginCodes, w.Code)
+	}
+	// The operator token still logs in (scripts, `sortie status --login-url`).
+	if w := f.get(t, "/login?token="+url.QueryEscape(testToken)); w.Code != http.StatusSeeOther {
+		t.Errorf("GET /login?token= = %d, want 303", w.Code)
 	}
 }
