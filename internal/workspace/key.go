@@ -16,10 +16,9 @@ import (
 const MaxKeyLen = 128
 
 // keyHashLen is the number of hex digits of the identifier's SHA-256 appended to keys
-// that had to be changed: 16, 64 bits, so that no two identifiers a tracker will ever
-// hold share a workspace (with 8, 32 bits, two of some 77,000 hashed identifiers
-// shared one by even odds, and a hostile issue author could make a twin of another
-// issue's identifier in seconds).
+// that had to be changed: 16, 64 bits, so that no two identifiers share a workspace
+// (with 8, 32 bits, whoever can choose an identifier could compute in about a second
+// another one named the same: TestKey_KeepsSixtyFourBitsOfTheHash has such a pair).
 const keyHashLen = 16
 
 // legacyKeyHashLen is what keyHashLen was before: workspaces named with it are
