@@ -13,7 +13,7 @@ import (
 	"sortie/internal/orchestrator"
 )
 
-// cmdConfine is `sortie confine --write P --read P --hide P ... -- PROGRAM ARGS`: the
+// cmdConfine is `sortie confine --write P --read P --hide P --private P ... -- PROGRAM ARGS`: the
 // daemon starts every confined agent through it (sandbox.Main). It never runs PROGRAM
 // unconfined.
 //
