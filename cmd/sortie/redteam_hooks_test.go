@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ const hookDeployKey = "deploy-key-7c1d0e"
 // The clean filter's name is the repository's choice, so git runs it, confined.
 // (core.hooksPath, which would hide .git/hooks, is in the workspace package's
 // TestRunHook_PlantedGitTriggersDoNotRun.)
-var hookTriggers = []string{"pre-commit", "post-commit", "fsmonitor"}
+var hookTriggers = []string{"pre-commit", "post-commit", "post-checkout", "fsmonitor"}
 
 // hookRedTeam is one red-team setup: the daemon's directory (database, operator token,
 // env file) inside base, the workspace root beside it, the deploy key and the bare
@@ -66,8 +67,9 @@ EOF
 chmod +x .evil.sh
 printf '#!/bin/sh\nexec %%s/.evil.sh pre-commit\n' "$ws" > .git/hooks/pre-commit
 printf '#!/bin/sh\nexec %%s/.evil.sh post-commit\n' "$ws" > .git/hooks/post-commit
+printf '#!/bin/sh\nexec %%s/.evil.sh post-checkout\n' "$ws" > .git/hooks/post-checkout
 printf '#!/bin/sh\nexec %%s/.evil.sh fsmonitor\n' "$ws" > .evil-fsmonitor.sh
-chmod +x .git/hooks/pre-commit .git/hooks/post-commit .evil-fsmonitor.sh
+chmod +x .git/hooks/pre-commit .git/hooks/post-commit .git/hooks/post-checkout .evil-fsmonitor.sh
 git config core.fsmonitor "$ws/.evil-fsmonitor.sh"
 git config filter.evil.clean "$ws/.evil.sh filter"
 echo '*.txt filter=evil' > .gitattributes
@@ -77,17 +79,20 @@ cat %[4]s > agent-read-key 2>&1 || true
 }
 
 // workflowHooks is the hooks block: after_create makes the repository (before any
-// agent, unconfined); after_run, after the agent, reads the deploy key, commits the
-// agent's work and pushes it to the bare repository, both granted in hooks.sandbox.
+// agent, unconfined); before_run checks out the work branch (unconfined on the first
+// run, after the agent on the next); after_run, after the agent, reads the deploy key,
+// commits the agent's work and pushes it to the bare repository, both granted in
+// hooks.sandbox.
 func (h hookRedTeam) workflowHooks() string {
 	return fmt.Sprintf(`hooks:
   after_create: |
     git init -q . && git -c user.name=op -c user.email=op@example.com commit -q --allow-empty -m base
+  before_run: git checkout -q -B wip
   after_run: |
     set -e
     cat %[1]s > /dev/null
     git add -A
-    git -c user.name=op -c user.email=op@example.com commit -qm wip
+    git diff --cached --quiet || git -c user.name=op -c user.email=op@example.com commit -qm wip
     git push -q %[2]s HEAD:refs/heads/wip
   sandbox:
     read_paths: [%[1]s]
@@ -129,21 +134,56 @@ func (h hookRedTeam) check(t *testing.T, ws string, r result) {
 	if b, _ := os.ReadFile(filepath.Join(ws, "agent-read-key")); strings.Contains(string(b), hookDeployKey) {
 		t.Error("the agent read the deploy key granted to hooks only")
 	}
-	if out, err := exec.Command("git", "-C", ws, "log", "-1", "--format=%s").Output(); err != nil || strings.TrimSpace(string(out)) != "wip" {
+	if out, err := exec.Command("git", "-c", "safe.directory=*", "-C", ws, "log", "-1", "--format=%s").Output(); err != nil || strings.TrimSpace(string(out)) != "wip" {
 		t.Errorf("the after_run hook's commit did not land in the workspace: %q, %v\n%s", out, err, r.stderr)
 	}
-	if out, err := exec.Command("git", "--git-dir", h.remote, "log", "-1", "--format=%s", "wip").Output(); err != nil || strings.TrimSpace(string(out)) != "wip" {
+	if out, err := exec.Command("git", "-c", "safe.directory=*", "--git-dir", h.remote, "log", "-1", "--format=%s", "wip").Output(); err != nil || strings.TrimSpace(string(out)) != "wip" {
 		t.Errorf("the after_run hook's push did not land: %q, %v\n%s", out, err, r.stderr)
 	}
 }
 
-// TestRedTeam_HooksMockAgent: the mock agent plants the triggers with a shell step.
+// TestRedTeam_HooksMockAgent: the mock agent plants the triggers with a shell step. Its
+// first run ends without a status, so a second run follows, whose before_run (a
+// checkout) is the first hook after the agent's run besides after_run.
 func TestRedTeam_HooksMockAgent(t *testing.T) {
 	requireConfinement(t)
 	t.Parallel()
-	const identifier = "RTH-1"
+	hookRedTeamMock(t, "RTH-1", "")
+}
+
+// TestRedTeam_HooksRunAsAnotherUser: the same with the daemon as root and agents and
+// hooks as agent.run_as's user: the confined hooks still run as that user, with a
+// temporary directory it owns, and their honest work succeeds.
+func TestRedTeam_HooksRunAsAnotherUser(t *testing.T) {
+	requireConfinement(t)
+	requireRunAsUser(t)
+	t.Parallel()
+	ws := hookRedTeamMock(t, "RTH-3", runAsTestUser)
+	if b, err := os.ReadFile(filepath.Join(ws, "hook-user")); err != nil || strings.TrimSpace(string(b)) != runAsTestUser {
+		t.Errorf("the confined after_run ran as %q, want %s (%v)", b, runAsTestUser, err)
+	}
+}
+
+// hookRedTeamMock runs the hook red team with the mock agent as runAs ("": the
+// daemon's user) and returns the workspace.
+func hookRedTeamMock(t *testing.T, identifier, runAs string) string {
+	t.Helper()
 	h := newHookRedTeam(t, identifier)
 	tmp := t.TempDir()
+	runAsLine, hooks := "", h.workflowHooks()
+	if runAs != "" {
+		openUp(t, filepath.Dir(h.base), h.base, filepath.Dir(sortieBin), filepath.Dir(tmp), tmp)
+		u, err := user.Lookup(runAs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		if out, err := exec.Command("chown", "-R", strconv.Itoa(uid), h.remote).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v: %s", err, out)
+		}
+		runAsLine = "  run_as: " + runAs + "\n"
+		hooks = strings.Replace(hooks, "    set -e\n", "    set -e\n    id -un > hook-user\n", 1)
+	}
 	run, _ := json.Marshal(h.plant()) // a JSON string is a YAML double-quoted scalar
 	wf := writeFile(t, h.dir, "WORKFLOW.md", `---
 tracker:
@@ -155,14 +195,14 @@ tracker:
 agent:
   kind: mock
   max_turns: 1
-`+h.workflowHooks()+`workspace:
+`+runAsLine+hooks+`workspace:
   root: ../ws
 db_path: ./sortie.db
 server: {port: `+strconv.Itoa(freePort(t))+`}
 mock:
-  status: blocked
   shell:
     - {name: plant, run: `+string(run)+`}
+    - {name: stop, run: "if [ -e .first-run ]; then echo blocked > .sortie/status; else touch .first-run; fi"}
 ---
 Work on {{ .issue.identifier }}.
 `)
@@ -174,7 +214,15 @@ Work on {{ .issue.identifier }}.
 	if b, err := os.ReadFile(filepath.Join(ws, ".mock-agent", "shell", "plant.out")); err != nil || !strings.HasPrefix(string(b), "exit 0") {
 		t.Fatalf("the agent could not plant its triggers: %q, %v", b, err)
 	}
+	if b, err := os.ReadFile(filepath.Join(ws, ".sortie", "status")); err != nil || strings.TrimSpace(string(b)) != "blocked" {
+		t.Errorf("the agent did not run twice (.sortie/status %q, %v): the second run's before_run was not tried", b, err)
+	}
 	h.check(t, ws, r)
+	// The hooks' temporary directories went with them, and their parent with the daemon.
+	if left, _ := filepath.Glob(filepath.Join(tmp, "sortie-runs-*")); len(left) > 0 {
+		t.Errorf("the runs' temporary directories outlived the daemon: %v", left)
+	}
+	return ws
 }
 
 // TestRedTeam_HooksClaude: the real claude CLI plants the triggers with its Bash tool,
