@@ -132,7 +132,34 @@ func checkTokenRedTeam(t *testing.T, results func(string) string, r result) {
 func TestRedTeam_TokenStolenFromSibling_Mock(t *testing.T) {
 	requireConfinement(t)
 	t.Parallel()
-	_, dir, envFile, wsRoot, shared := tokenRedTeamDirs(t)
+	tokenRedTeamMock(t, "")
+}
+
+// TestRedTeam_TokenStolenFromSibling_RunAs: the same with the agents running as
+// agent.run_as's user (both as the same one: the uid alone does not tell them apart).
+func TestRedTeam_TokenStolenFromSibling_RunAs(t *testing.T) {
+	requireConfinement(t)
+	requireRunAsUser(t)
+	t.Parallel()
+	tokenRedTeamMock(t, runAsTestUser)
+}
+
+// tokenRedTeamMock runs the attack as the mock agent's shell steps, the agents
+// running as runAs ("": the daemon's user).
+func tokenRedTeamMock(t *testing.T, runAs string) {
+	t.Helper()
+	base, dir, envFile, wsRoot, shared := tokenRedTeamDirs(t)
+	tmp := t.TempDir()
+	runAsLine := ""
+	if runAs != "" {
+		openUp(t, filepath.Dir(base), base, filepath.Dir(sortieBin), filepath.Dir(tmp), tmp)
+		for _, p := range []string{shared, filepath.Join(shared, "ready"), filepath.Join(shared, "done")} {
+			if err := os.Chmod(p, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runAsLine = "  run_as: " + runAs + "\n"
+	}
 	var steps strings.Builder
 	for _, a := range tokenAttacks(wsRoot, shared) {
 		run, _ := json.Marshal(a.run) // a JSON string is a YAML double-quoted scalar
@@ -147,7 +174,7 @@ tracker:
 agent:
   kind: mock
   max_turns: 1
-`+tokenSandbox(wsRoot, shared)+`workspace:
+`+runAsLine+tokenSandbox(wsRoot, shared)+`workspace:
   root: ../ws
 db_path: ./sortie.db
 server: {port: 0}
@@ -157,7 +184,7 @@ mock:
 `+steps.String()+`---
 Work on {{ .issue.identifier }}.
 `)
-	r := runSortie(t, dir, testEnv(t.TempDir()), "--exit-when-idle", "--env-file", envFile, wf)
+	r := runSortie(t, dir, testEnv(tmp), "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
 	}
