@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +48,32 @@ func MountNamespaceAvailable() bool {
 	}
 	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
 }
+
+// UserNamespaceAvailable reports whether this process may start a child in a user
+// namespace of its own (proc.Command.UserNS): the kernel allows unprivileged user
+// namespaces (user.max_user_namespaces, Debian's kernel.unprivileged_userns_clone,
+// Ubuntu's AppArmor restriction) and a child started so runs. Asked once.
+func UserNamespaceAvailable() bool { return userNamespaceAvailable() }
+
+var userNamespaceAvailable = sync.OnceValue(func() bool {
+	for file, off := range map[string]string{"/proc/sys/user/max_user_namespaces": "0",
+		"/proc/sys/kernel/unprivileged_userns_clone": "0", "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1"} {
+		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) == off {
+			return false
+		}
+	}
+	probe, err := exec.LookPath("true")
+	if err != nil {
+		return false
+	}
+	cmd := exec.Command(probe)
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}}
+	return cmd.Run() == nil
+})
 
 // keptPath is a path of the policy beneath a covered directory, bound back in place
 // once the directory is covered, with the directories between them as they were.
@@ -182,7 +211,10 @@ func coverDir(dir string, kept []*keptPath) error {
 			if err := unix.Mkdir(d.path, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 				return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
 			}
-			if err := unix.Chown(d.path, d.uid, d.gid); err != nil {
+			// In a user namespace (a daemon that is not root) only its own ids are
+			// mapped: a directory of another owner stays root's of the tmpfs, which is
+			// as far as this user could go on the machine's too.
+			if err := unix.Chown(d.path, d.uid, d.gid); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
 				return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
 			}
 			if err := unix.Chmod(d.path, uint32(d.mode.Perm())|sticky(d.mode)); err != nil {

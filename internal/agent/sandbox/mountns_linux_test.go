@@ -40,8 +40,9 @@ func listen(t *testing.T, path string) {
 // PrivateTmp, Landlock alone lets it connect (the door this closes).
 func TestPrivateTmp_SocketsOutsideThePolicyAreOutOfReach(t *testing.T) {
 	requireLandlock(t)
-	if !MountNamespaceAvailable() {
-		t.Skip("skipped: a mount namespace needs CAP_SYS_ADMIN (root)")
+	root, userNS := MountNamespaceAvailable(), UserNamespaceAvailable() && UserNSRun != nil
+	if !root && !userNS {
+		t.Skip("skipped: a mount namespace needs root or unprivileged user namespaces")
 	}
 	if _, err := exec.LookPath("perl"); err != nil {
 		t.Skip("skipped: needs perl to connect")
@@ -74,8 +75,15 @@ func TestPrivateTmp_SocketsOutsideThePolicyAreOutOfReach(t *testing.T) {
 			t.Errorf("%s: want the outside socket refused (no such file), the workspace's and the agent socket answered; got:\n%s", how, out)
 		}
 	}
-	check("RestrictThread", threadRun(p, script))
-	check("sortie confine", confined(t, p, script))
+	if root {
+		check("RestrictThread", threadRun(p, script))
+		check("sortie confine", confined(t, p, script))
+	}
+	if userNS {
+		// As a daemon that is not root starts it: `sortie confine` in a user namespace
+		// of its own (proc.Command.UserNS), which makes the mounts there.
+		check("sortie confine in a user namespace", UserNSRun(t, p, script))
+	}
 	if _, err := os.Stat(filepath.Join(outside, "default")); err != nil {
 		t.Errorf("the daemon's own /tmp changed: %v", err)
 	}
@@ -84,3 +92,9 @@ func TestPrivateTmp_SocketsOutsideThePolicyAreOutOfReach(t *testing.T) {
 		t.Errorf("without PrivateTmp the outside socket should answer (Landlock does not govern connect), got:\n%s", out)
 	}
 }
+
+// UserNSRun runs script with /bin/sh under p through `sortie confine` started in a user
+// namespace of its own, as a daemon that is not root starts it (proc.Command.UserNS),
+// and returns its output; set by mountns_userns_linux_test.go, whose package may import
+// proc.
+var UserNSRun func(t *testing.T, p Policy, script string) string

@@ -26,3 +26,6 @@ func RestrictThread(Policy) error { return errNoLandlock }
 
 // MountNamespaceAvailable is false outside Linux.
 func MountNamespaceAvailable() bool { return false }
+
+// UserNamespaceAvailable is false outside Linux.
+func UserNamespaceAvailable() bool { return false }
