@@ -18,8 +18,9 @@ var sessionVariables = []string{"TMUX", "STY", "DBUS_SESSION_BUS_ADDRESS", "DISP
 
 // socketWarning is the start-up warning of a daemon whose confined agents could reach
 // those sockets by name: Landlock does not govern connect() to a pathname Unix socket,
-// and without root the agents get no mount namespace of their own
-// (sandbox.MountNamespaceAvailable) to hide /tmp and /run/user. The variables do not
+// and the agents get no mount namespace of their own to hide /tmp and /run/user (the
+// daemon is not root, sandbox.MountNamespaceAvailable, and the kernel refuses it
+// unprivileged user namespaces, sandbox.UserNamespaceAvailable). The variables do not
 // reach agents (internal/agent/agentenv), but the sockets' paths are guessable. ""
 // when there is nothing to say: agents are not confined here (another warning says so),
 // run as another user (who may not connect to this user's sockets), or get the
@@ -41,8 +42,9 @@ func socketWarning(environ []string, confined bool, runAs *runas.User, namespace
 	return "this daemon runs inside a terminal or desktop session (" + strings.Join(set, ", ") + " set), and pathname Unix " +
 		"sockets are outside Landlock's reach: a confined agent can connect() to tmux's, screen's, the SSH agent's or the " +
 		"session bus's socket by its path (/tmp/tmux-<uid>/default, /run/user/<uid>/bus) and have it act as this user, outside " +
-		"the sandbox. Run the daemon as root with agent.run_as (agents then run as that user, with a /tmp and /run/user of " +
-		"their own), or start it outside the session (a systemd service)"
+		"the sandbox, since this kernel allows no unprivileged user namespace to hide them in. Run the daemon as root with " +
+		"agent.run_as (agents then run as that user, with a /tmp and /run/user of their own), or start it outside the " +
+		"session (a systemd service)"
 }
 
 // warnSocketReach logs socketWarning for the daemon as it starts, whose agents are
@@ -50,7 +52,8 @@ func socketWarning(environ []string, confined bool, runAs *runas.User, namespace
 // and run here unless worker.ssh_hosts sends them elsewhere.
 func warnSocketReach(cfg *config.Config, s orchestrator.Sandbox, runAs *runas.User, log *slog.Logger) {
 	confined := cfg.Agent.Sandbox.Mode != config.SandboxOff && s.Unavailable == "" && len(cfg.Worker.SSHHosts) == 0
-	if msg := socketWarning(os.Environ(), confined, runAs, sandbox.MountNamespaceAvailable()); msg != "" {
+	namespace := sandbox.MountNamespaceAvailable() || sandbox.UserNamespaceAvailable()
+	if msg := socketWarning(os.Environ(), confined, runAs, namespace); msg != "" {
 		log.Warn(msg)
 	}
 }
