@@ -144,7 +144,8 @@ func (m *Manager) Root() string { return m.root }
 //     is removed again and the error returned;
 //  3. create `.sortie/` and its `.gitignore` (`*`) before anything else lands there;
 //  4. delete a stale `.sortie/status` from an earlier run;
-//  5. run before_run.
+//  5. run before_run: as the operator's own script when step 1 created the directory,
+//     else confined, as every hook after an agent's run is (see RunHook).
 //
 // attempt is exported to hooks as SORTIE_ATTEMPT. On an error after step 2 the
 // returned Workspace still names the existing directory, so the caller can run
