@@ -7,7 +7,9 @@
 // daemon too.
 // The sidecar sends each call over a unix socket (mode 0600, in a 0700 directory) to
 // the daemon, authenticated by a capability token that the daemon grants per agent
-// session, scopes to that session's issue and revokes when the session ends.
+// session, scopes to that session's issue, binds to that session's processes (the
+// connection's peer credentials: Session.Bind, RunProcesses) and revokes when the
+// session ends.
 //
 // The protocol is HTTP/1.1 over the socket, JSON bodies, `Authorization: Bearer
 // <token>`:
