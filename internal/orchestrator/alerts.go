@@ -40,8 +40,9 @@ func (o *Orchestrator) alert(a Alert) {
 	}()
 }
 
-// holdAlert is the alert for a new hold.
-func holdAlert(is tracker.Issue, reason, msg string) Alert {
+// holdAlert is the alert for a new hold; byComment says whether a tracker comment can
+// answer a checkpoint (commentsAnswer).
+func holdAlert(is tracker.Issue, reason, msg string, byComment bool) Alert {
 	a := Alert{Event: reason, Issue: is, Message: msg, Severity: "warning"}
 	switch reason {
 	case holdBlocked:
@@ -51,6 +52,9 @@ func holdAlert(is tracker.Issue, reason, msg string) Alert {
 	case holdAwaiting:
 		a.Title = is.Identifier + " waits for your answer at a workflow checkpoint"
 		a.Message = msg + "\nAnswer on the dashboard, or with a tracker comment: /sortie choose <option>"
+		if !byComment {
+			a.Message = msg + "\nAnswer on the dashboard or through the API (comments on this tracker do not answer)"
+		}
 	case holdCheckpointSkipped:
 		a.Title = is.Identifier + " was not handed off: a blocking workflow checkpoint has no human answer"
 	case holdRetries:

@@ -477,7 +477,7 @@ func (o *Orchestrator) holdForCheckpoint(ctx context.Context, is tracker.Issue, 
 	}
 	msg := checkpointQuestion(cp)
 	o.addHold(is, ex, holdAwaiting, msg)
-	o.comment(is, "checkpoint", checkpointComment(cp, o.dashboardURL(is.Identifier)))
+	o.comment(is, "checkpoint", checkpointComment(cp, is.Identifier, o.dashboardURL(is.Identifier), commentsAnswer(o.opts.Config())))
 }
 
 // dashboardURL is where a human answers, "" when unknown.
@@ -504,8 +504,15 @@ func checkpointQuestion(cp store.Checkpoint) string {
 // checkpointCommentPrefix starts every checkpoint comment.
 const checkpointCommentPrefix = "Sortie checkpoint:"
 
-// checkpointComment is the tracker comment that asks a human to answer.
-func checkpointComment(cp store.Checkpoint, url string) string {
+// commentsAnswer reports whether a "/sortie choose" comment on cfg's tracker can answer
+// a checkpoint: never with the file tracker (answerRefusal), whose issues file anything
+// on the machine may write.
+func commentsAnswer(cfg *config.Config) bool { return cfg.Tracker.Kind != "file" }
+
+// checkpointComment is the tracker comment that asks a human to answer: with a
+// "/sortie choose" reply when the tracker's comments can answer (byComment), else on
+// the dashboard or through the API, which it names.
+func checkpointComment(cp store.Checkpoint, identifier, link string, byComment bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s\n\n%s\n\nOptions:\n", checkpointCommentPrefix, cp.Name, cp.Message)
 	for _, op := range cp.Options {
@@ -515,12 +522,26 @@ func checkpointComment(cp store.Checkpoint, url string) string {
 		}
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "\nTo answer, reply with a comment whose first line is: /sortie choose <option>")
+	example := "<option>"
 	if len(cp.Options) > 0 {
-		fmt.Fprintf(&b, " (for example: /sortie choose %s)", cp.Options[0].ID)
+		example = cp.Options[0].ID
 	}
-	if url != "" {
-		fmt.Fprintf(&b, "\nOr answer on the dashboard: %s", url)
+	switch {
+	case byComment:
+		fmt.Fprintf(&b, "\nTo answer, reply with a comment whose first line is: /sortie choose <option>")
+		if len(cp.Options) > 0 {
+			fmt.Fprintf(&b, " (for example: /sortie choose %s)", example)
+		}
+		if link != "" {
+			fmt.Fprintf(&b, "\nOr answer on the dashboard: %s", link)
+		}
+	default:
+		b.WriteString("\nComments on this tracker do not answer checkpoints. To answer, ")
+		if link != "" {
+			fmt.Fprintf(&b, "choose an option on the dashboard: %s\nOr ", link)
+		}
+		fmt.Fprintf(&b, "send POST /api/v1/%s/checkpoints/%s with {\"option_id\": %q} and the operator token (Authorization: Bearer $(sortie status --token)).",
+			url.PathEscape(identifier), url.PathEscape(cp.CheckpointID), example)
 	}
 	if at, ok := autoAdvanceAt(cp); ok {
 		fmt.Fprintf(&b, "\nWithout an answer, Sortie chooses %s at %s.", cp.DefaultOption, at.UTC().Format(time.RFC3339))
