@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"sortie/internal/agent/sandbox"
@@ -49,7 +48,9 @@ func (o *Orchestrator) confineHook(cfg *config.Config, host string) workspace.Co
 		}
 		p := hookPolicy(s, cfg, wsPath, tmp, env)
 		hc := &workspace.HookConfinement{
-			Env:  hookTmpEnv(tmp),
+			// TMPDIR, and the build caches it would otherwise write in the home
+			// directory (denied to it), in its temporary directory, as for agents.
+			Env:  confinedEnv(env, tmp),
 			Done: func() { _ = os.RemoveAll(tmp) },
 		}
 		if sandbox.ThreadConfinable() {
@@ -70,10 +71,4 @@ func hookPolicy(s Sandbox, cfg *config.Config, wsPath, tmp string, env []string)
 	p.Write = append(slices.Clone(p.Write), cfg.Hooks.Sandbox.WritePaths...)
 	p.Read = append(slices.Clone(p.Read), cfg.Hooks.Sandbox.ReadPaths...)
 	return p
-}
-
-// hookTmpEnv points a confined hook's temporary files, and the build caches it would
-// otherwise write in the home directory (denied to it), at its temporary directory.
-func hookTmpEnv(tmp string) []string {
-	return []string{"TMPDIR=" + tmp, "GOCACHE=" + filepath.Join(tmp, "go-build"), "npm_config_cache=" + filepath.Join(tmp, "npm")}
 }
