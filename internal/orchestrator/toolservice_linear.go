@@ -31,7 +31,9 @@ func (t *ToolService) linear() linearGraphQL {
 }
 
 // LinearGraphQL runs one linear_graphql call for the session's issue. A call that
-// moves the issue tells AgentMoved first, withdraws that when Linear did not make the
+// moves the issue out of the active states while a blocking workflow checkpoint has no
+// human answer is refused (handoff_refused) and not sent. A call that moves the issue
+// tells AgentMoved first, withdraws that when Linear did not make the
 // move, and wakes the loop after one it made, as transition_issue does. Comments it
 // posts are by the daemon's own account, which never answers a checkpoint
 // (answerRefusal).
@@ -42,7 +44,17 @@ func (t *ToolService) LinearGraphQL(ctx context.Context, sess agentsock.Session,
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
+	var refused *agentsock.Error
 	data, err := l.AgentGraphQL(ctx, sess.IssueID, sess.Identifier, req.Query, req.Variables, func(state string) func(bool) {
+		// A move out of the active states waits for the workflow's humans, as
+		// transition_issue does (handoffAllowed). The adapter cannot be told no here;
+		// cancelling the call's context before it is sent keeps it from being sent
+		// (net/http sends nothing on a cancelled context).
+		if e := t.handoffAllowed(ctx, sess, state); e != nil {
+			refused = e
+			cancel()
+			return func(bool) {}
+		}
 		settle := t.agentMoving(sess, state)
 		return func(moved bool) {
 			settle(moved)
@@ -51,10 +63,13 @@ func (t *ToolService) LinearGraphQL(ctx context.Context, sess agentsock.Session,
 			}
 		}
 	})
+	if refused != nil {
+		return nil, refused
+	}
 	if err != nil {
-		var refused interface{ AgentErrorKind() string }
-		if errors.As(err, &refused) {
-			return nil, agentsock.Errorf(refused.AgentErrorKind(), "%v", err)
+		var policy interface{ AgentErrorKind() string }
+		if errors.As(err, &policy) {
+			return nil, agentsock.Errorf(policy.AgentErrorKind(), "%v", err)
 		}
 		return nil, trackerError(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"sortie/internal/testkit/faketracker"
 	"sortie/internal/tracker"
 	_ "sortie/internal/tracker/linear"
+	"sortie/internal/workflow/engine"
 )
 
 // linearService is a ToolService on the Linear adapter against a fake Linear, served on
@@ -205,5 +206,42 @@ func TestToolService_ATransitionTheTrackerRefusedIsNotTheAgents(t *testing.T) {
 	}
 	if got := moves()[sess.IssueID]; got != "Done" {
 		t.Fatalf("a transition made: recorded %q, want Done", got)
+	}
+}
+
+// TestLinearGraphQL_AMoveOutOfTheActiveStatesWaitsForTheGates: an issueUpdate that takes
+// the session's issue to review while a blocking workflow checkpoint has no human answer
+// is refused and never reaches Linear; within the active states it is sent.
+func TestLinearGraphQL_AMoveOutOfTheActiveStatesWaitsForTheGates(t *testing.T) {
+	f, mine, _, c, svc, _ := linearService(t)
+	g := &gateChecker{blockers: []engine.Blocker{reviewGate}}
+	svc.Workflows = g
+	var updates atomic.Int32
+	f.SetHook(func(w http.ResponseWriter, body []byte) bool {
+		if strings.Contains(string(body), "issueUpdate") {
+			updates.Add(1)
+		}
+		return false
+	})
+	move := func(state string) error {
+		_, err := c.LinearGraphQL(context.Background(), agentsock.LinearGraphQLRequest{
+			Query: `mutation { issueUpdate(id: "` + mine.ID + `", input: {stateId: "` + f.StateID("ENG", state) + `"}) { success } }`})
+		return err
+	}
+	var e *agentsock.Error
+	if err := move("In Review"); !errors.As(err, &e) || e.Kind != engine.KindHandoffRefused || !strings.Contains(e.Message, "review/approve-pr") {
+		t.Fatalf("a move to In Review with an unanswered gate: %v, want %s", err, engine.KindHandoffRefused)
+	}
+	if n := updates.Load(); n != 0 {
+		t.Fatalf("the refused move reached Linear %d times", n)
+	}
+	g.mu.Lock()
+	traced := len(g.traced)
+	g.mu.Unlock()
+	if traced != 1 {
+		t.Fatalf("refused hand-offs traced: %d, want 1", traced)
+	}
+	if err := move("Todo"); err != nil || updates.Load() != 1 {
+		t.Fatalf("a move within the active states: %v, sent %d times", err, updates.Load())
 	}
 }
