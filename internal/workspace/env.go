@@ -116,7 +116,8 @@ func validEnvName(name string) bool {
 // core.hooksPath (or .git/hooks), the fsmonitor daemon, the ssh program, the
 // password prompter, a credential helper (the empty value empties the list), the
 // ext:: transport, an external diff, commit and tag signing with a chosen gpg
-// program, the editor and the pager.
+// program, the editor and the pager. core.gitProxy, which may be given many times,
+// is turned off by GitEnv's empty GIT_PROXY_COMMAND instead.
 //
 // Settings whose names the repository chooses (filter.<driver>.*, diff.<driver>.*,
 // merge.<driver>.*, alias.*, remote.<name>.receivepack, credential.<url>.helper)
@@ -141,8 +142,8 @@ var gitNeutralConfig = []struct{ key, value string }{
 }
 
 // GitEnv returns env with the repository's own git configuration neutralised for every
-// git the process it starts runs: GIT_CONFIG_NOSYSTEM=1 and the settings of
-// gitNeutralConfig appended, as GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n, after the entries
+// git the process it starts runs: GIT_CONFIG_NOSYSTEM=1, an empty GIT_PROXY_COMMAND
+// (no core.gitProxy), and the settings of gitNeutralConfig appended, as GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n, after the entries
 // GIT_CONFIG_COUNT in env already counts (a GIT_CONFIG_COUNT that is not a number is
 // replaced). A script that wants one of these settings back says so on its command
 // line (`git -c commit.gpgSign=true commit`), which git reads after the environment;
@@ -170,5 +171,6 @@ func GitEnv(env []string) []string {
 	}
 	set("GIT_CONFIG_COUNT", strconv.Itoa(n+len(gitNeutralConfig)))
 	set("GIT_CONFIG_NOSYSTEM", "1")
+	set("GIT_PROXY_COMMAND", "")
 	return out
 }

@@ -42,8 +42,9 @@ func TestGitEnv_AppendsAfterTheOperatorsEntries(t *testing.T) {
 // TestRunHook_PlantedGitTriggersDoNotRun is the git half of the hook door: an agent
 // writes every trigger git offers under a known name (a .git/hooks script,
 // core.hooksPath, core.fsmonitor, diff.external, commit signing with its own gpg
-// program, the ext:: transport, core.sshCommand), and an operator's after_run that
-// commits, diffs and pushes runs none of them, while its commit lands.
+// program, the ext:: transport, core.sshCommand, core.gitProxy), and an operator's
+// after_run that commits, diffs, pushes and lists a git:// remote runs none of them,
+// while its commit lands.
 func TestRunHook_PlantedGitTriggersDoNotRun(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
@@ -85,6 +86,7 @@ func TestRunHook_PlantedGitTriggersDoNotRun(t *testing.T) {
 		{"remote.x.url", "ext::" + evil + " ext"},
 		{"core.sshCommand", evil},
 		{"remote.s.url", "ssh://example.invalid/r.git"},
+		{"core.gitProxy", evil},
 	} {
 		git("config", kv[0], kv[1])
 	}
@@ -95,6 +97,7 @@ git -c user.name=op -c user.email=op@example.com commit -qm wip
 echo change >> f && git diff >/dev/null && git diff --quiet || true
 git push x HEAD 2>/dev/null || true
 git push s HEAD 2>/dev/null || true
+git ls-remote git://127.0.0.1:1/r 2>/dev/null || true
 git checkout -q -B other`
 	// First .git/hooks, then core.hooksPath, which hides .git/hooks.
 	for _, hooksPath := range []bool{false, true} {
