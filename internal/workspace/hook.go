@@ -46,10 +46,10 @@ type ConfineHook func(hook, wsPath string, env []string) (*HookConfinement, erro
 // name is the hook's name for errors and logs. A blank script does nothing.
 //
 // The script runs in its own process group with the environment HookEnv(ws, issue,
-// extraEnv) and stdin from /dev/null. When the hook timeout passes, or ctx is cancelled, the whole group (the
-// shell and everything it started) is killed with SIGKILL. If a process that escaped
-// the group keeps the output pipe open after the script ended, RunHook stops waiting
-// for it shortly afterwards.
+// extraEnv) and stdin from /dev/null. When the hook timeout passes, or ctx is
+// cancelled, the whole group (the shell and everything it started) is killed with
+// SIGKILL. If a process that escaped the group keeps the output pipe open after the
+// script ended, RunHook stops waiting for it shortly afterwards.
 //
 // Every hook but after_create, and before_run on the run that created ws, runs after
 // an agent may have written the workspace: it runs confined (Config.ConfineHook),
