@@ -14,7 +14,7 @@ type Gate struct {
 
 // Gates returns the workflow's gates in activity order, then checkpoint order.
 //
-// An end is an activity without successors (Successors). A free_entry activity may be
+// An end is an activity a session cannot leave (Next). A free_entry activity may be
 // entered from any activity, so it counts as a successor of each. An activity is on
 // every path when no end is reachable from the initial activity without it; the
 // initial activity always is. A workflow with no reachable end has only the initial
@@ -35,7 +35,7 @@ func (w *Workflow) Gates() []Gate {
 		if a.FreeEntry {
 			free = append(free, a.ID)
 		}
-		if len(a.successors()) == 0 {
+		if len(w.Next(a)) == 0 {
 			ends[a.ID] = true
 		}
 	}
@@ -56,7 +56,7 @@ func (w *Workflow) Gates() []Gate {
 			if !ok {
 				continue
 			}
-			for _, next := range slices.Concat(a.successors(), free) {
+			for _, next := range slices.Concat(w.Next(a), free) {
 				if next != skip && !seen[next] {
 					seen[next] = true
 					queue = append(queue, next)
@@ -74,6 +74,23 @@ func (w *Workflow) Gates() []Gate {
 		for _, cp := range a.Checkpoints {
 			if cp.Required && cp.Blocking {
 				out = append(out, Gate{Activity: a.ID, Checkpoint: cp.ID})
+			}
+		}
+	}
+	return out
+}
+
+// Next returns the activities a session may enter from a, free-entry ones aside: a's
+// successors (Successors) and, when a is an activity of a loop, the loop's activity and
+// the loop's activities, which the loop returns to. next_activity refuses any other
+// target that is not a.ID itself. An activity with no Next ends the workflow.
+func (w *Workflow) Next(a *Activity) []string {
+	out := a.successors()
+	for _, p := range w.Activities {
+		for _, l := range p.Loops {
+			if slices.Contains(l.Activities, a.ID) {
+				out = append(out, p.ID)
+				out = append(out, l.Activities...)
 			}
 		}
 	}

@@ -110,3 +110,22 @@ func TestGates_FreeEntryMustBeABoolean(t *testing.T) {
 		t.Fatalf("LoadLibrary with free_entry: sometimes = %v, want an error naming free_entry", err)
 	}
 }
+
+// A loop's activity without transitions returns to the loop: it does not end the
+// workflow, so the checkpoint after the loop stays a gate.
+func TestGates_ALoopActivityIsNotAnEnd(t *testing.T) {
+	l := gatesLibrary(t, map[string]string{
+		"01-plan.yaml":   act("plan", "loops: [{id: each, name: Each, type: forEach, variable: f, over: files, activities: [fix]}]\ntransitions: [{to: review, isDefault: true}]\n"),
+		"02-fix.yaml":    act("fix", ""),
+		"03-review.yaml": act("review", cp("approve")+"transitions: [{to: done, isDefault: true}]\n"),
+		"04-done.yaml":   act("done", ""),
+	})
+	w, _ := l.Workflow("flow")
+	if got, want := w.Gates(), []Gate{{"review", "approve"}}; !slices.Equal(got, want) {
+		t.Fatalf("Gates() = %+v, want %+v", got, want)
+	}
+	fix, _ := w.Activity("fix")
+	if got := w.Next(fix); !slices.Contains(got, "plan") {
+		t.Fatalf("Next(fix) = %q, want the loop's activity plan", got)
+	}
+}

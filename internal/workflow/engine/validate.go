@@ -62,7 +62,7 @@ func (c *call) checkTransition(w *workflow.Workflow, from, to, claimed string) e
 	if !ok {
 		return nil // the workflow changed under the session; version drift says so
 	}
-	succ := allowedFrom(w, prev)
+	succ := w.Next(prev)
 	if !slices.Contains(succ, to) && !target.FreeEntry {
 		next := "none: the activity ends the workflow"
 		if len(succ) > 0 {
@@ -104,22 +104,6 @@ func (c *call) checkTransition(w *workflow.Workflow, from, to, claimed string) e
 		c.warn("Condition mismatch: transition_condition %q is not a condition of the transition from %q to %q (conditions: %s)", claimed, from, to, strings.Join(conds, " | "))
 	}
 	return nil
-}
-
-// allowedFrom lists the activities a session may enter from a besides free-entry ones:
-// a's successors and, when a is an activity of a loop, the loop's activity and the
-// loop's other activities.
-func allowedFrom(w *workflow.Workflow, a *workflow.Activity) []string {
-	out := a.Successors()
-	for _, p := range w.Activities {
-		for _, l := range p.Loops {
-			if slices.Contains(l.Activities, a.ID) {
-				out = append(out, p.ID)
-				out = append(out, l.Activities...)
-			}
-		}
-	}
-	return out
 }
 
 func uniq(s []string) []string {
