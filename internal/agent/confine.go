@@ -89,7 +89,6 @@ type Launch struct {
 	Wrap        []string     // `sortie confine`, then `sortie supervise`, when needed
 	Confine     func() error // confines the start itself (sandbox.RestrictThread)
 	SweepCgroup bool         // the CLI's leftovers are stopped through its cgroup
-	UserNS      bool         // `sortie confine` starts in namespaces of its own (proc.Command.UserNS)
 }
 
 // LocalLaunch is how a local CLI at exe started with p runs, with as few processes
@@ -109,8 +108,8 @@ func LocalLaunch(p StartParams, exe string, write, dirs []string) Launch {
 	switch {
 	case p.Confine != nil && !sandbox.MountNamespaceAvailable() && sandbox.UserNamespaceAvailable():
 		// Not root: the private /tmp (Policy.PrivateTmp) needs a user namespace, which
-		// only a new process can enter. `sortie confine` starts in one.
-		l.Wrap, l.UserNS = p.Confine.Wrap(exe, write, dirs), true
+		// only a new process can enter: `sortie confine` starts one (sandbox.Main).
+		l.Wrap = p.Confine.Wrap(exe, write, dirs)
 	case p.Confine != nil && sandbox.ThreadConfinable():
 		l.Confine = p.Confine.Thread(exe, write, dirs)
 	default:

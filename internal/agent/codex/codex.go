@@ -230,7 +230,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	}
 	launch := agent.LocalLaunch(p, installed, []string{home}, nil)
 	st.cmd = proc.Command{Path: exe, Args: args, Dir: p.Workspace, Env: env, Grace: a.grace,
-		Wrap: launch.Wrap, Confine: launch.Confine, UserNS: launch.UserNS, SweepCgroup: launch.SweepCgroup, Credential: p.RunAs.Credential(), CgroupFD: p.Supervise.Cgroup()}
+		Wrap: launch.Wrap, Confine: launch.Confine, SweepCgroup: launch.SweepCgroup, Credential: p.RunAs.Credential(), CgroupFD: p.Supervise.Cgroup()}
 	return &agent.Session{ID: p.ResumeSessionID, Workspace: p.Workspace, Internal: st}, nil
 }
 

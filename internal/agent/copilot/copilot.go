@@ -368,7 +368,7 @@ func (a *adapter) command(st *session, workspace string, ta turnArgs) proc.Comma
 	args := a.opts.args(ta)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
 		Dir: workspace, Env: st.env, Grace: a.grace, Wrap: st.launch.Wrap,
-		Confine: st.launch.Confine, UserNS: st.launch.UserNS, SweepCgroup: st.launch.SweepCgroup, Credential: st.cred, CgroupFD: st.cgroup}
+		Confine: st.launch.Confine, SweepCgroup: st.launch.SweepCgroup, Credential: st.cred, CgroupFD: st.cgroup}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

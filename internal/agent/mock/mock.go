@@ -126,7 +126,6 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 		Grace:       a.grace,
 		Wrap:        st.launch.Wrap,
 		Confine:     st.launch.Confine,
-		UserNS:      st.launch.UserNS,
 		SweepCgroup: st.launch.SweepCgroup,
 
 		Credential: st.user.Credential(),

@@ -255,7 +255,7 @@ func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnPar
 	args := a.args(s.ID, s.Workspace)
 	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), st.program[1:]...), args...),
 		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(st.stdinHead + p.Prompt), Grace: a.grace, Wrap: st.launch.Wrap,
-		Confine: st.launch.Confine, UserNS: st.launch.UserNS, SweepCgroup: st.launch.SweepCgroup, Credential: st.cred, CgroupFD: st.cgroup}
+		Confine: st.launch.Confine, SweepCgroup: st.launch.SweepCgroup, Credential: st.cred, CgroupFD: st.cgroup}
 	if st.target != nil {
 		// The remote shell runs in the remote user's home; the local directory only has
 		// to exist for ssh to start.

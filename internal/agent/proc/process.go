@@ -77,12 +77,6 @@ type Command struct {
 	// That thread runs nothing else and ends with the start. A Confine error fails the
 	// start; the child never runs unconfined.
 	Confine func() error
-	// UserNS starts the child (`sortie confine`, which Wrap must be) in a user and mount
-	// namespace of its own, as this user (the daemon's uid and gid map to themselves),
-	// holding CAP_SYS_ADMIN there only until it has made its private mounts
-	// (sandbox.Policy.PrivateTmp): how a daemon that is not root gives its agents a /tmp
-	// of their own (Linux).
-	UserNS bool
 }
 
 // Process is a started child and its process group (the group id is the child's pid).

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -49,31 +49,81 @@ func MountNamespaceAvailable() bool {
 	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
 }
 
-// UserNamespaceAvailable reports whether this process may start a child in a user
-// namespace of its own (proc.Command.UserNS): the kernel allows unprivileged user
-// namespaces (user.max_user_namespaces, Debian's kernel.unprivileged_userns_clone,
-// Ubuntu's AppArmor restriction) and a child started so runs. Asked once.
-func UserNamespaceAvailable() bool { return userNamespaceAvailable() }
-
-var userNamespaceAvailable = sync.OnceValue(func() bool {
+// UserNamespaceAvailable reports whether the kernel lets this user make a user
+// namespace: user.max_user_namespaces is not 0, nor Debian's
+// kernel.unprivileged_userns_clone, and Ubuntu's AppArmor does not restrict them. A
+// `sortie confine` that is not root then gives its tree the private mounts of
+// Policy.PrivateTmp from within one (confineInUserNS).
+func UserNamespaceAvailable() bool {
 	for file, off := range map[string]string{"/proc/sys/user/max_user_namespaces": "0",
 		"/proc/sys/kernel/unprivileged_userns_clone": "0", "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1"} {
 		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) == off {
 			return false
 		}
 	}
-	probe, err := exec.LookPath("true")
-	if err != nil {
-		return false
+	return true
+}
+
+// userNSEnv marks the `sortie confine` that confineInUserNS starts; it never reaches
+// the program.
+const userNSEnv = "SORTIE_CONFINE_IN_USERNS"
+
+// confineInUserNS is how a `sortie confine` that is not root (no CAP_SYS_ADMIN) gives
+// its tree the private mounts p asks for: it runs argv (its own command line) again in
+// a user and mount namespace of its own, as this user (its uid and gid mapped to
+// themselves) with CAP_SYS_ADMIN there, where the second `sortie confine` makes the
+// mounts, drops the capability and executes the program, and it waits for it and exits
+// as it did. One process more per start: a multi-threaded process (the daemon, or this
+// one) cannot enter a user namespace itself, and the daemon, which is not dumpable,
+// could not write the new namespace's uid_map. ran is false when there is nothing to do
+// (root, no PrivateTmp, the second one) or the namespace could not be made: the caller
+// then confines as usual, with the machine's /tmp.
+func confineInUserNS(p Policy, argv []string) (code int, ran bool) {
+	if !p.PrivateTmp || os.Getenv(userNSEnv) != "" || MountNamespaceAvailable() || !UserNamespaceAvailable() {
+		return 0, false
 	}
-	cmd := exec.Command(probe)
+	self, err := os.Executable()
+	if err != nil {
+		return 0, false
+	}
+	cmd := exec.Command(self, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), userNSEnv+"=1")
 	uid, gid := os.Getuid(), os.Getgid()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}}
-	return cmd.Run() == nil
-})
+	// The daemon stops a turn by signalling the process group, which the second one is
+	// in too: this one only outlives it, and exits as it did.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	go func() {
+		for range sigs {
+		}
+	}()
+	if err := cmd.Start(); err != nil {
+		signal.Reset()
+		return 0, false
+	}
+	err = cmd.Wait()
+	signal.Reset()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case err != nil && !ok:
+		return 126, true
+	case ws.Signaled():
+		_ = syscall.Kill(os.Getpid(), ws.Signal())
+		return 128 + int(ws.Signal()), true
+	}
+	return ws.ExitStatus(), true
+}
+
+// withoutUserNSEnv is env without userNSEnv.
+func withoutUserNSEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, userNSEnv+"=") })
+}
 
 // keptPath is a path of the policy beneath a covered directory, bound back in place
 // once the directory is covered, with the directories between them as they were.

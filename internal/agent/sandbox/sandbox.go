@@ -315,11 +315,16 @@ func (p Policy) Hidden(path string) bool {
 // Main is `sortie confine ARGS`: it confines this process to the policy in args and
 // executes the program after "--" in its place, with this process's environment. It
 // returns only on failure, having run nothing, with the exit status 126 (a command
-// that cannot run), after writing why to stderr.
+// that cannot run), after writing why to stderr; or, when it is not root and the policy
+// asks for private mounts, with the program's exit status, having run it confined in a
+// user namespace (confineInUserNS).
 func Main(args []string, stderr io.Writer) int {
 	p, argv, err := ParseArgs(args)
 	if err == nil {
-		err = Exec(p, argv, os.Environ())
+		if code, ran := confineInUserNS(p, os.Args); ran {
+			return code
+		}
+		err = Exec(p, argv, withoutUserNSEnv(os.Environ()))
 	}
 	fmt.Fprintf(stderr, "sortie confine: %v\n", err)
 	return 126

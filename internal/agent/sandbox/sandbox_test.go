@@ -29,7 +29,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		p, argv, err := ParseArgs(os.Args[1:])
 		if err == nil {
-			err = Exec(p, argv, os.Environ())
+			if code, ran := confineInUserNS(p, os.Args); ran {
+				os.Exit(code)
+			}
+			err = Exec(p, argv, withoutUserNSEnv(os.Environ()))
 		}
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(111)
