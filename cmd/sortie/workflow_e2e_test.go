@@ -219,9 +219,10 @@ func TestWorkflowCheckpoint_HumanAnswerOverTheAPIResumesTheAgent(t *testing.T) {
 	if last := calls[4]; last.Tool != "respond_checkpoint" || !last.IsError || !strings.Contains(last.Text, "awaiting_human") {
 		t.Errorf("responding before a human answered = %+v, want an awaiting_human error", last)
 	}
+	// The file tracker's comments never answer, so Sortie's comment names the API.
 	pollUntil(t, daemonTimeout, "the checkpoint's tracker comment", func() (bool, string) {
 		b, _ := os.ReadFile(filepath.Join(dir, "issues.json"))
-		return bytes.Contains(b, []byte("/sortie choose ship-it")), string(b)
+		return bytes.Contains(b, []byte("do not answer checkpoints")) && bytes.Contains(b, []byte("/checkpoints/ship with")), string(b)
 	})
 
 	// A restart keeps the parked issue, its checkpoint and the session's newest token.
