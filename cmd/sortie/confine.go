@@ -30,6 +30,9 @@ func cmdConfine(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sortie confine: %s is hidden from agents and cannot be run confined\n", argv[0])
 		return 126
 	}
+	if code, ran := sandbox.ConfineInUserNS(p, os.Args); ran {
+		return code // not root: it ran in a user namespace, for the private /tmp
+	}
 	if err := sandbox.ConfineThread(p); err != nil {
 		fmt.Fprintf(stderr, "sortie confine: %v\n", err)
 		return 126

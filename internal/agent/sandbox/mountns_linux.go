@@ -53,7 +53,7 @@ func MountNamespaceAvailable() bool {
 // namespace: user.max_user_namespaces is not 0, nor Debian's
 // kernel.unprivileged_userns_clone, and Ubuntu's AppArmor does not restrict them. A
 // `sortie confine` that is not root then gives its tree the private mounts of
-// Policy.PrivateTmp from within one (confineInUserNS).
+// Policy.PrivateTmp from within one (ConfineInUserNS).
 func UserNamespaceAvailable() bool {
 	for file, off := range map[string]string{"/proc/sys/user/max_user_namespaces": "0",
 		"/proc/sys/kernel/unprivileged_userns_clone": "0", "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1"} {
@@ -64,11 +64,11 @@ func UserNamespaceAvailable() bool {
 	return true
 }
 
-// userNSEnv marks the `sortie confine` that confineInUserNS starts; it never reaches
+// userNSEnv marks the `sortie confine` that ConfineInUserNS starts; it never reaches
 // the program.
 const userNSEnv = "SORTIE_CONFINE_IN_USERNS"
 
-// confineInUserNS is how a `sortie confine` that is not root (no CAP_SYS_ADMIN) gives
+// ConfineInUserNS is how a `sortie confine` that is not root (no CAP_SYS_ADMIN) gives
 // its tree the private mounts p asks for: it runs argv (its own command line) again in
 // a user and mount namespace of its own, as this user (its uid and gid mapped to
 // themselves) with CAP_SYS_ADMIN there, where the second `sortie confine` makes the
@@ -78,8 +78,12 @@ const userNSEnv = "SORTIE_CONFINE_IN_USERNS"
 // could not write the new namespace's uid_map. ran is false when there is nothing to do
 // (root, no PrivateTmp, the second one) or the namespace could not be made: the caller
 // then confines as usual, with the machine's /tmp.
-func confineInUserNS(p Policy, argv []string) (code int, ran bool) {
-	if !p.PrivateTmp || os.Getenv(userNSEnv) != "" || MountNamespaceAvailable() || !UserNamespaceAvailable() {
+func ConfineInUserNS(p Policy, argv []string) (code int, ran bool) {
+	if os.Getenv(userNSEnv) != "" {
+		os.Unsetenv(userNSEnv) // the second one: what it runs never sees the mark
+		return 0, false
+	}
+	if !p.PrivateTmp || MountNamespaceAvailable() || !UserNamespaceAvailable() {
 		return 0, false
 	}
 	self, err := os.Executable()

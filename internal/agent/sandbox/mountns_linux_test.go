@@ -81,7 +81,7 @@ func TestPrivateTmp_SocketsOutsideThePolicyAreOutOfReach(t *testing.T) {
 	}
 	if !root {
 		// A daemon that is not root: `sortie confine` runs itself again in a user
-		// namespace of its own, which makes the mounts there (confineInUserNS).
+		// namespace of its own, which makes the mounts there (ConfineInUserNS).
 		check("sortie confine in a user namespace", confined(t, p, script))
 	}
 	if _, err := os.Stat(filepath.Join(outside, "default")); err != nil {
@@ -92,4 +92,3 @@ func TestPrivateTmp_SocketsOutsideThePolicyAreOutOfReach(t *testing.T) {
 		t.Errorf("without PrivateTmp the outside socket should answer (Landlock does not govern connect), got:\n%s", out)
 	}
 }
-

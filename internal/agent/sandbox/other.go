@@ -30,6 +30,7 @@ func MountNamespaceAvailable() bool { return false }
 // UserNamespaceAvailable is false outside Linux.
 func UserNamespaceAvailable() bool { return false }
 
-func confineInUserNS(Policy, []string) (int, bool) { return 0, false }
+// ConfineInUserNS does nothing outside Linux.
+func ConfineInUserNS(Policy, []string) (int, bool) { return 0, false }
 
 func withoutUserNSEnv(env []string) []string { return env }

@@ -317,11 +317,11 @@ func (p Policy) Hidden(path string) bool {
 // returns only on failure, having run nothing, with the exit status 126 (a command
 // that cannot run), after writing why to stderr; or, when it is not root and the policy
 // asks for private mounts, with the program's exit status, having run it confined in a
-// user namespace (confineInUserNS).
+// user namespace (ConfineInUserNS).
 func Main(args []string, stderr io.Writer) int {
 	p, argv, err := ParseArgs(args)
 	if err == nil {
-		if code, ran := confineInUserNS(p, os.Args); ran {
+		if code, ran := ConfineInUserNS(p, os.Args); ran {
 			return code
 		}
 		err = Exec(p, argv, withoutUserNSEnv(os.Environ()))

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		p, argv, err := ParseArgs(os.Args[1:])
 		if err == nil {
-			if code, ran := confineInUserNS(p, os.Args); ran {
+			if code, ran := ConfineInUserNS(p, os.Args); ran {
 				os.Exit(code)
 			}
 			err = Exec(p, argv, withoutUserNSEnv(os.Environ()))
