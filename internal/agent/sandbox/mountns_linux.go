@@ -163,8 +163,9 @@ func privateMounts(p Policy) error {
 		}
 	}
 	type cover struct {
-		dir  string
-		kept []*keptPath
+		dir   string
+		kept  []*keptPath
+		links []keptLink
 	}
 	var covers []cover
 	for _, d := range CoveredDirs {
@@ -180,17 +181,22 @@ func privateMounts(p Policy) error {
 		}
 		c := cover{dir: dir}
 		for _, k := range outermost(keep, dir) {
-			kp := &keptPath{path: k, tree: -1}
-			for parent := filepath.Dir(k); parent != dir; parent = filepath.Dir(parent) {
-				fi, err := os.Stat(parent)
-				if err != nil {
-					return fmt.Errorf("sandbox: private mounts: %w", err)
-				}
-				st := fi.Sys().(*syscall.Stat_t)
-				kp.parents = append(kp.parents, parentDir{path: parent, mode: fi.Mode().Perm() | fi.Mode()&os.ModeSticky, uid: int(st.Uid), gid: int(st.Gid)})
+			parents, err := parentsOf(dir, k)
+			if err != nil {
+				return err
 			}
-			slices.Reverse(kp.parents)
-			c.kept = append(c.kept, kp)
+			c.kept = append(c.kept, &keptPath{path: k, tree: -1, parents: parents})
+		}
+		for _, l := range [][]string{p.Write, p.Read, p.Hide} {
+			for _, path := range l {
+				link, ok, err := linkOn(dir, path)
+				if err != nil {
+					return err
+				}
+				if ok {
+					c.links = append(c.links, link)
+				}
+			}
 		}
 		covers = append(covers, c)
 	}
@@ -224,7 +230,7 @@ func privateMounts(p Policy) error {
 			}
 			k.tree = fd
 		}
-		err := coverDir(c.dir, c.kept)
+		err := coverDir(c.dir, c.kept, c.links)
 		for _, k := range c.kept {
 			if k.tree >= 0 {
 				unix.Close(k.tree)
@@ -251,9 +257,79 @@ func privateMounts(p Policy) error {
 	return nil
 }
 
-// coverDir mounts an empty tmpfs on dir and binds each kept path's detached tree back
-// at its own path, beneath directories made as the originals were.
-func coverDir(dir string, kept []*keptPath) error {
+// keptLink is a symbolic link beneath a covered directory on the way to a policy path
+// as the policy names it (a CLI's install reached through a link in /tmp): made again
+// in the covered directory, so that the path still leads where it did (its target is
+// kept on its own when it lies beneath a covered directory too).
+type keptLink struct {
+	path, target string
+	parents      []parentDir
+}
+
+// linkOn finds the first symbolic link on the way from dir down to path, when path
+// lies beneath dir as it is written.
+func linkOn(dir, path string) (keptLink, bool, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil || abs == dir || !within(abs, dir) {
+		return keptLink{}, false, nil
+	}
+	cur := dir
+	for _, name := range strings.Split(strings.TrimPrefix(abs, dir+"/"), "/") {
+		cur = filepath.Join(cur, name)
+		fi, err := os.Lstat(cur)
+		if err != nil || fi.Mode().IsRegular() {
+			return keptLink{}, false, nil
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(cur)
+			if err != nil {
+				return keptLink{}, false, nil
+			}
+			parents, err := parentsOf(dir, cur)
+			return keptLink{path: cur, target: target, parents: parents}, err == nil, err
+		}
+	}
+	return keptLink{}, false, nil
+}
+
+// parentsOf records the directories between dir and path's parent, outermost first.
+func parentsOf(dir, path string) ([]parentDir, error) {
+	var parents []parentDir
+	for parent := filepath.Dir(path); parent != dir && within(parent, dir); parent = filepath.Dir(parent) {
+		fi, err := os.Stat(parent)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: private mounts: %w", err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		parents = append(parents, parentDir{path: parent, mode: fi.Mode().Perm() | fi.Mode()&os.ModeSticky, uid: int(st.Uid), gid: int(st.Gid)})
+	}
+	slices.Reverse(parents)
+	return parents, nil
+}
+
+// makeParents makes the directories parents records, as they were.
+func makeParents(dir string, parents []parentDir) error {
+	for _, d := range parents {
+		if err := unix.Mkdir(d.path, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
+		}
+		// In a user namespace (a daemon that is not root) only its own ids are
+		// mapped: a directory of another owner stays root's of the tmpfs, which is
+		// as far as this user could go on the machine's too.
+		if err := unix.Chown(d.path, d.uid, d.gid); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
+		}
+		if err := unix.Chmod(d.path, uint32(d.mode.Perm())|sticky(d.mode)); err != nil {
+			return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// coverDir mounts an empty tmpfs on dir, binds each kept path's detached tree back at
+// its own path and makes each kept link again, beneath directories made as the
+// originals were.
+func coverDir(dir string, kept []*keptPath, links []keptLink) error {
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
 		return fmt.Errorf("sandbox: covering %s: %w", dir, err)
 	}
@@ -261,19 +337,8 @@ func coverDir(dir string, kept []*keptPath) error {
 		if k.tree < 0 {
 			continue
 		}
-		for _, d := range k.parents {
-			if err := unix.Mkdir(d.path, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-				return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
-			}
-			// In a user namespace (a daemon that is not root) only its own ids are
-			// mapped: a directory of another owner stays root's of the tmpfs, which is
-			// as far as this user could go on the machine's too.
-			if err := unix.Chown(d.path, d.uid, d.gid); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
-				return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
-			}
-			if err := unix.Chmod(d.path, uint32(d.mode.Perm())|sticky(d.mode)); err != nil {
-				return fmt.Errorf("sandbox: beneath the agent's own %s: %w", dir, err)
-			}
+		if err := makeParents(dir, k.parents); err != nil {
+			return err
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(k.tree, &st); err != nil {
@@ -293,6 +358,14 @@ func coverDir(dir string, kept []*keptPath) error {
 		}
 		if err := unix.MoveMount(k.tree, "", unix.AT_FDCWD, k.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 			return fmt.Errorf("sandbox: keeping %s: %w", k.path, err)
+		}
+	}
+	for _, l := range links {
+		if err := makeParents(dir, l.parents); err != nil {
+			return err
+		}
+		if err := unix.Symlink(l.target, l.path); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("sandbox: keeping the link %s: %w", l.path, err)
 		}
 	}
 	return nil

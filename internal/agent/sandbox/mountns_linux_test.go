@@ -60,12 +60,18 @@ func TestPrivateTmp_SocketsOutsideThePolicyAreOutOfReach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The policy names the workspace through a link beneath /tmp, as a CLI installed
+	// through one is named: the link leads there in the agent's /tmp too.
+	linked := filepath.Join(tmp, "link")
+	if err := os.Symlink(filepath.Join(tmp, "run"), linked); err != nil {
+		t.Fatal(err)
+	}
 	listen(t, filepath.Join(outside, "default"))
 	listen(t, filepath.Join(ws, "own.sock"))
 	listen(t, filepath.Join(hidden, "agent.sock")) // the agent socket: hidden, still reachable
-	script := connectScript + filepath.Join(outside, "default") + "; " + connectScript + filepath.Join(ws, "own.sock") +
+	script := connectScript + filepath.Join(outside, "default") + "; " + connectScript + filepath.Join(linked, "ws", "own.sock") +
 		"; " + connectScript + filepath.Join(hidden, "agent.sock")
-	p := Policy{Write: []string{ws}, Read: slices.Clone(SystemRead), Hide: []string{hidden}, PrivateTmp: true}
+	p := Policy{Write: []string{filepath.Join(linked, "ws")}, Read: slices.Clone(SystemRead), Hide: []string{hidden}, PrivateTmp: true}
 
 	check := func(how, out string) {
 		t.Helper()
