@@ -48,11 +48,25 @@ func newExpansionCache(now func() time.Time, ttl time.Duration) *expansionCache 
 // expansions is RestrictThread's cache.
 var expansions = newExpansionCache(time.Now, expansionTTL)
 
+// expandPolicy is expand(p), each root's grants from the cache when fresh.
+func (c *expansionCache) expandPolicy(p Policy) (write, read []grant, err error) {
+	ex := c.exclusions(p)
+	if write, err = c.expand(p.Write, ex.forWrite()); err != nil {
+		return nil, nil, err
+	}
+	if read, err = c.expand(p.Read, ex); err != nil {
+		return nil, nil, err
+	}
+	return write, read, nil
+}
+
 // exclusions is resolveExclusions(p), from the cache when fresh.
 func (c *expansionCache) exclusions(p Policy) exclusions {
 	hidden, hk := c.resolveHidden(p.Hide)
 	private, pk := c.resolveHidden(p.Private)
-	return exclusions{hidden: hidden, private: private, key: hk + "\x01" + pk}
+	// Read roots' keys and write roots' keys never meet: the write roots' expansion
+	// ignores the private paths.
+	return exclusions{hidden: hidden, private: private, key: "r\x00" + hk + "\x00\x00" + pk, hiddenKey: "w\x00" + hk}
 }
 
 // resolveHidden is resolveAllHidden(hide), from the cache when fresh.

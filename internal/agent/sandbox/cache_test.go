@@ -245,8 +245,8 @@ func TestExpansionCache_ResolvesThroughCachedDirectories(t *testing.T) {
 }
 
 // A root's cached grants belong to the exclusions they were expanded with: the same
-// root expanded for a policy with a private path beneath it and for one without is
-// granted around it, and whole.
+// root read for a policy with a private path beneath it and for one without is
+// granted around it, and whole; written, whole either way.
 func TestExpansionCache_KeyedByPrivatePaths(t *testing.T) {
 	sys, root, _, _ := privateTree(t)
 	now := time.Unix(1_000_000, 0)
@@ -255,13 +255,17 @@ func TestExpansionCache_KeyedByPrivatePaths(t *testing.T) {
 		private []string
 		whole   bool
 	}{{[]string{root}, false}, {nil, true}, {[]string{root}, false}} {
-		g, err := c.expand([]string{sys}, c.exclusions(Policy{Private: tc.private}))
+		// The same root, to write and to read: private paths narrow only the read.
+		w, g, err := c.expandPolicy(Policy{Write: []string{sys}, Read: []string{sys}, Private: tc.private})
 		if err != nil {
 			t.Fatal(err)
 		}
 		whole := len(g) == 1 && g[0] == (grant{path: sys, dir: true})
 		if whole != tc.whole {
-			t.Errorf("private %v: grants %+v, want whole = %v", tc.private, g, tc.whole)
+			t.Errorf("private %v: read grants %+v, want whole = %v", tc.private, g, tc.whole)
+		}
+		if len(w) != 1 || w[0] != (grant{path: sys, dir: true}) {
+			t.Errorf("private %v: write grants %+v, want the root whole", tc.private, w)
 		}
 	}
 }

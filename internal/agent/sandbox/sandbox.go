@@ -43,12 +43,15 @@ type Policy struct {
 	// one is granted piece by piece instead: every entry beside the hidden path,
 	// recursively, except symbolic links.
 	Hide []string
-	// Private paths are granted only by their own rules: a Read or Write path at or
-	// beneath one (a run's workspace beneath workspace.root) is granted as usual, but
-	// one that holds a private path (/var/lib holding workspace.root, a PATH prefix
-	// holding the home directory) is granted around it, as around a hidden path. They
-	// keep what one run may reach from what every run may: the other runs' workspaces,
-	// temporary directories and CLI state, and the home directory's files.
+	// Private paths are read only through their own rules: a Read path that holds one
+	// (/var/lib holding workspace.root, a read_path holding the home directory) is
+	// granted around it, as around a hidden path, while a Read or Write path at or
+	// beneath it (a run's workspace beneath workspace.root) is granted as usual. They
+	// keep what one run may read apart from what every run may: the other runs'
+	// workspaces, temporary directories and CLI state, the home directory's files. A
+	// Write path is the operator's explicit grant and is granted whole: granted around
+	// a private path, a directory could not be created in any more (write_paths: [/tmp]
+	// holding the runs' temporary directories).
 	Private []string
 	// PrivateTmp gives the tree a mount namespace of its own, where the machine's /tmp,
 	// /var/tmp, /run/user and the other CoveredDirs are empty but for the policy's own
@@ -145,12 +148,12 @@ type grant struct {
 }
 
 // expand turns p's Write and Read roots into grants that cover everything beneath
-// them except the hidden paths, and except the private paths a root holds. Roots,
-// hidden and private paths are resolved (symbolic links, "..") first, so a link cannot
-// smuggle a hidden path in or a root around.
+// them except the hidden paths, and, for a Read root, except the private paths it
+// holds. Roots, hidden and private paths are resolved (symbolic links, "..") first, so
+// a link cannot smuggle a hidden path in or a root around.
 func expand(p Policy) (write, read []grant, err error) {
 	ex := resolveExclusions(p)
-	if write, err = expandResolved(p.Write, ex); err != nil {
+	if write, err = expandResolved(p.Write, ex.forWrite()); err != nil {
 		return nil, nil, err
 	}
 	if read, err = expandResolved(p.Read, ex); err != nil {
@@ -160,10 +163,16 @@ func expand(p Policy) (write, read []grant, err error) {
 }
 
 // exclusions are a policy's hidden and private paths, resolved (resolveHidden), for
-// expanding its roots; key names them in the expansion cache.
+// expanding its roots; key names them in the expansion cache, hiddenKey the hidden
+// ones alone.
 type exclusions struct {
 	hidden, private []string
-	key             string
+	key, hiddenKey  string
+}
+
+// forWrite is e for expanding Write roots, which private paths do not narrow.
+func (e exclusions) forWrite() exclusions {
+	return exclusions{hidden: e.hidden, key: e.hiddenKey}
 }
 
 // resolveExclusions resolves p's hidden and private paths.

@@ -370,6 +370,15 @@ func TestExpand_PrivateGrantedOnlyByItsOwnRules(t *testing.T) {
 	if len(write) != 1 || write[0] != (grant{path: ws1, dir: true}) || len(read) != 1 || read[0] != (grant{path: root, dir: true}) {
 		t.Errorf("own rules: write %+v, read %+v; want the workspace and the root whole", write, read)
 	}
+	// A write root is the operator's explicit grant: granted whole, private paths in
+	// it or not, so that files can still be created in it.
+	write, _, err = expand(Policy{Write: []string{sys}, Private: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(write) != 1 || write[0] != (grant{path: sys, dir: true}) {
+		t.Errorf("a write root holding a private path: %+v, want it whole", write)
+	}
 }
 
 // Confined by a policy that reads sys (which holds workspace.root) and writes one

@@ -77,21 +77,13 @@ func (e staleError) Error() string {
 // restrictThread is RestrictThread with the ABI known, expanding p through the cache
 // when cached is true.
 func restrictThread(p Policy, abi int, cached bool) error {
-	var write, read []grant
+	expandPolicy := expand
 	if cached {
-		ex := expansions.exclusions(p)
-		var err error
-		if write, err = expansions.expand(p.Write, ex); err != nil {
-			return err
-		}
-		if read, err = expansions.expand(p.Read, ex); err != nil {
-			return err
-		}
-	} else {
-		var err error
-		if write, read, err = expand(p); err != nil {
-			return err
-		}
+		expandPolicy = expansions.expandPolicy
+	}
+	write, read, err := expandPolicy(p)
+	if err != nil {
+		return err
 	}
 	write, read = prune(write, read)
 	handled := uint64(accessHandled)
