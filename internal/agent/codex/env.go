@@ -12,13 +12,13 @@ import (
 // with passes too (EnvFrom).
 var EnvNames = []string{"OPENAI_*", "CODEX_*", "AZURE_OPENAI_*", "RUST_LOG"}
 
-// envKeyOverride is an env_key in a `--config model_providers...` override of
-// codex.command, as Symphony's users pass providers.
+// envKeyOverride is an env_key in a `--config model_providers...` override of the
+// command line (codex.command, as Symphony's users pass providers, or agent.command).
 var envKeyOverride = regexp.MustCompile(`env_key\s*=\s*"([A-Za-z_][A-Za-z0-9_]*)"`)
 
 // EnvFrom names the variables the model providers of cfg read their keys from: the
-// env_key of each entry of codex.model_providers and of a provider given in
-// codex.command's --config overrides.
+// env_key of each entry of codex.model_providers and of a provider given in the --config
+// overrides of codex.command or agent.command.
 func EnvFrom(cfg agent.Config) []string {
 	var names []string
 	if providers, ok := cfg.Options["model_providers"].(map[string]any); ok {
@@ -30,7 +30,8 @@ func EnvFrom(cfg agent.Config) []string {
 			}
 		}
 	}
-	for _, m := range envKeyOverride.FindAllStringSubmatch(cfg.Command, -1) {
+	command, _ := cfg.Options["command"].(string)
+	for _, m := range envKeyOverride.FindAllStringSubmatch(cfg.Command+"\n"+command, -1) {
 		names = append(names, m[1])
 	}
 	return names
