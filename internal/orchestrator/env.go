@@ -37,9 +37,20 @@ func AgentEnv(environ, drop, allow []string, extra map[string]string) []string {
 }
 
 // agentEnvFor is AgentEnv for cfg's agent: its adapter's variables and agent.env pass,
-// WORKFLOW.md's secrets do not.
+// WORKFLOW.md's secrets do not. With worker.ssh_hosts the local process is the ssh
+// client, the operator's own and unconfined, which may need the daemon's SSH agent to
+// log in (SSH_AUTH_SOCK); the remote command gets only what ssh sends (SendEnv), never
+// that socket, unless the operator's ssh_config forwards the agent.
 func agentEnvFor(cfg *config.Config, environ []string, extra map[string]string) []string {
-	return AgentEnv(environ, cfg.SecretEnv, agentAllow(cfg), extra)
+	env := AgentEnv(environ, cfg.SecretEnv, agentAllow(cfg), extra)
+	if len(cfg.Worker.SSHHosts) > 0 {
+		for _, kv := range environ {
+			if strings.HasPrefix(kv, "SSH_AUTH_SOCK=") {
+				env = append(env, kv)
+			}
+		}
+	}
+	return env
 }
 
 // agentAllow is what cfg's agent inherits besides agentenv.Base: its adapter's

@@ -61,6 +61,13 @@ func TestAgentAllow_AdapterAndOperatorVariables(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("CLIEnv =\n%q\nwant\n%q", got, want)
 	}
+	// Over SSH the local process is the ssh client, which may log in with the daemon's
+	// SSH agent.
+	cfg.Worker.SSHHosts = []string{"build1"}
+	got = CLIEnv(cfg, append(environ, "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1"))
+	if !slices.Contains(got, "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1") || slices.Contains(got, "TMUX=/tmp/tmux-0/default,1,0") {
+		t.Errorf("CLIEnv over SSH = %q, want SSH_AUTH_SOCK and still no TMUX", got)
+	}
 }
 
 func TestHookEnvLists_PassOperatorVariablesDropCredentials(t *testing.T) {
