@@ -53,7 +53,9 @@ func (o *Orchestrator) confineHook(cfg *config.Config, host string) workspace.Co
 			Env:  confinedEnv(env, tmp),
 			Done: func() { _ = os.RemoveAll(tmp) },
 		}
-		if sandbox.ThreadConfinable() {
+		// As an agent's: the private /tmp needs a user namespace when the daemon is not
+		// root, which only `sortie confine` can enter (agent.LocalLaunch).
+		if sandbox.ThreadConfinable() && (sandbox.MountNamespaceAvailable() || !sandbox.UserNamespaceAvailable()) {
 			hc.Thread = func() error { return sandbox.RestrictThread(p) }
 		} else {
 			hc.Wrap = append([]string{s.Self, "confine"}, p.Args()...)
@@ -64,11 +66,15 @@ func (o *Orchestrator) confineHook(cfg *config.Config, host string) workspace.Co
 
 // hookPolicy is what a confined hook in wsPath may touch: the run's agent's policy
 // (runPolicy, with tmp as the run's temporary directory and the hook's environment for
-// its PATH and HOME) plus hooks.sandbox's paths. The daemon's private files stay
-// hidden whatever hooks.sandbox grants.
+// its PATH and HOME) plus hooks.sandbox's paths, in a private /tmp as the agent's. The
+// daemon's private files stay hidden whatever hooks.sandbox grants.
 func hookPolicy(s Sandbox, cfg *config.Config, wsPath, tmp string, env []string) sandbox.Policy {
 	p := s.runPolicy(cfg, wsPath, tmp, env)
 	p.Write = append(slices.Clone(p.Write), cfg.Hooks.Sandbox.WritePaths...)
 	p.Read = append(slices.Clone(p.Read), cfg.Hooks.Sandbox.ReadPaths...)
+	// What the agent planted (a git filter) must not connect() to tmux's, an SSH
+	// agent's or the session bus's socket by name any more than the agent could
+	// (sandbox.CoveredDirs): the hook gets a private /tmp too, with its own paths kept.
+	p.PrivateTmp = true
 	return p
 }

@@ -29,6 +29,9 @@ func TestHookPolicy_IsTheRunsPolicyPlusHooksSandbox(t *testing.T) {
 	if !slices.Equal(p.Read, append(run.Read, "/home/op/.ssh/deploy_key")) {
 		t.Errorf("read = %v, want the run's %v and hooks.sandbox.read_paths", p.Read, run.Read)
 	}
+	if !p.PrivateTmp {
+		t.Error("a confined hook gets the machine's /tmp, where tmux's and an SSH agent's sockets can be named")
+	}
 	if !slices.Equal(p.Hide, s.Hide) {
 		t.Errorf("hide = %v, want %v", p.Hide, s.Hide)
 	}
