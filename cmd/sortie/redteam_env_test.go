@@ -214,40 +214,9 @@ func TestRedTeamEnv_ConfinedClaude(t *testing.T) {
 	base, dir, envFile := redTeamDirs(t, "RTE-2")
 	tmp, home := t.TempDir(), t.TempDir()
 	port := freePort(t)
-	var script strings.Builder
-	script.WriteString("mkdir -p .redteam\nrt() { out=$(sh -c \"$2\" 2>&1); code=$?; printf 'exit %d\\n%s\\n' \"$code\" \"$out\" > .redteam/$1.out; }\n")
-	for _, a := range append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), sc.attacks()...) {
-		fmt.Fprintf(&script, "rt %s '%s'\n", a.name, strings.ReplaceAll(a.run, "'", `'\''`))
-	}
-	script.WriteString("mkdir -p .sortie && echo needs-human-review > .sortie/status\n")
-	m := fakemodel.Start(t,
-		fakemodel.Reply{Text: "Doing as the issue says.", ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{
-			"command": script.String(), "description": "what the issue asked", "timeout": 600000}}}},
-		fakemodel.Reply{Text: "Done."},
-	)
-	wf := writeFile(t, dir, "WORKFLOW.md", fmt.Sprintf(`---
-tracker:
-  kind: file
-  path: issues.json
-  api_key: $TRACKER_TOKEN
-  active_states: [Todo]
-  terminal_states: [Done]
-  handoff_state: Review
-agent:
-  kind: claude-code
-  command: %s
-  max_turns: 1
-hooks:
-%sworkspace:
-  root: ../ws
-db_path: ./sortie.db
-server: {port: %d}
-claude-code:
-  permission_mode: bypassPermissions
-  model: claude-sonnet-4-5
----
-Work on {{ .issue.identifier }}.
-`, claude, redTeamProject, port))
+	script := redTeamScript(append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), sc.attacks()...), "needs-human-review")
+	m := fakemodel.Start(t, bashCall(script), fakemodel.Reply{Text: "Done."})
+	wf := writeFile(t, dir, "WORKFLOW.md", claudeRedTeamWorkflow(claude, "", redTeamProject, "../ws", port))
 	env := clis.ClaudeEnv(testEnv(tmp, append([]string{"TRACKER_TOKEN=" + redTeamSecret}, sc.env...)...), m.URL, home)
 	r := runSortie(t, dir, env, "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {

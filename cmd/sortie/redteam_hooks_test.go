@@ -234,34 +234,10 @@ func TestRedTeam_HooksClaude(t *testing.T) {
 	claude := clis.Claude(t)
 	h := newHookRedTeam(t, identifier)
 	tmp, home := t.TempDir(), t.TempDir()
-	m := fakemodel.Start(t,
-		fakemodel.Reply{Text: "Doing as the issue says.", ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{
-			"command":     h.plant() + "echo planted > .planted\nmkdir -p .sortie && echo needs-human-review > .sortie/status\n",
-			"description": "what the issue asked", "timeout": 600000}}}},
-		fakemodel.Reply{Text: "Done."},
-	)
-	wf := writeFile(t, h.dir, "WORKFLOW.md", fmt.Sprintf(`---
-tracker:
-  kind: file
-  path: issues.json
-  api_key: $TRACKER_TOKEN
-  active_states: [Todo]
-  terminal_states: [Done]
-  handoff_state: Review
-agent:
-  kind: claude-code
-  command: %s
-  max_turns: 1
-%sworkspace:
-  root: ../ws
-db_path: ./sortie.db
-server: {port: %d}
-claude-code:
-  permission_mode: bypassPermissions
-  model: claude-sonnet-4-5
----
-Work on {{ .issue.identifier }}.
-`, claude, h.workflowHooks(), freePort(t)))
+	m := fakemodel.Start(t, bashCall(h.plant()+"echo planted > .planted\nmkdir -p .sortie && echo needs-human-review > .sortie/status\n"),
+		fakemodel.Reply{Text: "Done."})
+	hooks := strings.TrimPrefix(h.workflowHooks(), "hooks:\n")
+	wf := writeFile(t, h.dir, "WORKFLOW.md", claudeRedTeamWorkflow(claude, "", hooks, "../ws", freePort(t)))
 	env := clis.ClaudeEnv(testEnv(tmp, "TRACKER_TOKEN="+redTeamSecret), m.URL, home)
 	r := runSortie(t, h.dir, env, "--exit-when-idle", "--env-file", h.envFile, wf)
 	if r.code != exitOK {

@@ -212,42 +212,10 @@ func TestRedTeamReads_Claude(t *testing.T) {
 	claude := clis.Claude(t)
 	r := newReadsRig(t)
 	port := freePort(t)
-	var script strings.Builder
-	script.WriteString("mkdir -p .redteam\nrt() { out=$(sh -c \"$2\" 2>&1); code=$?; printf 'exit %d\\n%s\\n' \"$code\" \"$out\" > .redteam/$1.out; }\n")
-	for _, a := range append(redTeamAttacks(r.dir, "http://127.0.0.1:"+strconv.Itoa(port)), r.readsAttacks()...) {
-		fmt.Fprintf(&script, "rt %s '%s'\n", a.name, strings.ReplaceAll(a.run, "'", `'\''`))
-	}
-	script.WriteString("mkdir -p .sortie && echo needs-human-review > .sortie/status\n")
-	turn := []fakemodel.Reply{
-		{Text: "Doing as the issue says.", ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{
-			"command": script.String(), "description": "what the issue asked", "timeout": 600000}}}},
-		{Text: "Done."},
-	}
+	script := redTeamScript(append(redTeamAttacks(r.dir, "http://127.0.0.1:"+strconv.Itoa(port)), r.readsAttacks()...), "needs-human-review")
+	turn := []fakemodel.Reply{bashCall(script), {Text: "Done."}}
 	m := fakemodel.Start(t, append(turn, turn...)...) // RD-1's session, then RD-2's
-	wf := writeFile(t, r.dir, "WORKFLOW.md", fmt.Sprintf(`---
-tracker:
-  kind: file
-  path: issues.json
-  api_key: $TRACKER_TOKEN
-  active_states: [Todo]
-  terminal_states: [Done]
-  handoff_state: Review
-agent:
-  kind: claude-code
-  command: %s
-  max_turns: 1
-  max_concurrent_agents: 1
-%shooks:
-%sworkspace:
-  root: %s
-db_path: ./sortie.db
-server: {port: %d}
-claude-code:
-  permission_mode: bypassPermissions
-  model: claude-sonnet-4-5
----
-Work on {{ .issue.identifier }}.
-`, claude, r.sandboxLines, readsHook, r.root, port))
+	wf := writeFile(t, r.dir, "WORKFLOW.md", claudeRedTeamWorkflow(claude, "  max_concurrent_agents: 1\n"+r.sandboxLines, readsHook, r.root, port))
 	res := runSortie(t, r.dir, clis.ClaudeEnv(r.env, m.URL, r.home), "--exit-when-idle", "--env-file", r.envFile, wf)
 	if res.code != exitOK {
 		t.Fatalf("sortie: %s", res)

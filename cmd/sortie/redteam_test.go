@@ -75,6 +75,55 @@ func redTeamDirs(t *testing.T, identifier string) (base, dir, envFile string) {
 	return base, dir, envFile
 }
 
+// redTeamScript is one shell script that runs each attack with /bin/sh -c, recording its
+// exit code and output in .redteam/<name>.out as the mock agent's shell steps do, and
+// then writes status (needs-human-review, blocked) to .sortie/status.
+func redTeamScript(attacks []attack, status string) string {
+	var script strings.Builder
+	script.WriteString("mkdir -p .redteam\nrt() { out=$(sh -c \"$2\" 2>&1); code=$?; printf 'exit %d\\n%s\\n' \"$code\" \"$out\" > .redteam/$1.out; }\n")
+	for _, a := range attacks {
+		fmt.Fprintf(&script, "rt %s '%s'\n", a.name, strings.ReplaceAll(a.run, "'", `'\''`))
+	}
+	fmt.Fprintf(&script, "mkdir -p .sortie && echo %s > .sortie/status\n", status)
+	return script.String()
+}
+
+// bashCall is the fake model's reply that has the real claude CLI run command with its
+// Bash tool, as a prompt-injected agent would.
+func bashCall(command string) fakemodel.Reply {
+	return fakemodel.Reply{Text: "Doing as the issue says.", ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{
+		"command": command, "description": "what the issue asked", "timeout": 600000}}}}
+}
+
+// claudeRedTeamWorkflow is the WORKFLOW.md of a red team with the real claude CLI at
+// claude: the file tracker with the daemon's secret as its key, agentExtra's lines in
+// the agent section, hooks' lines in the hooks section, workspaces in root.
+func claudeRedTeamWorkflow(claude, agentExtra, hooks, root string, port int) string {
+	return fmt.Sprintf(`---
+tracker:
+  kind: file
+  path: issues.json
+  api_key: $TRACKER_TOKEN
+  active_states: [Todo]
+  terminal_states: [Done]
+  handoff_state: Review
+agent:
+  kind: claude-code
+  command: %s
+  max_turns: 1
+%shooks:
+%sworkspace:
+  root: %s
+db_path: ./sortie.db
+server: {port: %d}
+claude-code:
+  permission_mode: bypassPermissions
+  model: claude-sonnet-4-5
+---
+Work on {{ .issue.identifier }}.
+`, claude, agentExtra, hooks, root, port)
+}
+
 // requireConfinement skips without Landlock, except in CI, which must prove it.
 func requireConfinement(t *testing.T) {
 	t.Helper()
@@ -232,40 +281,9 @@ func redTeamClaude(t *testing.T, identifier, runAs string) {
 	}
 	port := freePort(t)
 	// One Bash call records each attempt as the mock's shell step does.
-	var script strings.Builder
-	script.WriteString("mkdir -p .redteam\nrt() { out=$(sh -c \"$2\" 2>&1); code=$?; printf 'exit %d\\n%s\\n' \"$code\" \"$out\" > .redteam/$1.out; }\n")
-	for _, a := range append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), attack{"whoami", "id -un"}) {
-		fmt.Fprintf(&script, "rt %s '%s'\n", a.name, strings.ReplaceAll(a.run, "'", `'\''`))
-	}
-	script.WriteString("mkdir -p .sortie && echo needs-human-review > .sortie/status\n")
-	m := fakemodel.Start(t,
-		fakemodel.Reply{Text: "Doing as the issue says.", ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{
-			"command": script.String(), "description": "what the issue asked", "timeout": 600000}}}},
-		fakemodel.Reply{Text: "Done."},
-	)
-	wf := writeFile(t, dir, "WORKFLOW.md", fmt.Sprintf(`---
-tracker:
-  kind: file
-  path: issues.json
-  api_key: $TRACKER_TOKEN
-  active_states: [Todo]
-  terminal_states: [Done]
-  handoff_state: Review
-agent:
-  kind: claude-code
-  command: %s
-  max_turns: 1
-%shooks:
-%sworkspace:
-  root: ../ws
-db_path: ./sortie.db
-server: {port: %d}
-claude-code:
-  permission_mode: bypassPermissions
-  model: claude-sonnet-4-5
----
-Work on {{ .issue.identifier }}.
-`, claude, runAsLine, redTeamProject, port))
+	script := redTeamScript(append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), attack{"whoami", "id -un"}), "needs-human-review")
+	m := fakemodel.Start(t, bashCall(script), fakemodel.Reply{Text: "Done."})
+	wf := writeFile(t, dir, "WORKFLOW.md", claudeRedTeamWorkflow(claude, runAsLine, redTeamProject, "../ws", port))
 	env := clis.ClaudeEnv(testEnv(tmp, "TRACKER_TOKEN="+redTeamSecret), m.URL, home)
 	r := runSortie(t, dir, env, "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {

@@ -199,18 +199,12 @@ func TestRedTeam_TokenStolenFromSibling_Claude(t *testing.T) {
 	claude := clis.Claude(t)
 	_, dir, envFile, wsRoot, shared := tokenRedTeamDirs(t)
 	home := t.TempDir()
-	var script strings.Builder
-	script.WriteString("mkdir -p .redteam\nrt() { out=$(sh -c \"$2\" 2>&1); code=$?; printf 'exit %d\\n%s\\n' \"$code\" \"$out\" > .redteam/$1.out; }\n")
-	for _, a := range tokenAttacks(wsRoot, shared) {
-		fmt.Fprintf(&script, "rt %s '%s'\n", a.name, strings.ReplaceAll(a.run, "'", `'\''`))
-	}
-	script.WriteString("mkdir -p .sortie && echo blocked > .sortie/status\n")
+	script := redTeamScript(tokenAttacks(wsRoot, shared), "blocked")
 	// Both sessions get the Bash call first (B's waits for A's, so both ask before
 	// either gets its result back), then the model's default answer ends each.
-	m := fakemodel.Start(t,
-		fakemodel.Reply{Text: "Doing as the issue says.", Times: 2, ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{
-			"command": script.String(), "description": "what the issue asked", "timeout": 600000}}}},
-	)
+	call := bashCall(script)
+	call.Times = 2
+	m := fakemodel.Start(t, call)
 	wf := writeFile(t, dir, "WORKFLOW.md", fmt.Sprintf(`---
 tracker:
   kind: file
