@@ -66,6 +66,11 @@ func cmdMCPServer(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "sortie mcp-server: "+format+"\n", a...)
 		return exitFailure
 	}
+	// Its session's capability token is in its environment: not dumpable, its /proc
+	// files are no other process's to read without CAP_SYS_PTRACE, which no confined
+	// agent holds. The socket refuses a stolen token anyway (docs/security.md); this
+	// keeps it from being read at all. Best effort: nothing depends on it.
+	_ = hideEnviron()
 
 	var (
 		env     mcp.Env
