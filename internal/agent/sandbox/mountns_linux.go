@@ -147,18 +147,26 @@ type parentDir struct {
 // of CoveredDirs is an empty tmpfs holding only the policy's own paths beneath it
 // (Write, Read and Hide paths: the workspace, the run's TMPDIR, the CLI's state, the
 // agent socket's directory, all bound back at the same path) and MaskedSockets are
-// /dev/null. A covered directory that a policy path holds (write_paths: [/tmp]) stays
+// /dev/null. A covered directory that a write grant holds (write_paths: [/tmp]) stays
 // as it is. The namespace's mounts do not propagate back. The caller's thread must be
 // locked and discarded, as for RestrictThread; the confined program inherits the
 // namespace, and without CAP_SYS_ADMIN (dropped from the bounding set) and under
 // Landlock (which denies mount and umount) it cannot undo it. errNoNamespace when this
 // process may not make one.
 func privateMounts(p Policy) error {
-	var keep []string
-	for _, l := range [][]string{p.Write, p.Read, p.Hide} {
+	// keep are the policy's paths, bound back where they lie beneath a covered
+	// directory; write are the write grants alone. Only a write grant at or above a
+	// covered directory (write_paths: [/tmp]) leaves it as it is: a read grant above one
+	// (SystemRead's /run, above /run/user) must not, or the sockets it holds stay in
+	// reach by name.
+	var keep, write []string
+	for i, l := range [][]string{p.Write, p.Read, p.Hide} {
 		for _, path := range l {
 			if r, err := resolve(path); err == nil {
 				keep = append(keep, r)
+				if i == 0 {
+					write = append(write, r)
+				}
 			}
 		}
 	}
@@ -173,8 +181,8 @@ func privateMounts(p Policy) error {
 		if err != nil {
 			continue // absent here
 		}
-		if slices.ContainsFunc(keep, func(k string) bool { return within(dir, k) }) {
-			continue // granted whole
+		if slices.ContainsFunc(write, func(w string) bool { return within(dir, w) }) {
+			continue // granted whole, for writing
 		}
 		if slices.ContainsFunc(covers, func(c cover) bool { return within(dir, c.dir) }) {
 			continue // beneath one already covered (a link to it)
@@ -203,7 +211,9 @@ func privateMounts(p Policy) error {
 	var masks []string
 	for _, s := range MaskedSockets {
 		r, err := resolve(s)
-		if err != nil || slices.ContainsFunc(keep, func(k string) bool { return within(r, k) }) {
+		// Kept only when the policy names the socket itself, or grants writing where it
+		// lies; not for a read grant of a directory that holds it (/run).
+		if err != nil || slices.Contains(keep, r) || slices.ContainsFunc(write, func(w string) bool { return within(r, w) }) {
 			continue
 		}
 		masks = append(masks, r)
@@ -220,23 +230,7 @@ func privateMounts(p Policy) error {
 		return fmt.Errorf("sandbox: making the agent's mounts private: %w", err)
 	}
 	for _, c := range covers {
-		for _, k := range c.kept {
-			fd, err := unix.OpenTree(unix.AT_FDCWD, k.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-			if errors.Is(err, unix.ENOENT) {
-				continue // gone meanwhile: nothing to keep
-			}
-			if err != nil {
-				return fmt.Errorf("sandbox: keeping %s reachable beneath the agent's own %s: %w", k.path, c.dir, err)
-			}
-			k.tree = fd
-		}
-		err := coverDir(c.dir, c.kept, c.links)
-		for _, k := range c.kept {
-			if k.tree >= 0 {
-				unix.Close(k.tree)
-			}
-		}
-		if err != nil {
+		if err := coverKept(c.dir, c.kept, c.links); err != nil {
 			return err
 		}
 	}
@@ -255,6 +249,30 @@ func privateMounts(p Policy) error {
 		}
 	}
 	return nil
+}
+
+// coverKept covers dir (coverDir) with the kept paths beneath it cloned first, so that
+// they can be bound back; every clone is closed whatever happens.
+func coverKept(dir string, kept []*keptPath, links []keptLink) error {
+	defer func() {
+		for _, k := range kept {
+			if k.tree >= 0 {
+				unix.Close(k.tree)
+				k.tree = -1
+			}
+		}
+	}()
+	for _, k := range kept {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, k.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone meanwhile: nothing to keep
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox: keeping %s reachable beneath the agent's own %s: %w", k.path, dir, err)
+		}
+		k.tree = fd
+	}
+	return coverDir(dir, kept, links)
 }
 
 // keptLink is a symbolic link beneath a covered directory on the way to a policy path

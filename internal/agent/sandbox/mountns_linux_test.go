@@ -98,3 +98,45 @@ func TestPrivateTmp_SocketsOutsideThePolicyAreOutOfReach(t *testing.T) {
 		t.Errorf("without PrivateTmp the outside socket should answer (Landlock does not govern connect), got:\n%s", out)
 	}
 }
+
+// TestPrivateTmp_ReadingRunDoesNotKeepRunUser: every policy reads /run (SystemRead), which
+// holds /run/user; that read grant must not leave /run/user as the machine has it, or the
+// session bus at /run/user/<uid>/bus (systemd-run --user runs anything, unconfined)
+// stays in reach by name. Root only: it makes a directory beneath /run/user.
+func TestPrivateTmp_ReadingRunDoesNotKeepRunUser(t *testing.T) {
+	requireLandlock(t)
+	if !MountNamespaceAvailable() {
+		t.Skip("skipped: needs root, to make a canary beneath /run/user")
+	}
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("skipped: needs perl to connect")
+	}
+	madeRunUser := false
+	if _, err := os.Stat("/run/user"); os.IsNotExist(err) {
+		if err := os.Mkdir("/run/user", 0o755); err != nil {
+			t.Skipf("skipped: cannot make /run/user: %v", err)
+		}
+		madeRunUser = true
+	}
+	dir, err := os.MkdirTemp("/run/user", "canary-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		if madeRunUser {
+			os.Remove("/run/user")
+		}
+	})
+	bus := filepath.Join(dir, "bus")
+	listen(t, bus)
+	ws := t.TempDir()
+	p := Policy{Write: []string{ws}, Read: slices.Clone(SystemRead), PrivateTmp: true}
+	if out := threadRun(p, connectScript+bus); !strings.HasPrefix(strings.TrimSpace(out), "refused: No such file") {
+		t.Errorf("a confined tree that reads /run reached %s: %s", bus, out)
+	}
+	p.PrivateTmp = false
+	if out := threadRun(p, connectScript+bus); !strings.Contains(out, "answer: hello") {
+		t.Errorf("without PrivateTmp the canary should answer (the door this closes), got:\n%s", out)
+	}
+}
