@@ -204,7 +204,7 @@ func (t *ToolService) handoffAllowed(ctx context.Context, sess agentsock.Session
 		return nil
 	}
 	cfg := t.Config()
-	if isActive(cfg, target) && !tracker.StateIn(target, cfg.Tracker.TerminalStates) {
+	if staysActive(cfg, target) {
 		return nil
 	}
 	bs, err := hc.HandoffBlockers(ctx, sess.IssueID, cfg.Workflows.Workflow)
@@ -219,6 +219,17 @@ func (t *ToolService) handoffAllowed(ctx context.Context, sess agentsock.Session
 	return agentsock.Errorf(engine.KindHandoffRefused,
 		"transition_issue to %q refused: it leaves the active states while no human has answered the workflow's blocking checkpoint(s) %s. Go through the workflow's activities and end your turn at each checkpoint so that a human answers it",
 		target, engine.ListBlockers(bs))
+}
+
+// staysActive reports whether moving an issue to target keeps it among the states the
+// operator listed as active, so that no human's checkpoint is skipped by the move. Only
+// an explicit tracker.active_states counts: with none listed every non-terminal state is
+// active (isActive), and a move to "In Review" must still wait for the humans; nor does
+// the hand-off state, whatever the list says.
+func staysActive(cfg *config.Config, target string) bool {
+	t := cfg.Tracker
+	return tracker.StateIn(target, t.ActiveStates) && !tracker.StateIn(target, t.TerminalStates) &&
+		(t.HandoffState == "" || !strings.EqualFold(strings.TrimSpace(target), strings.TrimSpace(t.HandoffState)))
 }
 
 // KindScopeViolation is the tracker_api error kind of a call outside the agent's

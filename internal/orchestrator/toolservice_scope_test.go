@@ -149,3 +149,28 @@ func TestToolService_OwnMoveOutOfTheActiveStatesWaitsForTheGates(t *testing.T) {
 		t.Fatalf("own move once the gates are answered: %v", e)
 	}
 }
+
+// With no tracker.active_states listed, every non-terminal state counts as active for
+// dispatch, but a move to "In Review" is still a hand-off for the gate: it waits for the
+// workflow's humans; so does a move to tracker.handoff_state even when it is listed.
+func TestToolService_GateHoldsWithoutListedActiveStates(t *testing.T) {
+	for name, tweak := range map[string]func(*config.Config){
+		"no active_states listed": func(c *config.Config) { c.Tracker.ActiveStates = nil },
+		"handoff_state listed as active": func(c *config.Config) {
+			c.Tracker.ActiveStates = append(c.Tracker.ActiveStates, "In Review")
+			c.Tracker.HandoffState = "In Review"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc, ft, _ := toolService(t, func(c *config.Config) { c.Workflows.Workflow = "work-package"; tweak(c) })
+			svc.Workflows = &gateChecker{blockers: []engine.Blocker{reviewGate}}
+			_, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: "1", TargetState: "In Review"})
+			if e == nil || e.Kind != engine.KindHandoffRefused {
+				t.Fatalf("own move to In Review with an unanswered gate: %v, want %s", e, engine.KindHandoffRefused)
+			}
+			if got := ft.TransitionsOf("1"); len(got) != 0 {
+				t.Fatalf("own issue transitioned %q despite the gate", got)
+			}
+		})
+	}
+}
