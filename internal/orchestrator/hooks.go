@@ -1,12 +1,15 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"sortie/internal/agent/sandbox"
 	"sortie/internal/config"
+	"sortie/internal/store"
 	"sortie/internal/workspace"
 )
 
@@ -77,4 +80,23 @@ func hookPolicy(s Sandbox, cfg *config.Config, wsPath, tmp string, env []string)
 	// (sandbox.CoveredDirs): the hook gets a private /tmp too, with its own paths kept.
 	p.PrivateTmp = true
 	return p
+}
+
+// legacyWorkspaceOwner is workspace.Config.LegacyOwner: the workspace at oldPath, named
+// as an older Sortie named issue's, is issue's when one of issue's recorded runs worked
+// there. The daemon wrote those records; nothing an agent or an issue's author chooses
+// (an identifier made to share the old name's 32 bits of hash) can make them say so.
+func (o *Orchestrator) legacyWorkspaceOwner(issue workspace.Issue, oldPath string) bool {
+	if issue.ID == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runs, err := o.opts.Store.RunsForIssue(ctx, issue.ID, 1000)
+	if err != nil {
+		o.log.Warn("an older Sortie's workspace is left under its old name: the run history could not be read",
+			"issue_identifier", issue.Identifier, "workspace", oldPath, "error", err)
+		return false
+	}
+	return slices.ContainsFunc(runs, func(r store.Run) bool { return r.Workspace == oldPath })
 }

@@ -798,5 +798,6 @@ func (o *Orchestrator) workspacesOn(cfg *config.Config, host string) (*workspace
 		Logger:      o.log,
 		RunAs:       o.opts.RunAs,
 		ConfineHook: o.confineHook(cfg, host),
+		LegacyOwner: o.legacyWorkspaceOwner,
 	})
 }

@@ -85,13 +85,24 @@ func isKeyRune(r rune) bool {
 	return false
 }
 
+// adoptLegacy is AdoptLegacy for issue, when the manager's LegacyOwner says the
+// workspace of the old name is issue's; never without one.
+func (m *Manager) adoptLegacy(root string, issue Issue, path string) (string, error) {
+	if m.owner == nil {
+		return "", nil
+	}
+	return AdoptLegacy(root, issue.Identifier, path, func(oldPath string) bool { return m.owner(issue, oldPath) })
+}
+
 // AdoptLegacy renames the workspace an older Sortie made for identifier under root,
 // named with only 32 bits of the identifier's hash (legacyKey), to path, its name now,
 // so that an upgrade neither orphans an issue's workspace nor makes it a second one.
-// It does nothing when path exists already, when there is no such workspace, or when
-// what is there is not a directory (a link is never followed nor moved). It reports
-// the old path when it renamed one.
-func AdoptLegacy(root, identifier, path string) (string, error) {
+// It does nothing when path exists already, when there is no such workspace, when
+// what is there is not a directory (a link is never followed nor moved), or when owns
+// does not confirm that the directory is identifier's: another identifier can share
+// the old name, and must not take over this workspace. It reports the old path when it
+// renamed one.
+func AdoptLegacy(root, identifier, path string, owns func(oldPath string) bool) (string, error) {
 	old := legacyKey(identifier)
 	if old == "" {
 		return "", nil
@@ -101,7 +112,7 @@ func AdoptLegacy(root, identifier, path string) (string, error) {
 	}
 	oldPath := filepath.Join(root, old)
 	fi, err := os.Lstat(oldPath)
-	if err != nil || !fi.IsDir() {
+	if err != nil || !fi.IsDir() || owns == nil || !owns(oldPath) {
 		return "", nil
 	}
 	// No other run of this issue can be preparing it: the daemon runs an issue once

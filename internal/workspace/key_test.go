@@ -125,9 +125,22 @@ func TestPrepare_AdoptsWorkspaceOfTheOldName(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(old, "src", "work.go"), []byte("package x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Root: root, Hooks: Hooks{AfterCreate: "touch created-now"}})
+	// An identifier whose old name is the same (found by brute force, as 32 bits allow)
+	// but whose runs never worked there does not take the workspace over.
+	var asked []string
+	owner := func(is Issue, oldPath string) bool {
+		asked = append(asked, is.ID)
+		return is.ID == "9" && oldPath == old
+	}
+	m, err := New(Config{Root: root, Hooks: Hooks{AfterCreate: "touch created-now"}, LegacyOwner: owner})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if moved, err := AdoptLegacy(root, id, filepath.Join(root, "someone-else"), func(string) bool { return false }); moved != "" || err != nil {
+		t.Fatalf("AdoptLegacy without the owner's confirmation = %q, %v; want nothing moved", moved, err)
+	}
+	if _, err := os.Stat(filepath.Join(old, "src", "work.go")); err != nil {
+		t.Fatalf("the old workspace moved without its owner's confirmation: %v", err)
 	}
 	ws, err := m.Prepare(t.Context(), Issue{ID: "9", Identifier: id}, 0)
 	if err != nil {
@@ -152,7 +165,10 @@ func TestPrepare_AdoptsWorkspaceOfTheOldName(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(root, legacyKey(id2))); err != nil {
 		t.Fatal(err)
 	}
-	if moved, err := AdoptLegacy(root, id2, filepath.Join(root, "new")); moved != "" || err != nil {
+	if len(asked) != 1 || asked[0] != "9" {
+		t.Errorf("LegacyOwner asked for %q, want issue 9 once", asked)
+	}
+	if moved, err := AdoptLegacy(root, id2, filepath.Join(root, "new"), func(string) bool { return true }); moved != "" || err != nil {
 		t.Errorf("AdoptLegacy of a link = %q, %v", moved, err)
 	}
 }

@@ -66,6 +66,11 @@ type Config struct {
 	// written the workspace: after_run, before_remove, and before_run except on the
 	// run that created the workspace. nil runs every hook unconfined.
 	ConfineHook ConfineHook
+	// LegacyOwner, when not nil, says whether the workspace at oldPath, named the way an
+	// older Sortie named issue's (AdoptLegacy), is really that issue's: the daemon's own
+	// records of its runs say so. nil adopts none: 32 bits of hash can be matched by
+	// another identifier, whose issue must not take over this one's workspace.
+	LegacyOwner func(issue Issue, oldPath string) bool
 }
 
 // Manager creates, prepares and removes workspaces under one root and runs their
@@ -82,6 +87,7 @@ type Manager struct {
 	log       *slog.Logger
 	runAs     *runas.User
 	confine   ConfineHook
+	owner     func(Issue, string) bool
 }
 
 // Issue names the issue a workspace belongs to. It is what hooks see as
@@ -130,6 +136,7 @@ func New(cfg Config) (*Manager, error) {
 		log:       log,
 		runAs:     cfg.RunAs,
 		confine:   cfg.ConfineHook,
+		owner:     cfg.LegacyOwner,
 	}, nil
 }
 
@@ -163,7 +170,7 @@ func (m *Manager) Prepare(ctx context.Context, issue Issue, attempt int) (Worksp
 	if err := checkDirectChild(root, path); err != nil {
 		return Workspace{}, err
 	}
-	if old, err := AdoptLegacy(root, issue.Identifier, path); err != nil {
+	if old, err := m.adoptLegacy(root, issue, path); err != nil {
 		return Workspace{}, err
 	} else if old != "" {
 		m.log.Info("renamed a workspace named by an older Sortie to its new name", "from", old, "to", path)
