@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -51,18 +52,30 @@ func MountNamespaceAvailable() bool {
 
 // UserNamespaceAvailable reports whether the kernel lets this user make a user
 // namespace: user.max_user_namespaces is not 0, nor Debian's
-// kernel.unprivileged_userns_clone, and Ubuntu's AppArmor does not restrict them. A
-// `sortie confine` that is not root then gives its tree the private mounts of
-// Policy.PrivateTmp from within one (ConfineInUserNS).
-func UserNamespaceAvailable() bool {
+// kernel.unprivileged_userns_clone, Ubuntu's AppArmor does not restrict them, and a
+// child started in a user and mount namespace of its own really starts (a container's
+// seccomp profile may refuse it whatever the settings say). A `sortie confine` that is
+// not root then gives its tree the private mounts of Policy.PrivateTmp from within one
+// (ConfineInUserNS). The answer cannot change while the kernel runs: it is found once.
+func UserNamespaceAvailable() bool { return userNamespaceAvailable() }
+
+var userNamespaceAvailable = sync.OnceValue(func() bool {
 	for file, off := range map[string]string{"/proc/sys/user/max_user_namespaces": "0",
 		"/proc/sys/kernel/unprivileged_userns_clone": "0", "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1"} {
 		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) == off {
 			return false
 		}
 	}
-	return true
-}
+	// No id maps: this process may be non-dumpable (the daemon), which may not write
+	// them; the probe runs as the overflow user, which is enough to see the clone allowed.
+	probe, err := exec.LookPath("true")
+	if err != nil {
+		return true // nothing to probe with; the settings allow it
+	}
+	cmd := exec.Command(probe)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS}
+	return cmd.Run() == nil
+})
 
 // userNSEnv marks the `sortie confine` that ConfineInUserNS starts; it never reaches
 // the program.
@@ -107,12 +120,14 @@ func ConfineInUserNS(p Policy, argv []string) (code int, ran bool) {
 		for range sigs {
 		}
 	}()
+	stop := func() { signal.Stop(sigs); signal.Reset(); close(sigs) }
 	if err := cmd.Start(); err != nil {
-		signal.Reset()
+		stop()
+		fmt.Fprintf(os.Stderr, "sortie confine: no private /tmp for this agent: its user namespace could not be made (%v); it runs with the machine's /tmp and /run/user\n", err)
 		return 0, false
 	}
 	err = cmd.Wait()
-	signal.Reset()
+	stop()
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case err != nil && !ok:
