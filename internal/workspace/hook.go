@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"sortie/internal/agent/sandbox"
 	_ "sortie/internal/platform" // Linux and macOS only
 )
 
@@ -121,8 +121,16 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 	}
 	cmd.WaitDelay = m.waitDelay
 
+	if confine := thread; confine != nil {
+		thread = func() error {
+			if err := confine(); err != nil {
+				return fmt.Errorf("confining it: %w", err)
+			}
+			return nil
+		}
+	}
 	start := time.Now()
-	if err := startHook(cmd, thread); err != nil {
+	if err := sandbox.StartOnThread(thread, cmd.Start); err != nil {
 		if ctx.Err() != nil {
 			return &HookError{Hook: name, Op: HookOpRun, ExitCode: -1, Err: fmt.Errorf("not started: %w", ctx.Err())}
 		}
@@ -178,27 +186,6 @@ func validateHookInput(script, wsPath string, extraEnv map[string]string) error 
 		}
 	}
 	return nil
-}
-
-// startHook starts cmd; with confine, from an OS thread of its own that confine
-// confines first (HookConfinement.Thread).
-func startHook(cmd *exec.Cmd, confine func() error) error {
-	if confine == nil {
-		return cmd.Start()
-	}
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread keeps the confinement, so it must end with this
-		// goroutine rather than go back to run others (the runtime ends a thread whose
-		// locked goroutine exits).
-		runtime.LockOSThread()
-		if err := confine(); err != nil {
-			errc <- fmt.Errorf("confining it: %w", err)
-			return
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
 }
 
 // tailBuffer keeps the last max bytes written to it and counts the rest.

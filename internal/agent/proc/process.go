@@ -17,12 +17,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"sortie/internal/agent/sandbox"
 	_ "sortie/internal/platform" // Linux and macOS only
 )
 
@@ -175,7 +175,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	}
 	trace := traceOf(ctx)
 	trace.starting()
-	if err := startCmd(cmd, c.Confine); err != nil {
+	if err := sandbox.StartOnThread(c.Confine, cmd.Start); err != nil {
 		trace.started(0)
 		r.Close()
 		w.Close()
@@ -200,27 +200,6 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	go p.reap()
 	go p.watch(ctx)
 	return p, nil
-}
-
-// startCmd starts cmd; with confine, from an OS thread of its own that confine
-// confines first (Command.Confine).
-func startCmd(cmd *exec.Cmd, confine func() error) error {
-	if confine == nil {
-		return cmd.Start()
-	}
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread keeps the confinement, so it must end with this
-		// goroutine rather than go back to run others (the runtime ends a thread whose
-		// locked goroutine exits).
-		runtime.LockOSThread()
-		if err := confine(); err != nil {
-			errc <- err
-			return
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
 }
 
 // PID is the child's process id.

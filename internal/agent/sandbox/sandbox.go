@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -337,4 +338,26 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "sortie confine: %v\n", err)
 	return 126
+}
+
+// StartOnThread calls start (a process start: exec.Cmd.Start) on an OS thread of its
+// own that confine confines first, when confine is not nil: a child inherits the
+// confinement of the thread that forks it (RestrictThread). The thread is never
+// unlocked, so it ends with its goroutine rather than go back to run others (the
+// runtime ends a thread whose locked goroutine exits). When confine fails, start is
+// not called and confine's error is returned.
+func StartOnThread(confine, start func() error) error {
+	if confine == nil {
+		return start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := confine(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- start()
+	}()
+	return <-errc
 }
