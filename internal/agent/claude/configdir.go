@@ -175,24 +175,23 @@ func keptState(state []byte) []byte {
 	return b
 }
 
+// maxLogin bounds the size of the credentials file copyLogin copies.
+const maxLogin = 1 << 20
+
 // copyLogin copies the user's credentials file at src into root when it is newer than
-// the copy there.
+// the copy there. src is read by agent.ReadOwnedFile: never through a link, and only
+// when it is a regular file of the agent's user (owner, or the daemon's user), for with
+// agent.run_as the daemon is root and the agent's user could point it at any file.
 func copyLogin(root *os.Root, src string, owner *runas.User) error {
-	si, err := os.Stat(src)
-	if err != nil {
+	data, mtime, err := agent.ReadOwnedFile(src, owner, maxLogin)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // no login to copy; the CLI says it is not logged in
 	}
-	if di, err := root.Lstat(credentialsFile); err == nil && di.Mode().IsRegular() && !si.ModTime().After(di.ModTime()) {
+	if err != nil {
+		return err
+	}
+	if di, err := root.Lstat(credentialsFile); err == nil && di.Mode().IsRegular() && !mtime.After(di.ModTime()) {
 		return nil
-	}
-	f, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
-	if err != nil {
-		return err
 	}
 	return writeFile(root, credentialsFile, data, owner, false)
 }

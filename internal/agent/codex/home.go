@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"sortie/internal/agent"
 	"sortie/internal/runas"
@@ -67,8 +66,8 @@ func homeDir(env []string, base, workflowDir, workspace string, uid int) string 
 // threads and all, reached as prepareHome reaches it (no link the agent's user could
 // have planted is followed).
 func (a *adapter) RemoveIssueState(env []string, workspace string, owner *runas.User) error {
-	home := homeDir(env, a.opts.CodexHome, a.workflowDir, workspace, agentUID(owner))
-	d, err := openDir(home, owner, false)
+	home := homeDir(env, a.opts.CodexHome, a.workflowDir, workspace, agent.AgentUID(owner))
+	d, err := agent.OpenDir(home, owner, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -95,9 +94,9 @@ const maxAuth = 1 << 20
 // user, resets it (resetHome), writes config.toml and copies the user's ChatGPT login
 // when codex.use_login is set (useLogin) and no API key is; without it, a copy is
 // removed. No link the agent's user could have planted is followed
-// (safedir.go). It returns notes worth an operator's attention.
+// (agent.OpenDir, agent.ReadOwnedFile). It returns notes worth an operator's attention.
 func prepareHome(home string, owner *runas.User, cfg []byte, env []string, useLogin bool) ([]string, error) {
-	d, err := openDir(home, owner, true)
+	d, err := agent.OpenDir(home, owner, true)
 	if err != nil {
 		return nil, fmt.Errorf("preparing CODEX_HOME: %w", err)
 	}
@@ -129,7 +128,7 @@ func prepareHome(home string, owner *runas.User, cfg []byte, env []string, useLo
 		return nil, nil
 	}
 	src := filepath.Join(userHome, ".codex", "auth.json")
-	data, mtime, err := readLogin(filepath.Dir(src), owner)
+	data, mtime, err := agent.ReadOwnedFile(src, owner, maxAuth)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -145,17 +144,6 @@ func prepareHome(home string, owner *runas.User, cfg []byte, env []string, useLo
 		return nil, fmt.Errorf("copying %s into CODEX_HOME: %w", src, err)
 	}
 	return []string{"codex: codex.use_login: using a copy of " + src + " in " + home + ", which the agent can read"}, nil
-}
-
-// readLogin reads auth.json in the directory dir (the agent user's ~/.codex), neither
-// following a link its user planted nor reading a file that user does not own.
-func readLogin(dir string, owner *runas.User) ([]byte, time.Time, error) {
-	d, err := openDir(dir, owner, false)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	defer d.Close()
-	return readOwnFile(d, "auth.json", owner, maxAuth)
 }
 
 // resetHome removes everything in the home root holds but keptInHome and keep: codex

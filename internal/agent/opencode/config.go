@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -343,20 +345,25 @@ func emptyDir(d string) error {
 	return nil
 }
 
+// maxCredentials bounds the size of the auth.json copyCredentials copies.
+const maxCredentials = 1 << 20
+
 // copyCredentials copies the operator's auth.json at from to to (0600, owner's), when
-// from exists and is newer than to. The copy is written beside to and renamed over it,
-// so a link the agent put at to is replaced, never written through.
+// from exists and is newer than to. from is read by agent.ReadOwnedFile: never through
+// a link, and only when it is a regular file of the agent's user (owner, or the
+// daemon's user), for with agent.run_as the daemon is root and the agent's user could
+// point it at any file. The copy is written beside to and renamed over it, so a link
+// the agent put at to is replaced, never written through.
 func copyCredentials(from, to string, owner *runas.User) error {
-	src, err := os.Stat(from)
-	if err != nil || !src.Mode().IsRegular() {
+	b, mtime, err := agent.ReadOwnedFile(from, owner, maxCredentials)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // no login to carry over
 	}
-	if dst, err := os.Lstat(to); err == nil && dst.Mode().IsRegular() && !src.ModTime().After(dst.ModTime()) {
-		return nil // the copy is current, or the CLI refreshed it since
-	}
-	b, err := os.ReadFile(from)
 	if err != nil {
-		return fmt.Errorf("reading OpenCode's credentials %s: %w", from, err)
+		return fmt.Errorf("not copying OpenCode's credentials: %w", err)
+	}
+	if dst, err := os.Lstat(to); err == nil && dst.Mode().IsRegular() && !mtime.After(dst.ModTime()) {
+		return nil // the copy is current, or the CLI refreshed it since
 	}
 	f, err := os.CreateTemp(filepath.Dir(to), ".auth-*.json")
 	if err != nil {
