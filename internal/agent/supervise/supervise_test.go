@@ -46,20 +46,50 @@ func TestSweep_StopsDetachedDescendants(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Wait until both sleeps run: the detached one has gone through setsid's exec, so
+	// the sweep meets the process as it will stay, not a fork that is still the shell.
+	running := func(found []int) bool {
+		seen := 0
+		for _, p := range found {
+			if b, err := os.ReadFile("/proc/" + itoa(p) + "/cmdline"); err == nil &&
+				(strings.HasPrefix(string(b), "sleep\x0031") || strings.HasPrefix(string(b), "sleep\x0032")) {
+				seen++
+			}
+		}
+		return seen == 2
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(Descendants(os.Getpid())) < 2 && time.Now().Before(deadline) {
+	for !running(Descendants(os.Getpid())) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // the shell forks in its own time
 	}
 	found := Descendants(os.Getpid())
-	if len(found) < 2 {
-		t.Fatalf("descendants = %v, want the shell and its detached sleep", found)
+	if !running(found) {
+		t.Fatalf("descendants = %v, want the shell's sleep and its detached sleep", found)
 	}
 	Sweep(time.Second)
+	// A signalled process takes a moment to die, and this test process is no subreaper:
+	// the detached sleep, orphaned when its parent died, is init's to reap. Alive means
+	// still running a while after the sweep.
+	alive := func(p int) (bool, string) {
+		b, err := os.ReadFile("/proc/" + itoa(p) + "/cmdline")
+		if err != nil || !strings.Contains(string(b), "sleep") {
+			return false, ""
+		}
+		_, _, state, err := ProcStat(p)
+		return err == nil && state != "Z", string(b)
+	}
 	for _, p := range found {
-		if b, err := os.ReadFile("/proc/" + itoa(p) + "/cmdline"); err == nil && strings.Contains(string(b), "sleep") {
-			if _, _, state, err := ProcStat(p); err == nil && state != "Z" {
-				t.Errorf("process %d (%q) survived the sweep", p, b)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ok, cmdline := alive(p)
+			if !ok {
+				break
 			}
+			if time.Now().After(deadline) {
+				t.Errorf("process %d (%q) survived the sweep", p, cmdline)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }
