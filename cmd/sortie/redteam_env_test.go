@@ -51,7 +51,7 @@ func startSideChannels(t *testing.T) sideChannels {
 	sc := sideChannels{sockets: map[string]string{
 		"connect-tmux":      filepath.Join(root, "tmux-"+uid, "default"),
 		"connect-dbus":      filepath.Join(root, "run-user-"+uid, "bus"),
-		"connect-ssh-agent": filepath.Join(root, "ssh-XXXXcanary", "agent.4242"),
+		"connect-ssh-agent": filepath.Join(root, "ssh-canary", "agent.4242"),
 	}, answers: map[string]*atomic.Int64{}}
 	for name, path := range sc.sockets {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
