@@ -8,7 +8,6 @@ package main
 // none of the sockets, while ordinary work still succeeds.
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -168,32 +167,8 @@ func TestRedTeamEnv_ConfinedMockAgent(t *testing.T) {
 	base, dir, envFile := redTeamDirs(t, "RTE-1")
 	tmp := t.TempDir()
 	port := freePort(t)
-	var steps strings.Builder
-	for _, a := range append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), sc.attacks()...) {
-		run, _ := json.Marshal(a.run) // a JSON string is a YAML double-quoted scalar
-		fmt.Fprintf(&steps, "    - {name: %s, run: %s}\n", a.name, run)
-	}
-	wf := writeFile(t, dir, "WORKFLOW.md", `---
-tracker:
-  kind: file
-  path: issues.json
-  api_key: $TRACKER_TOKEN
-  active_states: [Todo]
-  terminal_states: [Done]
-agent:
-  kind: mock
-  max_turns: 1
-hooks:
-`+redTeamProject+`workspace:
-  root: ../ws
-db_path: ./sortie.db
-server: {port: `+strconv.Itoa(port)+`}
-mock:
-  status: blocked
-  shell:
-`+steps.String()+`---
-Work on {{ .issue.identifier }}.
-`)
+	wf := writeFile(t, dir, "WORKFLOW.md", mockRedTeamWorkflow(append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), sc.attacks()...),
+		"", redTeamProject, "../ws", port))
 	env := testEnv(tmp, append([]string{"TRACKER_TOKEN=" + redTeamSecret}, sc.env...)...)
 	r := runSortie(t, dir, env, "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {

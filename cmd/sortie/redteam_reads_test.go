@@ -8,7 +8,6 @@ package main
 // and the programs in those bin directories still work.
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -170,33 +169,8 @@ func TestRedTeamReads_MockAgent(t *testing.T) {
 	t.Parallel()
 	r := newReadsRig(t)
 	port := freePort(t)
-	var steps strings.Builder
-	for _, a := range append(redTeamAttacks(r.dir, "http://127.0.0.1:"+strconv.Itoa(port)), r.readsAttacks()...) {
-		run, _ := json.Marshal(a.run) // a JSON string is a YAML double-quoted scalar
-		fmt.Fprintf(&steps, "    - {name: %s, run: %s}\n", a.name, run)
-	}
-	wf := writeFile(t, r.dir, "WORKFLOW.md", `---
-tracker:
-  kind: file
-  path: issues.json
-  api_key: $TRACKER_TOKEN
-  active_states: [Todo]
-  terminal_states: [Done]
-agent:
-  kind: mock
-  max_turns: 1
-  max_concurrent_agents: 1
-`+r.sandboxLines+`hooks:
-`+readsHook+`workspace:
-  root: `+r.root+`
-db_path: ./sortie.db
-server: {port: `+strconv.Itoa(port)+`}
-mock:
-  status: blocked
-  shell:
-`+steps.String()+`---
-Work on {{ .issue.identifier }}.
-`)
+	wf := writeFile(t, r.dir, "WORKFLOW.md", mockRedTeamWorkflow(append(redTeamAttacks(r.dir, "http://127.0.0.1:"+strconv.Itoa(port)), r.readsAttacks()...),
+		"  max_concurrent_agents: 1\n"+r.sandboxLines, readsHook, r.root, port))
 	res := runSortie(t, r.dir, r.env, "--exit-when-idle", "--env-file", r.envFile, wf)
 	if res.code != exitOK {
 		t.Fatalf("sortie: %s", res)

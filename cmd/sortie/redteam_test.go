@@ -95,6 +95,39 @@ func bashCall(command string) fakemodel.Reply {
 		"command": command, "description": "what the issue asked", "timeout": 600000}}}}
 }
 
+// mockRedTeamWorkflow is the WORKFLOW.md of a red team with the mock agent, which runs
+// each attack as a shell step (its result in .mock-agent/shell/<name>.out) and then
+// signals blocked: the file tracker with the daemon's secret as its key, agentExtra's
+// lines in the agent section, hooks' lines in the hooks section, workspaces in root.
+func mockRedTeamWorkflow(attacks []attack, agentExtra, hooks, root string, port int) string {
+	var steps strings.Builder
+	for _, a := range attacks {
+		run, _ := json.Marshal(a.run) // a JSON string is a YAML double-quoted scalar
+		fmt.Fprintf(&steps, "    - {name: %s, run: %s}\n", a.name, run)
+	}
+	return fmt.Sprintf(`---
+tracker:
+  kind: file
+  path: issues.json
+  api_key: $TRACKER_TOKEN
+  active_states: [Todo]
+  terminal_states: [Done]
+agent:
+  kind: mock
+  max_turns: 1
+%shooks:
+%sworkspace:
+  root: %s
+db_path: ./sortie.db
+server: {port: %d}
+mock:
+  status: blocked
+  shell:
+%s---
+Work on {{ .issue.identifier }}.
+`, agentExtra, hooks, root, port, steps.String())
+}
+
 // claudeRedTeamWorkflow is the WORKFLOW.md of a red team with the real claude CLI at
 // claude: the file tracker with the daemon's secret as its key, agentExtra's lines in
 // the agent section, hooks' lines in the hooks section, workspaces in root.
@@ -204,32 +237,7 @@ func redTeamMock(t *testing.T, identifier, runAs string) (base, dir, envFile, re
 		attacks = append(attacks, attack{"whoami", "id -un"}, attack{"read-env-file-direct", "cat " + envFile})
 		runAsLine, hooks = "  run_as: "+runAs+"\n", redTeamProject+"    id -un > hook-user\n"
 	}
-	var steps strings.Builder
-	for _, a := range attacks {
-		run, _ := json.Marshal(a.run) // a JSON string is a YAML double-quoted scalar
-		fmt.Fprintf(&steps, "    - {name: %s, run: %s}\n", a.name, run)
-	}
-	wf := writeFile(t, dir, "WORKFLOW.md", `---
-tracker:
-  kind: file
-  path: issues.json
-  api_key: $TRACKER_TOKEN
-  active_states: [Todo]
-  terminal_states: [Done]
-agent:
-  kind: mock
-  max_turns: 1
-`+runAsLine+`hooks:
-`+hooks+`workspace:
-  root: ../ws
-db_path: ./sortie.db
-server: {port: `+strconv.Itoa(port)+`}
-mock:
-  status: blocked
-  shell:
-`+steps.String()+`---
-Work on {{ .issue.identifier }}.
-`)
+	wf := writeFile(t, dir, "WORKFLOW.md", mockRedTeamWorkflow(attacks, runAsLine, hooks, "../ws", port))
 	r := runSortie(t, dir, testEnv(tmp, "TRACKER_TOKEN="+redTeamSecret), "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
