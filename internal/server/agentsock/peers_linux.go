@@ -1,16 +1,14 @@
 package agentsock
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
+	"sortie/internal/agent/cgroup"
 	"sortie/internal/agent/supervise"
 )
 
@@ -59,16 +57,8 @@ func parentOf(pid int) (int, error) {
 // inCgroup says why pid is not in the cgroup at dir (its cgroup.procs), nil when it
 // is.
 func inCgroup(dir string, pid int) error {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return fmt.Errorf("the session's cgroup: %w", err)
-	}
-	want := []byte(strconv.Itoa(pid))
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if bytes.Equal(bytes.TrimSpace(sc.Bytes()), want) {
-			return nil
-		}
+	if slices.Contains(cgroup.Members(dir), pid) {
+		return nil
 	}
 	return fmt.Errorf("the calling process (pid %d) is not in the session's cgroup", pid)
 }
