@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cli"
 	"sortie/internal/agent/proc"
 )
 
@@ -41,7 +42,7 @@ func fakeCLI(t *testing.T, body string, lines ...string) agent.Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.(*adapter).grace = 200 * time.Millisecond
+	a.(*cli.Runner[state]).Grace = 200 * time.Millisecond
 	return a
 }
 
@@ -179,7 +180,7 @@ func TestRunTurn_SessionIDs(t *testing.T) {
 	t.Run("without session persistence every turn is new", func(t *testing.T) {
 		os.Remove(argv)
 		a := fakeCLI(t, body, textLine, successLine) // no init line: ids stay ours
-		a.(*adapter).opts.SessionPersistence = false
+		a.(*cli.Runner[state]).Dialect.(*dialect).opts.SessionPersistence = false
 		s, _ := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir()})
 		for i := 1; i <= 2; i++ {
 			if _, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "p", TurnNumber: i}); err != nil {

@@ -11,18 +11,11 @@ package claude
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	"sortie/internal/agent"
-	"sortie/internal/agent/proc"
-	"sortie/internal/agent/remote"
-	"sortie/internal/runas"
+	"sortie/internal/agent/cli"
 )
 
 // Kind is the agent.kind that selects this adapter.
@@ -35,16 +28,24 @@ func init() {
 	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames}, New)
 }
 
-// adapter serves every claude-code session.
-type adapter struct {
-	program     []string // agent.command split into words; program[0] is looked up on PATH
+// dialect is what running Claude Code takes besides the shared runner (package cli).
+type dialect struct {
 	opts        options
-	warnings    []string
-	readTimeout time.Duration
-	env         []string      // the environment of the --version preflight (agent.Config.Env)
-	workflowDir string        // keys the per-issue configuration directories
-	grace       time.Duration // SIGTERM → SIGKILL; proc.DefaultGrace outside tests
+	workflowDir string // keys the per-issue configuration directories
 	now         func() time.Time
+}
+
+// state is a session's own (cli.Session.State).
+type state struct {
+	// configDir is the issue's own Claude Code configuration directory, reset before
+	// every turn (configdir.go); "" over SSH or when the operator set CLAUDE_CONFIG_DIR.
+	configDir string
+	reset     bool   // configDir was reset since a CLI last ran in it (Start's reset)
+	login     string // the user's credentials file, copied into configDir (use_login); "" for none
+
+	// Touched only by the goroutine running the current turn.
+	created   bool    // the CLI has a conversation under the session id: --resume
+	lastTotal float64 // the CLI's last total_cost_usd, 0 if unknown
 }
 
 // New builds the adapter. cfg.Options is the `claude-code:` block: a value of the wrong
@@ -54,339 +55,115 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := cfg.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	if dir := agent.EnvValue(env, configEnv); dir != "" {
+	if dir := agent.EnvValue(cli.Environ(cfg.Env), configEnv); dir != "" {
 		warnings = append(warnings, fmt.Sprintf("%s=%s is set: every issue's agent shares that Claude Code configuration directory and can "+
 			"write it, so one issue's agent can plant instructions and hooks (CLAUDE.md, settings.json) for every other issue and for "+
 			"whoever runs claude with it; unset it to give each issue a directory of its own", configEnv, dir))
 	}
-	return &adapter{program: cfg.Program(DefaultCommand), opts: opts, warnings: warnings, readTimeout: cfg.ReadTimeoutOrDefault(),
-		env: cfg.Env, workflowDir: cfg.WorkflowDir, grace: proc.DefaultGrace, now: time.Now}, nil
-}
-
-// Warnings lists what was ignored in the `claude-code:` block.
-func (a *adapter) Warnings() []string { return a.warnings }
-
-// versionTimeout is the least time Version gives the CLI.
-const versionTimeout = 30 * time.Second
-
-// Version runs `<command> --version` locally, with the environment agent turns get,
-// and returns its first line, e.g. "2.1.330 (Claude Code)", or "" when that line is not
-// a version (agent.VersionOf). An error means the CLI cannot run here.
-func (a *adapter) Version(ctx context.Context) (string, error) {
-	exe, err := exec.LookPath(a.program[0])
-	if err != nil {
-		return "", &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
-	}
 	// Once, at start-up: a slow disk or a loaded machine may take seconds to map the
-	// CLI's large binary, and waiting costs nothing here.
-	ctx, cancel := context.WithTimeout(ctx, max(a.readTimeout, versionTimeout))
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, append(a.program[1:], "--version")...)
-	cmd.Env = a.env
-	out, err := cmd.Output()
-	if err != nil {
-		return "", &agent.Error{Kind: agent.ErrNotFound, Message: fmt.Sprintf("claude-code: %s --version", exe), Err: err}
-	}
-	v, _ := agent.VersionOf(out)
-	return v, nil
+	// CLI's large binary for --version, and waiting costs nothing there.
+	c := cli.Config{Config: cfg, Name: "claude", DefaultCommand: DefaultCommand, VersionTimeout: 30 * time.Second}
+	return cli.New(c, &dialect{opts: opts, workflowDir: cfg.WorkflowDir, now: time.Now}, warnings), nil
 }
 
-// session is the adapter's per-session state (agent.Session.Internal).
-type session struct {
-	exe    string         // the resolved local binary: the CLI, or ssh in SSH mode
-	target *remote.Target // nil when local
-	strict string         // StrictHostKeyChecking in SSH mode
-	env    []string
-	mcp    []string            // --mcp-config files
-	launch agent.Launch        // how the CLI is confined and supervised; zero over SSH
-	cred   *syscall.Credential // agent.run_as's user, nil for the daemon's or over SSH
-	cgroup int                 // the run's cgroup v2 directory (fd), 0 for none
-	owner  *runas.User         // agent.run_as's user, who owns configDir; nil for the daemon's
-
-	// configDir is the issue's own Claude Code configuration directory, reset before
-	// every turn (configdir.go); "" over SSH or when the operator set CLAUDE_CONFIG_DIR.
-	configDir string
-	reset     bool     // configDir was reset since a CLI last ran in it (StartSession's reset)
-	login     string   // the user's credentials file, copied into configDir (use_login); "" for none
-	notes     []string // said as notifications at the start of the first turn
-	turns     int      // turns started
-
-	guard proc.Guard // one process at a time; StopSession stops it
-
-	// Touched only by the goroutine running the current turn; the guard keeps turns apart.
-	created   bool        // the CLI has a conversation under the session id: --resume
-	usage     agent.Usage // cumulative for the session
-	cost      float64     // cumulative for the session
-	lastTotal float64     // the CLI's last total_cost_usd, 0 if unknown
-}
-
-// StartSession checks the workspace and resolves the binary (ssh in SSH mode, where the
-// CLI is looked up on the remote host when the turn runs). It spawns nothing. A resumed
-// session's turns all use --resume.
-func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent.Session, error) {
-	if err := agent.CheckWorkspace(p.Workspace); err != nil {
-		return nil, err
-	}
-	st := &session{env: p.Env, strict: p.SSHStrictHostKeyChecking}
-	if st.env == nil {
-		st.env = os.Environ()
-	}
-	var err error
-	if p.SSHHost != "" {
-		t, perr := remote.ParseTarget(p.SSHHost)
-		if perr != nil {
-			return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "claude-code: worker.ssh_hosts", Err: perr}
-		}
-		st.target = &t
-		if st.exe, err = exec.LookPath("ssh"); err != nil {
-			return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: ssh client for host " + p.SSHHost, Err: err}
-		}
-	} else if st.exe, err = exec.LookPath(a.program[0]); err != nil {
-		return nil, &agent.Error{Kind: agent.ErrNotFound, Message: "claude-code: agent.command " + a.program[0], Err: err}
-	} else {
-		state := stateDirs(st.env)
-		if agent.EnvValue(st.env, configEnv) == "" {
-			st.configDir = issueConfigDir(st.env, a.workflowDir, p.Workspace)
-			st.owner = p.RunAs
-			if a.opts.UseLogin {
-				st.login = loginFile(st.env)
+// Start gives a local session the issue's own configuration directory, reset, and a
+// session id: a new session's is generated here (--session-id), a resumed one's turns
+// all use --resume.
+func (d *dialect) Start(_ context.Context, s *cli.Session[state], p agent.StartParams) error {
+	st := &s.State
+	if !s.Remote() {
+		dirs := stateDirs(s.Env)
+		if agent.EnvValue(s.Env, configEnv) == "" {
+			st.configDir = issueConfigDir(s.Env, d.workflowDir, p.Workspace)
+			if d.opts.UseLogin {
+				st.login = loginFile(s.Env)
 			}
-			if err := resetConfigDir(st.configDir, st.owner, st.login); err != nil {
-				return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "claude-code: the issue's configuration directory", Err: err}
+			if err := resetConfigDir(st.configDir, s.Owner, st.login); err != nil {
+				return &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": the issue's configuration directory", Err: err}
 			}
 			st.reset = true
-			st.env = append(slices.Clip(st.env), configEnv+"="+st.configDir)
-			state = []string{st.configDir}
-			st.notes = authNotes(st.env, st.login)
+			s.Env = append(s.Env, configEnv+"="+st.configDir)
+			dirs = []string{st.configDir}
+			s.Notes = authNotes(s.Env, st.login)
 		}
-		st.launch = agent.LocalLaunch(p, st.exe, state, state[:min(1, len(state))])
-		st.cred = p.RunAs.Credential()
-		st.cgroup = p.Supervise.Cgroup()
+		s.Write, s.Create = dirs, dirs[:min(1, len(dirs))]
 	}
-	// The daemon's generated .sortie/mcp.json already holds the operator's servers
-	// (merged, with the reserved name checked); without one, mcp_config is passed as is.
-	switch {
-	case p.MCPConfigPath != "":
-		st.mcp = []string{p.MCPConfigPath}
-	case a.opts.MCPConfig != "":
-		st.mcp = []string{a.opts.MCPConfig}
+	if len(s.MCP) == 0 && d.opts.MCPConfig != "" {
+		s.MCP = []string{d.opts.MCPConfig} // without the daemon's file, mcp_config as is
 	}
-	id := p.ResumeSessionID
-	st.created = id != ""
-	if id == "" {
-		id = agent.NewSessionID()
+	st.created = s.ID != ""
+	if s.ID == "" {
+		s.ID = agent.NewSessionID()
 	}
-	return &agent.Session{ID: id, Workspace: p.Workspace, SSHHost: p.SSHHost, Internal: st}, nil
-}
-
-// RunTurn runs the CLI once with the prompt on its standard input and translates its
-// stdout into events, delivered in order through p.OnEvent before it returns. The last
-// event is always the turn's terminal one, sent after the process has exited.
-func (a *adapter) RunTurn(ctx context.Context, s *agent.Session, p agent.TurnParams) (agent.TurnResult, error) {
-	st, ok := s.Internal.(*session)
-	if !ok {
-		return agent.TurnResult{}, fmt.Errorf("claude-code: session %q was not started by this adapter", s.ID)
-	}
-	if !a.opts.SessionPersistence && st.created {
-		// Without persistence nothing can be resumed: each turn is a new conversation.
-		s.ID, st.created = agent.NewSessionID(), false
-	}
-	t := &turn{s: s, st: st, onEvent: p.OnEvent, now: a.now, name: "claude"}
-	if st.target != nil {
-		t.name = "ssh to " + st.target.Host
-	}
-	t.tr = newTranslator(a.now, t.emit, st.usage, st.cost, st.lastTotal)
-
-	if st.configDir != "" && !st.reset {
-		// Whatever an earlier turn's agent left there, this turn's CLI loads nothing
-		// Sortie did not write. (The first turn's was reset by StartSession, and no CLI
-		// has run in it since.)
-		if err := resetConfigDir(st.configDir, st.owner, st.login); err != nil {
-			return t.fail(agent.EventStartupFailed, &agent.Error{Kind: agent.ErrPortExit, Message: "claude-code: the issue's configuration directory", Err: err})
-		}
-	}
-	st.reset = false
-	args := a.opts.args(s.ID, st.created, st.mcp)
-	c := proc.Command{Path: st.exe, Args: append(append([]string(nil), a.program[1:]...), args...),
-		Dir: s.Workspace, Env: st.env, Stdin: strings.NewReader(p.Prompt), Grace: a.grace, Wrap: st.launch.Wrap,
-		Confine: st.launch.Confine, SweepCgroup: st.launch.SweepCgroup, Credential: st.cred, CgroupFD: st.cgroup}
-	if st.target != nil {
-		// The remote shell runs in the remote user's home; the local directory only has
-		// to exist for ssh to start.
-		c.Args = remote.Command(*st.target, st.strict, s.Workspace, a.program, args)
-	}
-	pr, err := st.guard.Start(ctx, c, Kind)
-	if err != nil {
-		reason := agent.EventStartupFailed
-		if agent.KindOf(err) == agent.ErrTurnCancelled {
-			reason = agent.EventTurnCancelled
-		}
-		return t.fail(reason, err)
-	}
-	defer st.guard.Finish()
-	t.pid, s.PID = pr.PID(), pr.PID()
-	defer func() { s.PID = 0 }()
-	if st.turns++; st.turns == 1 {
-		for _, n := range st.notes {
-			t.emit(agent.Event{Type: agent.EventNotification, Message: n})
-		}
-	}
-	waited := false
-	defer func() { // whatever happens below, nothing of the turn outlives RunTurn
-		if !waited {
-			pr.Stop()
-			pr.Wait()
-		}
-	}()
-
-	lr := proc.NewLineReader(pr.Stdout(), proc.DefaultMaxLine)
-	defer lr.Release() // after the turn has handled its last line
-	for lr.Next() {
-		if st.target != nil && !t.pgidRead {
-			t.pgidRead = true
-			// The remote shell names its group on stderr before the CLI starts.
-			t.remotePGID = remote.AwaitPGID(pr.Stderr())
-		}
-		t.tr.line(lr.Line())
-	}
-	readErr := lr.Err()
-	if readErr != nil {
-		pr.Stop() // spec: on a scanner failure, stop the group, then wait
-	}
-	exit := pr.Wait()
-	waited = true
-	if st.target != nil {
-		// Whatever the turn's end, nothing of it may go on running on the host: without
-		// a terminal, the remote group gets no hangup when ssh ends.
-		a.stopRemote(st, pr.Stderr().String())
-	}
-	return t.end(exit, readErr, pr.Stderr())
-}
-
-// stopRemote ends the remote agent of a turn that was stopped locally. Killing the
-// local ssh does not reach it: without a terminal the remote shell gets no hangup, and
-// the agent would go on changing the workspace while the issue is retried. It runs
-// until the remote group is gone or the connection attempt fails.
-func (a *adapter) stopRemote(st *session, stderr string) {
-	remote.StopAnnounced(st.exe, st.env, *st.target, st.strict, stderr, a.grace)
-}
-
-// StopSession stops the running turn, if any, gracefully, and makes later turns fail.
-func (a *adapter) StopSession(ctx context.Context, s *agent.Session) error {
-	st, ok := s.Internal.(*session)
-	if !ok {
-		return nil
-	}
-	st.guard.Stop()
 	return nil
 }
 
-// turn is one RunTurn.
+// Turn runs the CLI with the prompt on its standard input, in the issue's
+// configuration directory as Sortie left it.
+func (d *dialect) Turn(_ context.Context, s *cli.Session[state], p agent.TurnParams, emit func(agent.Event)) (cli.Invocation, error) {
+	st := &s.State
+	if !d.opts.SessionPersistence && st.created {
+		// Without persistence nothing can be resumed: each turn is a new conversation.
+		s.ID, st.created = agent.NewSessionID(), false
+	}
+	if st.configDir != "" && !st.reset {
+		// Whatever an earlier turn's agent left there, this turn's CLI loads nothing
+		// Sortie did not write. (The first turn's was reset by Start, and no CLI has
+		// run in it since.)
+		if err := resetConfigDir(st.configDir, s.Owner, st.login); err != nil {
+			return cli.Invocation{}, &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": the issue's configuration directory", Err: err}
+		}
+	}
+	st.reset = false
+	t := &turn{translator: newTranslator(d.now, emit, s.Usage, s.CostUSD, st.lastTotal), st: st}
+	return cli.Invocation{Args: d.opts.args(s.ID, st.created, s.MCP), Stdin: p.Prompt, Translator: t}, nil
+}
+
+// turn is the translator of one turn, with the session state its end updates.
 type turn struct {
-	s       *agent.Session
-	st      *session
-	tr      *translator
-	onEvent func(agent.Event)
-	now     func() time.Time
-	pid     int
-	// remotePGID is the remote process group over SSH, once announced; 0 otherwise.
-	remotePGID int
-	pgidRead   bool   // the announced group was looked for (once, at the first line)
-	name       string // what ran: "claude", or "ssh to <host>" (whose pid is the local ssh's)
+	*translator
+	st *state
 }
 
-func (t *turn) emit(e agent.Event) {
-	e.Time = t.now()
-	e.PID = t.pid
-	e.RemotePGID = t.remotePGID
-	e.SessionID = t.s.ID
-	if t.tr != nil && t.tr.sessionID != "" {
-		e.SessionID = t.tr.sessionID
-	}
-	if t.onEvent != nil {
-		t.onEvent(e)
-	}
-}
+func (t *turn) Line(b []byte)     { t.line(b) }
+func (t *turn) SessionID() string { return t.sessionID }
 
-// end maps the exit and the result line to the turn's outcome (spec, "Exit code
-// mapping"), commits the turn's usage to the session, emits the terminal event and
-// builds the result.
-func (t *turn) end(exit proc.Exit, readErr error, stderr *proc.HeadTailBuffer) (agent.TurnResult, error) {
-	tr := t.tr
+// End maps the exit and the result line to the turn's outcome (spec, "Exit code
+// mapping").
+func (t *turn) End(e *cli.Ending) (cli.Totals, cli.Verdict) {
+	tr := t.translator
 	tr.openTools()
 	if tr.sessionID != "" {
-		t.s.ID = tr.sessionID
 		t.st.created = true // the CLI has a conversation under this id now
 	}
-	t.st.usage, t.st.cost = tr.usage(), tr.cost()
 	if tr.result != nil && tr.result.TotalCostUSD != nil {
 		t.st.lastTotal = *tr.result.TotalCostUSD
 	}
-
-	kind := proc.Classify(exit, readErr)
+	totals := cli.Totals{SessionID: tr.sessionID, Usage: tr.usage(), CostUSD: tr.cost(), APIDurationMS: tr.pendingAPI}
 	switch {
-	case kind == agent.ErrTurnCancelled:
-		return t.fail(agent.EventTurnCancelled, agent.Errorf(kind, "%s (pid %d): turn cancelled (%s)", t.name, t.pid, exit))
-	case kind != "":
-		msg := fmt.Sprintf("%s (pid %d): %s", t.name, t.pid, exit)
-		if readErr != nil {
-			msg = fmt.Sprintf("%s (pid %d): reading its output: %v (%s)", t.name, t.pid, readErr, exit)
-		}
-		if kind == agent.ErrNotFound {
-			msg += "; the CLI was not found (check agent.command and PATH, on the SSH host in SSH mode)"
-		}
+	case e.Kind != "":
+		var reported string
 		if tr.result != nil && tr.result.IsError {
-			msg += "; " + resultError(tr.result)
+			reported = resultError(tr.result)
 		}
-		if tail := stderrTail(stderr); tail != "" {
-			msg += "; stderr: " + tail
-		}
+		msg := e.Crash(reported)
 		if t.st.configDir != "" && t.st.login == "" && notLoggedIn(msg) {
 			msg += "; " + authHint
 		}
-		return t.fail(agent.EventTurnFailed, agent.Errorf(kind, "%s", msg))
+		return totals, cli.Failed(e.Kind, "%s", msg)
 	case tr.result == nil && tr.turn.output > 0:
 		// Partial output without a result line counts as success (spec).
-		return t.complete("exited without a result line after producing output")
+		return totals, cli.Completed("exited without a result line after producing output")
 	case tr.result == nil:
-		msg := fmt.Sprintf("%s (pid %d): exited 0 without a result line or any output", t.name, t.pid)
-		if tail := stderrTail(stderr); tail != "" {
-			msg += "; stderr: " + tail
+		msg := fmt.Sprintf("%s (pid %d): exited 0 without a result line or any output", e.Name, e.PID)
+		if e.Stderr != "" {
+			msg += "; stderr: " + e.Stderr
 		}
-		return t.fail(agent.EventTurnFailed, agent.Errorf(agent.ErrTurnFailed, "%s", msg))
+		return totals, cli.Failed(agent.ErrTurnFailed, "%s", msg)
 	case tr.result.IsError || tr.result.Subtype != "success":
-		return t.fail(agent.EventTurnFailed, agent.Errorf(agent.ErrTurnFailed, "claude: %s", resultError(tr.result)))
+		return totals, cli.Failed(agent.ErrTurnFailed, "claude: %s", resultError(tr.result))
 	}
-	return t.complete(tr.result.Result)
-}
-
-func (t *turn) complete(msg string) (agent.TurnResult, error) {
-	t.emit(agent.Event{Type: agent.EventTurnCompleted, Usage: t.st.usage, CostUSD: t.st.cost,
-		APIDurationMS: t.tr.pendingAPI, Message: agent.Truncate(msg, maxSummary)})
-	return t.resultOf(agent.EventTurnCompleted), nil
-}
-
-// fail emits the terminal event of type reason carrying err's text and returns err.
-func (t *turn) fail(reason agent.EventType, err error) (agent.TurnResult, error) {
-	ev := agent.Event{Type: reason, Usage: t.st.usage, CostUSD: t.st.cost, Message: err.Error()}
-	if t.tr != nil {
-		ev.APIDurationMS = t.tr.pendingAPI
-	}
-	t.emit(ev)
-	return t.resultOf(reason), err
-}
-
-func (t *turn) resultOf(reason agent.EventType) agent.TurnResult {
-	return agent.TurnResult{SessionID: t.s.ID, ExitReason: reason, Usage: t.st.usage, CostUSD: t.st.cost, PID: t.pid}
-}
-
-// stderrTail is the end of the CLI's stderr, enough to explain a failure in one line.
-func stderrTail(b *proc.HeadTailBuffer) string {
-	return agent.Tail(stripANSI(remote.StripPGID(b.String())), 1024)
+	return totals, cli.Completed(agent.Truncate(tr.result.Result, maxSummary))
 }
 
 // stateDirs are where the CLI keeps its own state, which a confined CLI must be able to

@@ -59,11 +59,11 @@ func issueConfigDir(env []string, workflowDir, workspace string) string {
 // RemoveIssueState implements agent.IssueStateRemover: the issue's configuration
 // directory goes, transcripts and all. An operator's own CLAUDE_CONFIG_DIR, shared by
 // every issue, is left alone.
-func (a *adapter) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
+func (d *dialect) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
 	if agent.EnvValue(env, configEnv) != "" {
 		return nil
 	}
-	return agent.RemoveStateDir(issueConfigDir(env, a.workflowDir, workspace))
+	return agent.RemoveStateDir(issueConfigDir(env, d.workflowDir, workspace))
 }
 
 // sessionDir matches the name of a session's directory beside its transcript

@@ -388,7 +388,7 @@ func resultError(l *wireLine) string {
 		text = strings.Join(l.Errors, "; ")
 	}
 	if text != "" {
-		parts = append(parts, agent.Truncate(stripANSI(text), maxToolError))
+		parts = append(parts, agent.Truncate(agent.StripANSI(text), maxToolError))
 	}
 	if len(parts) == 0 {
 		return "the CLI reported an error"

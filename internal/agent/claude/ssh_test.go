@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cli"
 	"sortie/internal/agent/proc/proctest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
@@ -189,7 +190,7 @@ func TestSSH_CancelStopsTheRemoteAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.(*adapter).grace = time.Second
+	a.(*cli.Runner[state]).Grace = time.Second
 	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: fx.Host()})
 	if err != nil {
 		t.Fatal(err)

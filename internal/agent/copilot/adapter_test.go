@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cli"
 	"sortie/internal/agent/proc"
 	"sortie/internal/agent/proc/proctest"
 )
@@ -118,8 +119,8 @@ func newFakeAdapter(t *testing.T, f *fakeCLI, opts map[string]any) *adapter {
 		t.Fatal(err)
 	}
 	ad := a.(*adapter)
-	ad.gh = filepath.Join(t.TempDir(), "no-gh")
-	ad.grace = time.Second
+	dialectOf(ad).gh = filepath.Join(t.TempDir(), "no-gh")
+	ad.Grace = time.Second
 	return ad
 }
 
@@ -214,7 +215,7 @@ func TestStartSession_AuthenticationPreflight(t *testing.T) {
 			f := newFakeCLI(t)
 			a := newFakeAdapter(t, f, nil)
 			if c.gh != "" {
-				a.gh = c.gh
+				dialectOf(a).gh = c.gh
 			}
 			s, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), Env: append([]string{"PATH=/usr/bin:/bin", "HOME=" + cliCache}, c.env...)})
 			if !c.ok {
@@ -353,8 +354,8 @@ func TestRunTurn_UsageFromTheUsageFile(t *testing.T) {
 	f.file(t, "usage", 3, usageJSON(30)) // the stream says more than the file: keep the stream's
 	a := newFakeAdapter(t, f, nil)
 	s := startFake(t, a, agent.StartParams{})
-	st := s.Internal.(*session)
-	if st.usageDir == "" {
+	st := s.Internal.(*cli.Session[state])
+	if st.State.usageDir == "" {
 		t.Fatal("no usage file directory although the CLI knows --usage-output-file")
 	}
 
@@ -378,13 +379,13 @@ func TestRunTurn_UsageFromTheUsageFile(t *testing.T) {
 	}
 	for i, argv := range f.argvs(t) {
 		v, ok := flagValue(argv, "--usage-output-file")
-		if !ok || !strings.HasPrefix(v, st.usageDir+string(os.PathSeparator)) {
-			t.Errorf("turn %d argv %q: want --usage-output-file in %s", i+1, argv, st.usageDir)
+		if !ok || !strings.HasPrefix(v, st.State.usageDir+string(os.PathSeparator)) {
+			t.Errorf("turn %d argv %q: want --usage-output-file in %s", i+1, argv, st.State.usageDir)
 		}
 	}
 	a.StopSession(context.Background(), s)
-	if _, err := os.Stat(st.usageDir); !os.IsNotExist(err) {
-		t.Errorf("usage directory %s left after StopSession: %v", st.usageDir, err)
+	if _, err := os.Stat(st.State.usageDir); !os.IsNotExist(err) {
+		t.Errorf("usage directory %s left after StopSession: %v", st.State.usageDir, err)
 	}
 }
 

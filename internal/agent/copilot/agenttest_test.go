@@ -38,7 +38,7 @@ func TestAgentContract(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			a.(*adapter).gh = filepath.Join(t.TempDir(), "no-gh") // never the machine's gh login
+			dialectOf(a.(*adapter)).gh = filepath.Join(t.TempDir(), "no-gh") // never the machine's gh login
 			return a, nil
 		},
 		Env: func(t *testing.T, ws string, m agenttest.Model) []string {

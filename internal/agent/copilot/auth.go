@@ -23,10 +23,10 @@ const ghAuthTimeout = 2 * time.Second
 // BYOK provider URL also counts, since the CLI then needs no GitHub credential at all.
 // It returns a note for the operator when the credential is worth a word (gh's login,
 // a classic PAT the CLI will reject), and an agent_not_found error when there is none.
-func (a *adapter) checkAuth(ctx context.Context, env []string) (note string, err error) {
+func (d *dialect) checkAuth(ctx context.Context, env []string) (note string, err error) {
 	var set, classic []string
 	for _, k := range tokenVars {
-		v := strings.TrimSpace(envValue(env, k))
+		v := strings.TrimSpace(agent.EnvValue(env, k))
 		if v == "" {
 			continue
 		}
@@ -35,7 +35,7 @@ func (a *adapter) checkAuth(ctx context.Context, env []string) (note string, err
 			classic = append(classic, k)
 		}
 	}
-	byok := strings.TrimSpace(envValue(env, byokVar)) != ""
+	byok := strings.TrimSpace(agent.EnvValue(env, byokVar)) != ""
 	switch {
 	case byok:
 		return "", nil
@@ -47,7 +47,7 @@ func (a *adapter) checkAuth(ctx context.Context, env []string) (note string, err
 	case len(set) > 0:
 		return "", nil
 	}
-	if a.ghAuthenticated(ctx, env) {
+	if d.ghAuthenticated(ctx, env) {
 		return "no token variable is set; the CLI relies on the GitHub CLI's login (gh auth status succeeded)", nil
 	}
 	return "", agent.Errorf(agent.ErrNotFound,
@@ -57,8 +57,8 @@ func (a *adapter) checkAuth(ctx context.Context, env []string) (note string, err
 }
 
 // ghAuthenticated runs `gh auth status` in the agent's environment.
-func (a *adapter) ghAuthenticated(ctx context.Context, env []string) bool {
-	gh, err := exec.LookPath(a.gh)
+func (d *dialect) ghAuthenticated(ctx context.Context, env []string) bool {
+	gh, err := exec.LookPath(d.gh)
 	if err != nil {
 		return false
 	}
@@ -68,16 +68,4 @@ func (a *adapter) ghAuthenticated(ctx context.Context, env []string) bool {
 	cmd.Env = env
 	cmd.WaitDelay = ghAuthTimeout
 	return cmd.Run() == nil
-}
-
-// envValue is the value of key in env (KEY=VALUE entries; the last one wins, as in
-// os/exec).
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }

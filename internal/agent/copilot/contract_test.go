@@ -89,7 +89,7 @@ func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 		t.Fatal(err)
 	}
 	r.adapter = a.(*adapter)
-	r.adapter.gh = filepath.Join(t.TempDir(), "no-gh") // never the machine's gh login
+	dialectOf(r.adapter).gh = filepath.Join(t.TempDir(), "no-gh") // never the machine's gh login
 	return r
 }
 
@@ -319,7 +319,7 @@ func TestContract_OutputTokensAccumulateAcrossTurns(t *testing.T) {
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("one")}, Usage: fakemodel.Usage{InputTokens: 900, OutputTokens: 4}},
 		fakemodel.Reply{Text: "two", ToolUses: []fakemodel.ToolUse{done("two")}, Usage: fakemodel.Usage{InputTokens: 950, OutputTokens: 9}},
 	)
-	r.adapter.opts.MaxAutopilotContinues = 1 // turn 1: "one", then one continuation
+	dialectOf(r.adapter).opts.MaxAutopilotContinues = 1 // turn 1: "one", then one continuation
 	s := r.start(t, agent.StartParams{})
 	one := r.turn(t, context.Background(), s, 1, "first")
 	mustComplete(t, one)

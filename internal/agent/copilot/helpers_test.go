@@ -1,6 +1,8 @@
 package copilot
 
 import (
+	"sortie/internal/agent/cli"
+
 	"bufio"
 	"os"
 	"testing"
@@ -72,3 +74,9 @@ func writeFile(t testing.TB, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// adapter is the runner New builds, for tests that reach inside it.
+type adapter = cli.Runner[state]
+
+// dialectOf is a's dialect.
+func dialectOf(a *adapter) *dialect { return a.Dialect.(*dialect) }

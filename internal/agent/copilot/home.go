@@ -63,11 +63,11 @@ func runtimeDirs(env []string) []string {
 // RemoveIssueState implements agent.IssueStateRemover: the issue's COPILOT_HOME goes,
 // sessions and all. An operator's own COPILOT_HOME, shared by every issue, is left
 // alone.
-func (a *adapter) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
+func (d *dialect) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
 	if agent.EnvValue(env, homeEnv) != "" {
 		return nil
 	}
-	return agent.RemoveStateDir(issueHome(env, a.workflowDir, workspace))
+	return agent.RemoveStateDir(issueHome(env, d.workflowDir, workspace))
 }
 
 // resetHome creates dir (0700, owner's) when missing and removes from it everything

@@ -202,10 +202,10 @@ func TestNew_CommandWordsAndDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	ad := a.(*adapter)
-	if !reflect.DeepEqual(ad.program, []string{"npx", "@github/copilot"}) || ad.readTimeout <= 0 || ad.gh != "gh" {
+	if !reflect.DeepEqual(ad.Program, []string{"npx", "@github/copilot"}) || dialectOf(ad).gh != "gh" {
 		t.Errorf("adapter = %+v", ad)
 	}
-	if ad.opts.MCPConfig != filepath.Join("/srv/wf", "m.json") {
-		t.Errorf("mcp_config = %q, want it resolved against WORKFLOW.md's directory", ad.opts.MCPConfig)
+	if dialectOf(ad).opts.MCPConfig != filepath.Join("/srv/wf", "m.json") {
+		t.Errorf("mcp_config = %q, want it resolved against WORKFLOW.md's directory", dialectOf(ad).opts.MCPConfig)
 	}
 }

@@ -120,7 +120,7 @@ func TestSSH_CancelStopsTheRemoteAgent(t *testing.T) {
 	fx := sshd.Start(t)
 	fm := fakemodel.Start(t, fakemodel.Reply{Stall: true})
 	a := newSSHAdapter(t, sshRemoteCopilot(t, fm).Command)
-	a.grace = time.Second
+	a.Grace = time.Second
 	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: fx.Host()})
 	if err != nil {
 		t.Fatal(err)
