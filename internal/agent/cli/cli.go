@@ -14,6 +14,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -259,7 +260,11 @@ func (r *Runner[S]) output(ctx context.Context, exe string, env []string, cred *
 	if stderr != nil {
 		cmd.Stderr = stderr
 	}
-	return cmd.Output()
+	out, err := cmd.Output()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+		err = nil // the CLI answered and exited; a child of it still holds the pipe
+	}
+	return out, err
 }
 
 // StartSession checks the workspace and resolves the binary (ssh in SSH mode, where the

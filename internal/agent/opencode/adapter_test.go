@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cli"
 )
 
 // fakeCLI is an adapter whose agent.command is a shell script standing in for the CLI.
@@ -17,7 +18,7 @@ func fakeCLI(t *testing.T, body string) agent.Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.(*adapter).grace = time.Second
+	a.(*cli.Runner[state]).Grace = time.Second
 	return a
 }
 

@@ -173,11 +173,11 @@ func stateRoot(env []string, workflowDir string) (string, error) {
 
 // RemoveIssueState implements agent.IssueStateRemover: the issue's OpenCode directory
 // goes (its configuration, sessions and downloads).
-func (a *adapter) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
-	root := a.opts.StateDir
+func (d *dialect) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
+	root := d.opts.StateDir
 	if root == "" {
 		var err error
-		if root, err = stateRoot(env, a.workflowDir); err != nil {
+		if root, err = stateRoot(env, d.workflowDir); err != nil {
 			return err
 		}
 	}

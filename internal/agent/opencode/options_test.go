@@ -94,7 +94,7 @@ func TestParseOptions_ConfigFile(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	a := &adapter{opts: options{Model: "anthropic/m", Agent: "build", Variant: "max"}}
+	a := &dialect{opts: options{Model: "anthropic/m", Agent: "build", Variant: "max"}}
 	got := a.args("", "/ws/ABC-1")
 	want := []string{"run", "--format", "json", "--title=sortie ABC-1", "--model", "anthropic/m", "--agent", "build", "--variant", "max", "--auto"}
 	if !slices.Equal(got, want) {

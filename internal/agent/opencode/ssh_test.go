@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cli"
 	"sortie/internal/agent/proc/proctest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
@@ -34,7 +35,7 @@ func sshAdapter(t *testing.T, fm *fakemodel.Server) (agent.Adapter, *sshd.Agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.(*adapter).grace = time.Second
+	a.(*cli.Runner[state]).Grace = time.Second
 	return a, remoteCLI
 }
 
