@@ -19,35 +19,7 @@ const plantedSecret = "root:SECRET-HASH:19000::::::\n"
 // the copy would be. Each must fail naming the login, and leave no copy.
 func RefusesPlantedLogin(t *testing.T, login func(home string) string, copyLogin func(home string) (copy string, err error)) {
 	t.Helper()
-	cases := map[string]func(t *testing.T, secret, login string){
-		"symlink": func(t *testing.T, secret, login string) {
-			if err := os.Symlink(secret, login); err != nil {
-				t.Fatal(err)
-			}
-		},
-		"hard link": func(t *testing.T, secret, login string) {
-			if os.Geteuid() == 0 {
-				// The agent's user cannot link to a file it cannot read
-				// (fs.protected_hardlinks), but to one it owns elsewhere.
-				_ = os.Chown(secret, 54321, 54321)
-			}
-			if err := os.Link(secret, login); err != nil {
-				t.Skip("no hard link:", err)
-			}
-		},
-		"another user's file": func(t *testing.T, _, login string) {
-			if os.Geteuid() != 0 {
-				t.Skip("needs root to give a file away")
-			}
-			if err := os.WriteFile(login, []byte(plantedSecret), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(login, 54321, 54321); err != nil {
-				t.Fatal(err)
-			}
-		},
-	}
-	for name, plant := range cases {
+	for name, plant := range plantings {
 		t.Run(name, func(t *testing.T) {
 			secret := filepath.Join(t.TempDir(), "shadow")
 			if err := os.WriteFile(secret, []byte(plantedSecret), 0o600); err != nil {
@@ -70,4 +42,35 @@ func RefusesPlantedLogin(t *testing.T, login func(home string) string, copyLogin
 			}
 		})
 	}
+}
+
+// plantings are the ways the agent's user could plant its CLI's login at login: each
+// makes it reach secret, a file the agent must not read, or a file not the agent's own.
+var plantings = map[string]func(t *testing.T, secret, login string){
+	"symlink": func(t *testing.T, secret, login string) {
+		if err := os.Symlink(secret, login); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"hard link": func(t *testing.T, secret, login string) {
+		if os.Geteuid() == 0 {
+			// The agent's user cannot link to a file it cannot read
+			// (fs.protected_hardlinks), but to one it owns elsewhere.
+			_ = os.Chown(secret, 54321, 54321)
+		}
+		if err := os.Link(secret, login); err != nil {
+			t.Skip("no hard link:", err)
+		}
+	},
+	"another user's file": func(t *testing.T, _, login string) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to give a file away")
+		}
+		if err := os.WriteFile(login, []byte(plantedSecret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(login, 54321, 54321); err != nil {
+			t.Fatal(err)
+		}
+	},
 }
