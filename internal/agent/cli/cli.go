@@ -254,15 +254,21 @@ func (r *Runner[S]) output(ctx context.Context, exe string, env []string, cred *
 	cmd := exec.CommandContext(ctx, exe, append(slices.Clone(r.Program[1:]), args...)...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	// An npm package's loader runs the real program as its child; if the CLI exits
-	// (or the timeout kills it) while a child holds the pipe, do not wait for it.
-	cmd.WaitDelay = time.Second
 	if stderr != nil {
 		cmd.Stderr = stderr
 	}
+	return Output(cmd)
+}
+
+// Output runs cmd, a short run of a CLI outside a session, and returns its standard
+// output. It waits at most a second for a child of the CLI that holds the output open
+// (an npm package's loader runs the real program as its child): once the CLI has
+// exited 0, that is not a failure.
+func Output(cmd *exec.Cmd) ([]byte, error) {
+	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
-		err = nil // the CLI answered and exited; a child of it still holds the pipe
+		err = nil
 	}
 	return out, err
 }

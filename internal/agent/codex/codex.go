@@ -11,7 +11,6 @@
 package codex
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/cli"
 	"sortie/internal/agent/proc"
 	"sortie/internal/runas"
 )
@@ -128,8 +128,7 @@ func (a *adapter) Version(ctx context.Context) (string, error) {
 		cmd = exec.CommandContext(ctx, exe, "--version")
 	}
 	cmd.Env = a.env
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
+	out, err := cli.Output(cmd)
 	if err != nil {
 		return "", &agent.Error{Kind: agent.ErrNotFound, Message: "codex: " + strings.Join(cmd.Args, " "), Err: err}
 	}
@@ -704,7 +703,7 @@ func stderrOf(c *conn) string {
 	if c == nil {
 		return ""
 	}
-	return agent.Tail(string(bytes.ToValidUTF8([]byte(c.p.Stderr().String()), []byte("\uFFFD"))), 1024)
+	return agent.Tail(agent.StripANSI(strings.ToValidUTF8(c.p.Stderr().String(), "\uFFFD")), 1024)
 }
 
 // lookPathIn finds name as a shell would with the PATH of env: a name with a slash is
