@@ -41,7 +41,7 @@ type Granter interface {
 }
 
 // ToolsServerName is the reserved MCP server name of Sortie's tools.
-const ToolsServerName = "sortie-tools"
+const ToolsServerName = agent.ToolsServer
 
 // MCPConfigFile and StateFile are the files the worker keeps in .sortie/.
 const (
@@ -63,13 +63,13 @@ func (e *ConfigError) Error() string { return "config_error: " + e.Field + ": " 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // prepareExtensions writes .sortie/mcp.json for the session and returns its path ("" when
-// extensions are off) and a function that revokes the session's token and closes
+// extensions are off), its servers (the one parse of it adapters use) and a function that revokes the session's token and closes
 // w.sortie, which it opens for the session's writes to .sortie/. It sets w.tools
 // to the tools that configuration offers, for the first turn's prompt.
-func (w *worker) prepareExtensions() (string, func(), error) {
+func (w *worker) prepareExtensions() (string, []agent.MCPServer, func(), error) {
 	x := w.o.opts.Extensions
 	if x.Executable == "" {
-		return "", func() {}, nil
+		return "", nil, func() {}, nil
 	}
 	token := ""
 	revoke := func() {}
@@ -83,7 +83,7 @@ func (w *worker) prepareExtensions() (string, func(), error) {
 	servers := map[string]any{}
 	if err := w.operatorMCPServers(servers); err != nil {
 		revoke()
-		return "", func() {}, err
+		return "", nil, func() {}, err
 	}
 	env := w.sidecarEnv(token)
 	servers[ToolsServerName] = map[string]any{
@@ -93,9 +93,13 @@ func (w *worker) prepareExtensions() (string, func(), error) {
 		"env":     env,
 	}
 	data, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	var parsed []agent.MCPServer
+	if err == nil {
+		parsed, err = agent.ParseMCPServers(data)
+	}
 	if err != nil {
 		revoke()
-		return "", func() {}, err
+		return "", nil, func() {}, err
 	}
 	sf, err := workspace.OpenSortieFiles(w.ws.Path)
 	if err == nil {
@@ -105,13 +109,13 @@ func (w *worker) prepareExtensions() (string, func(), error) {
 	}
 	if err != nil {
 		revoke()
-		return "", func() {}, fmt.Errorf("writing .sortie/%s: %w", MCPConfigFile, err)
+		return "", nil, func() {}, fmt.Errorf("writing .sortie/%s: %w", MCPConfigFile, err)
 	}
 	w.sortie = sf // state.json goes there too, all session long
 	if x.PromptTools != nil {
 		w.tools = x.PromptTools(env)
 	}
-	return filepath.Join(w.ws.Path, ".sortie", MCPConfigFile), func() {
+	return filepath.Join(w.ws.Path, ".sortie", MCPConfigFile), parsed, func() {
 		revoke()
 		w.sortie = nil
 		sf.Close()

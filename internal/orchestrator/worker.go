@@ -218,7 +218,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	if err != nil {
 		return w.fail(ex, err)
 	}
-	mcpPath, revoke, err := w.prepareExtensions()
+	mcpPath, mcpServers, revoke, err := w.prepareExtensions()
 	if err != nil {
 		return w.fail(ex, err)
 	}
@@ -245,6 +245,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		Workspace:                w.ws.Path,
 		ResumeSessionID:          w.e.resumeFrom,
 		MCPConfigPath:            mcpPath,
+		MCPServers:               mcpServers,
 		Env:                      env,
 		SSHHost:                  w.e.host,
 		SSHStrictHostKeyChecking: cfg.Worker.SSHStrictHostKeyChecking,

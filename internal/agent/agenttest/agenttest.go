@@ -794,7 +794,7 @@ func (s *suite) mcp(t *testing.T) {
 	if args == nil {
 		args = []string{}
 	}
-	conf, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"sortie-tools": map[string]any{
+	conf, err := json.Marshal(map[string]any{"mcpServers": map[string]any{agent.ToolsServer: map[string]any{
 		"type": "stdio", "command": s.h.Sidecar.Command, "args": args, "env": env}}})
 	if err != nil {
 		t.Fatal(err)
@@ -804,11 +804,15 @@ func (s *suite) mcp(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s.model.CallMCP("sortie-tools", "sortie_status", nil)
+	s.model.CallMCP(agent.ToolsServer, "sortie_status", nil)
 	s.model.Reply("Status read.")
 	s.build(t)
 	p := s.params()
 	p.MCPConfigPath = mcpConfig
+	// As the daemon does: the file and its one parse.
+	if p.MCPServers, err = agent.ParseMCPServers(conf); err != nil {
+		t.Fatal(err)
+	}
 	sess := s.start(t, p)
 	o := s.turn(t, context.Background(), sess, 1, "Check your status with sortie_status.")
 	mustComplete(t, 1, o)

@@ -212,7 +212,11 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 			cmp.Or(a.opts.ThreadSandbox, DefaultThreadSandbox)+") cannot run inside it and is off")
 	}
 	if p.MCPConfigPath != "" {
-		if st.mcp, err = mcpServers(p.MCPConfigPath); err != nil {
+		servers, err := p.Servers()
+		if err == nil {
+			st.mcp, err = mcpServers(servers)
+		}
+		if err != nil {
 			return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "codex: reading the MCP configuration", Err: err}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -286,38 +285,16 @@ func tomlValue(v any) string {
 	return tomlString(fmt.Sprint(v))
 }
 
-// mcpServers reads a claude-style MCP configuration ({"mcpServers": {name: {command,
-// args, env, cwd} | {url, headers}}}, what the daemon writes to .sortie/mcp.json) and
-// returns it as codex's mcp_servers table.
-func mcpServers(path string) (map[string]any, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 4<<20))
-	if err != nil {
-		return nil, err
-	}
-	var raw struct {
-		Servers map[string]struct {
-			Type    string            `json:"type"`
-			Command string            `json:"command"`
-			Args    []string          `json:"args"`
-			Env     map[string]string `json:"env"`
-			Cwd     string            `json:"cwd"`
-			URL     string            `json:"url"`
-			Headers map[string]string `json:"headers"`
-		} `json:"mcpServers"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
+// mcpServers are the session's MCP servers (what the daemon wrote to
+// .sortie/mcp.json) as codex's mcp_servers table.
+func mcpServers(servers []agent.MCPServer) (map[string]any, error) {
 	out := map[string]any{}
-	for name, s := range raw.Servers {
+	for _, s := range servers {
+		if err := s.NeedsCommandOrURL(); err != nil {
+			return nil, err
+		}
 		e := map[string]any{}
-		switch {
-		case s.Command != "":
+		if s.Command != "" {
 			e["command"] = s.Command
 			if len(s.Args) > 0 {
 				e["args"] = s.Args
@@ -328,19 +305,17 @@ func mcpServers(path string) (map[string]any, error) {
 			if s.Cwd != "" {
 				e["cwd"] = s.Cwd
 			}
-		case s.URL != "":
+		} else {
 			e["url"] = s.URL
 			if len(s.Headers) > 0 {
 				e["http_headers"] = s.Headers
 			}
-		default:
-			return nil, fmt.Errorf("%s: MCP server %q has neither a command nor a url", path, name)
 		}
 		// Codex 0.169.0 asks before every MCP tool call, through an elicitation, and
 		// under approval_policy never refuses the call outright: the daemon's own
 		// servers are trusted like its shell, so their tools run without asking.
 		e["default_tools_approval_mode"] = "approve"
-		out[name] = e
+		out[s.Name] = e
 	}
 	return out, nil
 }

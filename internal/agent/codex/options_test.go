@@ -143,7 +143,7 @@ func TestMCPServers_FromClaudeStyleConfig(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "mcp.json")
 	os.WriteFile(p, []byte(`{"mcpServers":{"sortie-tools":{"command":"/usr/bin/sortie","args":["mcp-server"],"env":{"SORTIE_SESSION":"x"}},
 		"docs":{"type":"http","url":"https://docs/mcp","headers":{"A":"b"}}}}`), 0o600)
-	got, err := mcpServers(p)
+	got, err := mcpServersIn(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,16 @@ func TestMCPServers_FromClaudeStyleConfig(t *testing.T) {
 		t.Errorf("docs = %+v", d)
 	}
 	os.WriteFile(p, []byte(`{"mcpServers":{"x":{}}}`), 0o600)
-	if _, err := mcpServers(p); err == nil {
+	if _, err := mcpServersIn(p); err == nil {
 		t.Error("a server with neither command nor url was accepted")
 	}
+}
+
+// mcpServersIn is mcpServers of the configuration file at p.
+func mcpServersIn(p string) (map[string]any, error) {
+	servers, err := agent.ReadMCPConfig(p)
+	if err != nil {
+		return nil, err
+	}
+	return mcpServers(servers)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"sortie/internal/agent"
 	"sortie/internal/agent/proc"
 )
 
@@ -22,7 +23,7 @@ import (
 // against the servers of the session's .sortie/mcp.json, as a real CLI would, before the
 // rest of the turn. docs/agents/mock.md is the reference.
 const (
-	defaultMCPServer = "sortie-tools"
+	defaultMCPServer = agent.ToolsServer
 	mcpConfigFile    = statusDir + "/mcp.json"
 	mcpStateFile     = statusDir + "/mock-mcp.json"
 	mcpLogFile       = statusDir + "/mock-mcp.log"

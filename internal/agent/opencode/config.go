@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -18,61 +17,32 @@ import (
 	"sortie/internal/runas"
 )
 
-// ToolsServer is the name of Sortie's own MCP server (spec/agent-extensions.md), which
-// no configuration of the operator's may use.
-const ToolsServer = "sortie-tools"
+// ToolsServer is the name of Sortie's own MCP server, which no configuration of the
+// operator's may use.
+const ToolsServer = agent.ToolsServer
 
-// maxMCPConfig bounds the .sortie/mcp.json (or mcp_config) file the adapter reads.
-const maxMCPConfig = 1 << 20
-
-// mcpServers reads a claude-style MCP configuration, {"mcpServers": {name: def}}, and
-// returns its servers as entries of OpenCode's `mcp` configuration: a stdio server
+// mcpEntries are servers as entries of OpenCode's `mcp` configuration: a stdio server
 // ({command, args, env}) becomes {"type": "local", "command": [command, args...],
 // "environment": env}; an http or sse one ({url, headers}) becomes {"type": "remote"}.
-func mcpServers(path string) (map[string]any, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxMCPConfig+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxMCPConfig {
-		return nil, fmt.Errorf("%s: larger than 1 MiB", path)
-	}
-	var doc struct {
-		MCPServers map[string]struct {
-			Type    string            `json:"type"`
-			Command string            `json:"command"`
-			Args    []string          `json:"args"`
-			Env     map[string]string `json:"env"`
-			URL     string            `json:"url"`
-			Headers map[string]string `json:"headers"`
-		} `json:"mcpServers"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON MCP configuration: %w", path, err)
-	}
-	out := make(map[string]any, len(doc.MCPServers))
-	for name, s := range doc.MCPServers {
-		switch {
-		case s.Command != "":
+func mcpEntries(servers []agent.MCPServer) (map[string]any, error) {
+	out := make(map[string]any, len(servers))
+	for _, s := range servers {
+		if err := s.NeedsCommandOrURL(); err != nil {
+			return nil, err
+		}
+		if s.Command != "" {
 			entry := map[string]any{"type": "local", "command": append([]string{s.Command}, s.Args...), "enabled": true}
 			if len(s.Env) > 0 {
 				entry["environment"] = s.Env
 			}
-			out[name] = entry
-		case s.URL != "":
-			entry := map[string]any{"type": "remote", "url": s.URL, "enabled": true}
-			if len(s.Headers) > 0 {
-				entry["headers"] = s.Headers
-			}
-			out[name] = entry
-		default:
-			return nil, fmt.Errorf("%s: mcpServers.%s has neither a command nor a url", path, name)
+			out[s.Name] = entry
+			continue
 		}
+		entry := map[string]any{"type": "remote", "url": s.URL, "enabled": true}
+		if len(s.Headers) > 0 {
+			entry["headers"] = s.Headers
+		}
+		out[s.Name] = entry
 	}
 	return out, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sortie/internal/agent"
 )
 
 func TestMCPServers_ClaudeStyleBecomesOpenCodes(t *testing.T) {
@@ -17,7 +19,7 @@ func TestMCPServers_ClaudeStyleBecomesOpenCodes(t *testing.T) {
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := mcpServers(p)
+	got, err := mcpEntriesIn(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func TestMCPServers_ClaudeStyleBecomesOpenCodes(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"mcpServers":{"x":{"type":"stdio"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mcpServers(p); err == nil || !strings.Contains(err.Error(), "mcpServers.x has neither a command nor a url") {
+	if _, err := mcpEntriesIn(p); err == nil || !strings.Contains(err.Error(), `MCP server "x" has neither a command nor a url`) {
 		t.Errorf("server without command: %v", err)
 	}
 }
@@ -223,4 +225,13 @@ func TestPrepareState_RemovesWhatTheAgentPlanted(t *testing.T) {
 	if entries, _ := os.ReadDir(elsewhere); len(entries) > 0 {
 		t.Errorf("Sortie wrote through the planted link: %v", entries)
 	}
+}
+
+// mcpEntriesIn is mcpEntries of the configuration file at p.
+func mcpEntriesIn(p string) (map[string]any, error) {
+	servers, err := agent.ReadMCPConfig(p)
+	if err != nil {
+		return nil, err
+	}
+	return mcpEntries(servers)
 }

@@ -71,7 +71,7 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 // OpenCode directories. A new session has no id until its first turn reports one.
 func (d *dialect) Start(_ context.Context, s *cli.Session[state], p agent.StartParams) error {
 	st := &s.State
-	servers, err := d.servers(s.MCP)
+	servers, err := d.servers(p)
 	if err != nil {
 		return &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": MCP configuration", Err: err}
 	}
@@ -109,12 +109,20 @@ func (d *dialect) Start(_ context.Context, s *cli.Session[state], p agent.StartP
 // servers are the MCP servers of the session: those of the daemon's generated
 // .sortie/mcp.json (which already holds the operator's mcp_config and Sortie's own
 // server) or, without one, those of mcp_config.
-func (d *dialect) servers(generated []string) (map[string]any, error) {
+func (d *dialect) servers(p agent.StartParams) (map[string]any, error) {
 	switch {
-	case len(generated) > 0:
-		return mcpServers(generated[0])
+	case p.MCPConfigPath != "":
+		servers, err := p.Servers()
+		if err != nil {
+			return nil, err
+		}
+		return mcpEntries(servers)
 	case d.opts.MCPConfig != "":
-		return mcpServers(d.opts.MCPConfig)
+		servers, err := agent.ReadMCPConfig(d.opts.MCPConfig)
+		if err != nil {
+			return nil, err
+		}
+		return mcpEntries(servers)
 	}
 	return nil, nil
 }
