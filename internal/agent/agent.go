@@ -29,12 +29,12 @@ type Adapter interface {
 
 // StartParams are the inputs of StartSession.
 type StartParams struct {
-	Workspace                string   // absolute path of an existing directory
-	ResumeSessionID          string   // continue this agent session instead of starting a new one
-	MCPConfigPath            string   // absolute path of .sortie/mcp.json, "" for none
+	Workspace       string // absolute path of an existing directory
+	ResumeSessionID string // continue this agent session instead of starting a new one
+	MCPConfigPath   string // absolute path of .sortie/mcp.json, "" for none
 	// MCPServers are the servers of MCPConfigPath, parsed once by the daemon: an
 	// adapter that translates them into its CLI's own configuration reads no file.
-	MCPServers []MCPServer
+	MCPServers               []MCPServer
 	Env                      []string // complete environment for the agent process (KEY=VALUE)
 	SSHHost                  string   // run on this host over SSH; "" runs locally
 	SSHStrictHostKeyChecking string
