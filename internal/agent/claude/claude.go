@@ -32,7 +32,7 @@ const Kind = "claude-code"
 const DefaultCommand = "claude"
 
 func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames}, New)
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
 }
 
 // adapter serves every claude-code session.
