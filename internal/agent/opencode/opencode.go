@@ -41,7 +41,7 @@ const Kind = "opencode"
 const DefaultCommand = "opencode"
 
 func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames}, New)
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
 }
 
 // adapter serves every opencode session.
