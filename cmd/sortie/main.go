@@ -11,10 +11,7 @@ import (
 	"sortie/internal/agent/supervise"
 
 	// Adapters register themselves by kind.
-	_ "sortie/internal/agent/claude"
-	_ "sortie/internal/agent/codex"
-	_ "sortie/internal/agent/copilot"
-	_ "sortie/internal/agent/opencode"
+	_ "sortie/internal/agent/all"
 	_ "sortie/internal/tracker/file"
 	_ "sortie/internal/tracker/github"
 	_ "sortie/internal/tracker/jira"

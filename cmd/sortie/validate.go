@@ -48,12 +48,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 
 	cfg, problems := config.Check(path, config.Options{EnvFile: *envFile})
 	if cfg != nil {
-		// The agent kinds config accepts are those it knows the configuration of; the
-		// binary runs those whose adapter registered.
-		if _, ok := agent.Lookup(cfg.Agent.Kind); !ok {
-			problems = append(problems, config.Problem{Severity: config.SeverityError, Check: "agent.kind", Field: "agent.kind",
-				Message: fmt.Sprintf("agent kind %q is not built into this sortie (built in: %s)", cfg.Agent.Kind, strings.Join(agent.Kinds(), ", "))})
-		}
+		// config accepts only the agent kinds registered in this binary (agent.Kinds),
+		// so cfg.Agent.Kind has an adapter.
 		if _, err := prompt.ParseEngine(cfg.Path, cfg.Prompt, cfg.PromptLine, prompt.Engine(cfg.PromptEngine)); err != nil {
 			// The field already says "prompt"; the package prefix would say it twice.
 			problems = append(problems, config.Problem{Severity: config.SeverityError, Check: "prompt", Field: "prompt",

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,4 +143,201 @@ func DescribeValue(v any) string {
 		return "a mapping"
 	}
 	return fmt.Sprint(v)
+}
+
+// OptionOneOf is OptionEnum over valid, in the form Field takes.
+func OptionOneOf(valid ...string) func(any) (string, error) {
+	return func(v any) (string, error) { return OptionEnum(v, valid) }
+}
+
+// OptionWord is an OptionString that becomes the value of a CLI flag of its own: it
+// must not start with '-', which the CLI would read as another flag.
+func OptionWord(v any) (string, error) {
+	s, err := OptionString(v)
+	if err == nil && strings.HasPrefix(s, "-") {
+		return "", fmt.Errorf("must not start with '-' (got %q)", s)
+	}
+	return s, err
+}
+
+// ResolveOptionPath is p, a path an option gives, made absolute against dir,
+// WORKFLOW.md's directory. An empty p stays empty, and p stays as written when dir is
+// empty (a Config built by hand).
+func ResolveOptionPath(dir, p string) string {
+	if p == "" || dir == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// Option declares one key of an adapter's own block of WORKFLOW.md. An adapter lists
+// its keys once, in the OptionSet it registers as Meta.Options: it reads its block by
+// that set (OptionSet.Parse), and config and `sortie validate` learn its keys from the
+// registry, so a key added to the set needs no edit anywhere else.
+type Option struct {
+	// Key is the key as the block writes it: "max_turns".
+	Key string
+	// Doc says in one line what the key does, such as the CLI flag it becomes.
+	Doc string
+	// Default is the value the key has when it is absent, written as WORKFLOW.md would
+	// write it (true, 50, []any{"success"}) and read by Set like any value. nil is the
+	// zero value of the field Set writes.
+	Default any
+	// Set reads v, the key's value as the YAML decoder gives it, into dst, a pointer to
+	// the adapter's options, or returns an error that starts with at, the key's path
+	// (`claude-code.max_turns: must be ...`); a wrong value is always an error. Field
+	// and FieldAt build it. nil: the key is accepted, and read by someone else (the
+	// daemon reads mock.mcp_config, the mock reads mock.issues itself).
+	Set func(dst any, at string, v any) error
+	// Retired, when not empty, marks a key the adapter no longer reads and says what to
+	// write instead. The key is treated as unknown, with this text in place of the list
+	// of known keys.
+	Retired string
+}
+
+// OptionSet declares an adapter's own block of WORKFLOW.md (Meta.Options): every key
+// it reads, and what an unknown key is.
+type OptionSet struct {
+	Keys []Option
+	// Strict makes an unknown key an error, as a wrong value is. Otherwise it is a
+	// warning and the key is ignored, so that a WORKFLOW.md written for the reference
+	// system or a newer Sortie keeps starting.
+	Strict bool
+}
+
+// Known returns the keys the set accepts (every key but the retired ones), sorted.
+func (s OptionSet) Known() []string {
+	var keys []string
+	for _, o := range s.Keys {
+		if o.Retired == "" {
+			keys = append(keys, o.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Lookup returns the declaration of key.
+func (s OptionSet) Lookup(key string) (Option, bool) {
+	i := slices.IndexFunc(s.Keys, func(o Option) bool { return o.Key == key })
+	if i < 0 {
+		return Option{}, false
+	}
+	return s.Keys[i], true
+}
+
+// Defaults sets in dst, a pointer to the adapter's options, the Default of every key
+// that has one. A Default that its Set refuses is a mistake in the declaration, not in
+// WORKFLOW.md: Defaults panics, and every test that builds the adapter finds it.
+func (s OptionSet) Defaults(dst any) {
+	for _, o := range s.Keys {
+		if o.Default == nil || o.Set == nil || o.Retired != "" {
+			continue
+		}
+		if err := o.Set(dst, o.Key, o.Default); err != nil {
+			panic("agent: the declared default is refused: " + err.Error())
+		}
+	}
+}
+
+// Parse reads raw, a block (or a part of one) at the path at, into dst, a pointer to
+// the adapter's options, key by key in sorted order. A key absent from raw leaves dst
+// as it was: call Defaults first for a whole block. An unknown or retired key is
+// returned as a warning, `<at>.<key>: unknown key, ignored (known: ...)`, or with
+// Strict refused as `<at>.<key>: unknown key (known: ...)`. What is refused comes back
+// as an *OptionError listing every problem, and dst is then partly written.
+func (s OptionSet) Parse(at string, raw map[string]any, dst any) (warnings []string, err error) {
+	var problems []string
+	var known string
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		path := at + "." + k
+		o, ok := s.Lookup(k)
+		if ok && o.Retired == "" {
+			if o.Set != nil {
+				if err := o.Set(dst, path, raw[k]); err != nil {
+					problems = append(problems, err.Error())
+				}
+			}
+			continue
+		}
+		var msg string
+		switch {
+		case ok:
+			msg = path + ": " + o.Retired
+		case s.Strict:
+			if known == "" {
+				known = strings.Join(s.Known(), ", ")
+			}
+			msg = fmt.Sprintf("%s: unknown key (known: %s)", path, known)
+		default:
+			if known == "" {
+				known = strings.Join(s.Known(), ", ")
+			}
+			msg = fmt.Sprintf("%s: unknown key, ignored (known: %s)", path, known)
+		}
+		if s.Strict {
+			problems = append(problems, msg)
+		} else {
+			warnings = append(warnings, msg)
+		}
+	}
+	if len(problems) > 0 {
+		return warnings, &OptionError{Problems: problems}
+	}
+	return warnings, nil
+}
+
+// OptionError is what OptionSet.Parse refused in a block: a problem per key, each
+// starting with the key's path, in key order. Its text is the problems joined by "; ".
+type OptionError struct {
+	Problems []string
+}
+
+func (e *OptionError) Error() string { return strings.Join(e.Problems, "; ") }
+
+// Field is an Option.Set that reads a value with coerce (OptionString, OptionCount,
+// OptionOneOf(...), or the adapter's own) into the field of the adapter's options that
+// field returns, as in
+//
+//	Set: agent.Field(agent.OptionCount, func(o *options) *int64 { return &o.MaxTurns })
+//
+// A key that is present but empty (nothing) keeps the field's default. An error from
+// coerce follows the key's path: `claude-code.max_turns: must be a non-negative whole
+// number (got -1)`.
+func Field[O, T any](coerce func(any) (T, error), field func(*O) *T) func(dst any, at string, v any) error {
+	return func(dst any, at string, v any) error {
+		if v == nil {
+			return nil
+		}
+		x, err := coerce(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		*field(optionsOf[O](dst)) = x
+		return nil
+	}
+}
+
+// FieldAt is Field for a reader whose errors name the path themselves, as the parts of
+// a list or mapping do (`mock.script[1]: unknown outcome ...`). It is given every
+// value, nothing included.
+func FieldAt[O, T any](read func(at string, v any) (T, error), field func(*O) *T) func(dst any, at string, v any) error {
+	return func(dst any, at string, v any) error {
+		x, err := read(at, v)
+		if err != nil {
+			return err
+		}
+		*field(optionsOf[O](dst)) = x
+		return nil
+	}
+}
+
+// optionsOf is dst as the options type a Field was declared for. Another type is a
+// mistake in the adapter's declaration, found by any test that reads the key.
+func optionsOf[O any](dst any) *O {
+	p, ok := dst.(*O)
+	if !ok {
+		panic(fmt.Sprintf("agent: an option declared for %T is read into %T", (*O)(nil), dst))
+	}
+	return p
 }

@@ -1,7 +1,11 @@
 package agent
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -129,5 +133,180 @@ func TestDescribeValue(t *testing.T) {
 		if got := DescribeValue(c.in); got != c.want {
 			t.Errorf("DescribeValue(%#v) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+func TestOptionWord_RefusesWhatReadsAsAFlag(t *testing.T) {
+	checkOption(t, OptionWord, []optionCase[string]{
+		{"word", " build ", "build", ""},
+		{"nothing", nil, "", ""},
+		{"flag", "--yolo", "", `must not start with '-' (got "--yolo")`},
+		{"not a string", 3, "", "must be a string (got 3)"},
+	})
+}
+
+func TestOptionOneOf_IsOptionEnum(t *testing.T) {
+	checkOption(t, OptionOneOf("low", "high"), []optionCase[string]{
+		{"valid", "low", "low", ""},
+		{"unknown", "mid", "", `unknown value "mid" (valid: low, high)`},
+	})
+}
+
+func TestResolveOptionPath_RelativeToTheWorkflowDirectory(t *testing.T) {
+	cases := []struct{ dir, p, want string }{
+		{"/wf", "mcp.json", "/wf/mcp.json"},
+		{"/wf", "./a/../b.json", "/wf/b.json"},
+		{"/wf", "/abs/mcp.json", "/abs/mcp.json"},
+		{"/wf", "", ""},
+		{"", "rel.json", "rel.json"},
+	}
+	for _, c := range cases {
+		if got := ResolveOptionPath(c.dir, c.p); got != c.want {
+			t.Errorf("ResolveOptionPath(%q, %q) = %q, want %q", c.dir, c.p, got, c.want)
+		}
+	}
+}
+
+// testOptions is the options type of the adapter the OptionSet tests declare.
+type testOptions struct {
+	Model   string
+	Turns   int64
+	Persist bool
+	Script  []string
+}
+
+// testScript reads a list of strings, naming each item's path in its errors.
+func testScript(at string, v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: must be a list (got %s)", at, DescribeValue(v))
+	}
+	var out []string
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s[%d]: must be a string (got %s)", at, i, DescribeValue(item))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func testOptionSet(strict bool) OptionSet {
+	return OptionSet{Strict: strict, Keys: []Option{
+		{Key: "turns", Default: 50, Set: Field(OptionCount, func(o *testOptions) *int64 { return &o.Turns })},
+		{Key: "model", Set: Field(OptionWord, func(o *testOptions) *string { return &o.Model })},
+		{Key: "persist", Default: true, Set: Field(OptionBool, func(o *testOptions) *bool { return &o.Persist })},
+		{Key: "script", Set: FieldAt(testScript, func(o *testOptions) *[]string { return &o.Script })},
+		{Key: "mcp_config"}, // read by someone else
+		{Key: "turn_outcomes", Retired: "no longer read; use script"},
+	}}
+}
+
+func TestOptionSet_Parse(t *testing.T) {
+	const known = "(known: mcp_config, model, persist, script, turns)"
+	defaults := testOptions{Turns: 50, Persist: true}
+	cases := []struct {
+		name     string
+		strict   bool
+		raw      map[string]any
+		want     testOptions // when err is ""
+		warnings []string
+		err      string
+	}{
+		{name: "absent keys take their defaults", want: defaults},
+		{name: "an empty key keeps its default", raw: map[string]any{"turns": nil, "persist": nil, "model": nil}, want: defaults},
+		{name: "every key", raw: map[string]any{"turns": "7", "model": " m ", "persist": false, "script": []any{"a", "b"}},
+			want: testOptions{Turns: 7, Model: "m", Script: []string{"a", "b"}}},
+		{name: "a key read elsewhere is accepted and left alone", raw: map[string]any{"mcp_config": 3}, want: defaults},
+		{name: "an unknown key is a warning listing the known keys, sorted", raw: map[string]any{"modle": "x", "turns": 1},
+			want: testOptions{Turns: 1, Persist: true}, warnings: []string{"blk.modle: unknown key, ignored " + known}},
+		{name: "strict: an unknown key is an error", strict: true, raw: map[string]any{"modle": "x"},
+			err: "blk.modle: unknown key " + known},
+		{name: "a retired key says what to write instead", raw: map[string]any{"turn_outcomes": []any{}},
+			want: defaults, warnings: []string{"blk.turn_outcomes: no longer read; use script"}},
+		{name: "strict: a retired key is an error", strict: true, raw: map[string]any{"turn_outcomes": []any{}},
+			err: "blk.turn_outcomes: no longer read; use script"},
+		{name: "every problem, in key order, each after its path", raw: map[string]any{"turns": -1, "model": "-x", "persist": "no"},
+			err: `blk.model: must not start with '-' (got "-x"); blk.persist: must be true or false (got "no"); blk.turns: must be a non-negative whole number (got -1)`},
+		{name: "strict: unknown keys and wrong values, in key order", strict: true, raw: map[string]any{"turns": -1, "a": 1},
+			err: "blk.a: unknown key " + known + "; blk.turns: must be a non-negative whole number (got -1)"},
+		{name: "a FieldAt reader names the path of a part", raw: map[string]any{"script": []any{"a", 3}},
+			err: "blk.script[1]: must be a string (got 3)"},
+		{name: "a FieldAt reader is given nothing too", raw: map[string]any{"script": nil},
+			err: "blk.script: must be a list (got nothing)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := testOptionSet(c.strict)
+			var o testOptions
+			set.Defaults(&o)
+			warnings, err := set.Parse("blk", c.raw, &o)
+			if !slices.Equal(warnings, c.warnings) {
+				t.Errorf("warnings = %q, want %q", warnings, c.warnings)
+			}
+			switch {
+			case c.err != "":
+				var oe *OptionError
+				if err == nil || err.Error() != c.err || !errors.As(err, &oe) {
+					t.Errorf("error = %v, want the *OptionError %q", err, c.err)
+				}
+			case err != nil:
+				t.Errorf("error = %v, want none", err)
+			case !reflect.DeepEqual(o, c.want):
+				t.Errorf("options = %+v, want %+v", o, c.want)
+			}
+		})
+	}
+}
+
+func TestOptionSet_ParseAPartKeepsWhatItDoesNotSet(t *testing.T) {
+	// A nested block (the mock's per-issue ones) starts from a copy of its parent.
+	o := testOptions{Turns: 3, Model: "parent"}
+	if _, err := testOptionSet(true).Parse("blk.issues.A-1", map[string]any{"model": "child"}, &o); err != nil {
+		t.Fatal(err)
+	}
+	if want := (testOptions{Turns: 3, Model: "child"}); !reflect.DeepEqual(o, want) {
+		t.Errorf("options = %+v, want %+v", o, want)
+	}
+	_, err := testOptionSet(true).Parse("blk.issues.A-1", map[string]any{"turns": "x"}, &o)
+	if err == nil || err.Error() != `blk.issues.A-1.turns: must be a non-negative whole number (got "x")` {
+		t.Errorf("error = %v, want one with the nested path", err)
+	}
+}
+
+func TestOptionSet_KnownAndLookup(t *testing.T) {
+	set := testOptionSet(false)
+	if got, want := set.Known(), []string{"mcp_config", "model", "persist", "script", "turns"}; !slices.Equal(got, want) {
+		t.Errorf("Known = %q, want %q (sorted, without the retired key)", got, want)
+	}
+	if o, ok := set.Lookup("persist"); !ok || o.Default != true {
+		t.Errorf("Lookup(persist) = %+v, %v", o, ok)
+	}
+	if _, ok := set.Lookup("nope"); ok {
+		t.Error("Lookup found an undeclared key")
+	}
+}
+
+func TestOptionSet_DeclarationMistakesPanic(t *testing.T) {
+	cases := map[string]func(){
+		"a default its reader refuses": func() {
+			set := OptionSet{Keys: []Option{{Key: "turns", Default: -1, Set: Field(OptionCount, func(o *testOptions) *int64 { return &o.Turns })}}}
+			set.Defaults(&testOptions{})
+		},
+		"a field of another options type": func() {
+			var other struct{ Turns int64 }
+			_, _ = testOptionSet(false).Parse("blk", map[string]any{"turns": 1}, &other)
+		},
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			f()
+		})
 	}
 }

@@ -61,6 +61,10 @@ type Meta struct {
 	// EnvFrom, when not nil, names more such variables that depend on the adapter's
 	// configuration (codex: the env_key of a model provider it is configured with).
 	EnvFrom func(Config) []string
+	// Options declares the keys of the adapter's own block of WORKFLOW.md, the
+	// top-level one named after its kind: the adapter reads its block by it, and
+	// config checks Symphony's `codex:` block by it without building the adapter.
+	Options OptionSet
 }
 
 // Factory builds an Adapter from its configuration.

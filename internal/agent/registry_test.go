@@ -93,3 +93,12 @@ func TestConfig_ProgramAndReadTimeoutDefaults(t *testing.T) {
 		t.Errorf("ReadTimeoutOrDefault = %v, want 42s", got)
 	}
 }
+
+func TestRegistry_LookupGivesTheDeclaredOptions(t *testing.T) {
+	Register("test-options", Meta{Options: OptionSet{Strict: true, Keys: []Option{{Key: "model"}, {Key: "effort"}}}},
+		func(c Config) (Adapter, error) { return nopAdapter{c}, nil })
+	m, ok := Lookup("test-options")
+	if !ok || !m.Options.Strict || strings.Join(m.Options.Known(), ",") != "effort,model" {
+		t.Errorf("Lookup = %+v, %v; want the registered option set", m.Options, ok)
+	}
+}

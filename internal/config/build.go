@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"sortie/internal/agent"
 )
 
 // typedKeys are the top-level keys with typed fields in Config. Every other top-level key
@@ -43,10 +45,6 @@ var (
 	tokenRateKeys = []string{"input_per_mtok", "output_per_mtok", "cache_read_per_mtok"}
 	workflowsKeys = []string{"dir", "workflow", "answerers"}
 	promptKeys    = []string{"engine"}
-	// codexKeys are the keys of the `codex:` block (Symphony's, plus the model keys):
-	// the codex adapter reads the block as its options (internal/agent/codex, whose
-	// list this must match), and config maps the two timeouts the orchestrator applies.
-	codexKeys = []string{"approval_policy", "codex_home", "command", "config", "effort", "model", "model_provider", "model_providers", "read_timeout_ms", "stall_timeout_ms", "thread_sandbox", "turn_sandbox_policy", "turn_timeout_ms", "use_login"}
 )
 
 // builder turns the decoded front matter (after environment overrides) into a Config,
@@ -312,6 +310,12 @@ func (b *builder) boolean(sec map[string]any, field string) bool {
 	return t
 }
 
+// isAgentKind reports whether kind is a registered agent adapter's (agent.Register).
+func isAgentKind(kind string) bool {
+	_, ok := agent.Lookup(kind)
+	return ok
+}
+
 // build assembles a Config from raw. Path, Dir, Prompt and SecretEnv are filled by Load.
 func (b *builder) build(raw map[string]any) *Config {
 	cfg := &Config{Extensions: map[string]any{}}
@@ -338,7 +342,7 @@ func (b *builder) build(raw map[string]any) *Config {
 		}
 		cfg.Extensions[k] = raw[k]
 		known := slices.Contains(knownExtensionKeys, k) || slices.Contains(trackerKinds, k) ||
-			slices.Contains(agentKinds, k) || k == cfg.Tracker.Kind || k == cfg.Agent.Kind
+			isAgentKind(k) || k == cfg.Tracker.Kind || k == cfg.Agent.Kind
 		if what, ok := unsupportedKeys[k]; ok {
 			b.warnf(CheckNotSupported, k, "is not supported yet: nothing reads it, so %s does not happen; it is kept so the file loads", what)
 			continue
@@ -515,7 +519,7 @@ func (b *builder) buildHooks(cfg *Config, raw map[string]any) {
 
 func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	a := &cfg.Agent
-	sec := b.section(raw, "agent", agentKeys, agentKinds...)
+	sec := b.section(raw, "agent", agentKeys, agent.Kinds()...)
 	a.Kind, _ = b.str(sec, "agent.kind")
 	if a.Kind == "" && !b.failed("agent.kind") {
 		a.Kind = DefaultAgentKind

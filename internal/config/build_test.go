@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sortie/internal/agent"
 )
 
 func TestLoad_Defaults(t *testing.T) {
@@ -62,12 +64,18 @@ func TestLoad_AgentKindDefaultsToClaudeCode(t *testing.T) {
 }
 
 // TestLoad_AgentCommandDefaultsPerKind: agent.command defaults to the CLI the adapter
-// specs name, so a WORKFLOW.md without it (the 1.9 README example) loads.
+// registered (agent.Meta.DefaultCommand), so a WORKFLOW.md without it (the 1.9 README
+// example) loads.
 func TestLoad_AgentCommandDefaultsPerKind(t *testing.T) {
-	for kind, want := range map[string]string{"claude-code": "claude", "copilot-cli": "copilot", "mock": ""} {
+	want := map[string]string{"claude-code": "claude", "copilot-cli": "copilot", "mock": ""}
+	for _, kind := range agent.Kinds() {
+		meta, _ := agent.Lookup(kind)
+		if w, pinned := want[kind]; pinned && w != meta.DefaultCommand {
+			t.Errorf("agent.kind %s: the adapter's default command is %q, want %q (the adapter specs)", kind, meta.DefaultCommand, w)
+		}
 		cfg, _ := mustLoad(t, minimalWith("agent: {kind: "+kind+"}\n"), nil)
-		if cfg.Agent.Command != want {
-			t.Errorf("agent.kind %s: Agent.Command = %q, want %q", kind, cfg.Agent.Command, want)
+		if cfg.Agent.Command != meta.DefaultCommand {
+			t.Errorf("agent.kind %s: Agent.Command = %q, want the adapter's default %q", kind, cfg.Agent.Command, meta.DefaultCommand)
 		}
 	}
 	cfg, _ := mustLoad(t, minimalWith("agent: {kind: claude-code, command: /opt/claude/bin/claude}\n"), nil)

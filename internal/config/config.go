@@ -115,10 +115,13 @@ type HookSandboxConfig struct {
 
 // AgentConfig is the `agent:` section.
 type AgentConfig struct {
-	// Kind is claude-code (the default), copilot-cli, codex (the default when a
-	// `codex:` block is present, as in Symphony's WORKFLOW.md), opencode or mock.
-	Kind    string
-	Command string // the CLI to run; claude for claude-code and copilot for copilot-cli when empty
+	// Kind is a registered adapter kind (agent.Kinds): claude-code (the default),
+	// copilot-cli, codex (the default when a `codex:` block is present, as in Symphony's
+	// WORKFLOW.md), opencode or mock.
+	Kind string
+	// Command is the CLI to run: agent.command, else the adapter's default
+	// (agent.Meta.DefaultCommand; none for mock).
+	Command string
 
 	TurnTimeout     time.Duration // one turn (default 1h)
 	ReadTimeout     time.Duration // start-up and synchronous calls (default 5s)
@@ -254,17 +257,11 @@ func (c *Config) TrackerPath() string {
 	return filepath.Clean(p)
 }
 
-// Known adapter kinds. Registries elsewhere decide what actually runs; these lists let a
-// WORKFLOW.md be validated offline with a message that names the alternatives.
-var (
-	agentKinds   = []string{"claude-code", "codex", "copilot-cli", "mock", "opencode"}
-	trackerKinds = []string{"file", "github", "jira", "linear"}
-	// defaultCommands are the CLIs run when agent.command is empty (the adapter specs).
-	defaultCommands = map[string]string{"claude-code": "claude", "copilot-cli": "copilot"}
-)
-
-// AgentKinds returns the agent kinds config accepts, sorted.
-func AgentKinds() []string { return slices.Clone(agentKinds) }
+// trackerKinds are the known tracker kinds. The tracker registry decides what actually
+// runs; this list lets a WORKFLOW.md be validated offline with a message that names the
+// alternatives. The agent kinds are the agent registry's (agent.Kinds): the adapters
+// linked into the program, which internal/agent/all links.
+var trackerKinds = []string{"file", "github", "jira", "linear"}
 
 // TrackerKinds returns the tracker kinds config accepts, sorted.
 func TrackerKinds() []string { return slices.Clone(trackerKinds) }

@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	// config checks agent.kind and the codex: block against the agent registry, which
+	// the adapters fill when they are linked in, as in cmd/sortie.
+	_ "sortie/internal/agent/all"
 )
 
 // fakeEnv is an injected environment; tests never read or change the real one.

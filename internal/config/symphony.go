@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"sortie/internal/agent"
 )
 
 // This file reads the keys that Symphony's WORKFLOW.md has and Sortie's own schema did
@@ -172,8 +174,8 @@ func isSymphonyFile(raw map[string]any) bool {
 	if _, ok := raw["codex"]; !ok {
 		return false
 	}
-	agent, _ := raw["agent"].(map[string]any)
-	kind, _ := agent["kind"].(string)
+	agentSec, _ := raw["agent"].(map[string]any)
+	kind, _ := agentSec["kind"].(string)
 	return strings.TrimSpace(kind) == ""
 }
 
@@ -209,13 +211,19 @@ func (b *builder) requiredLabels(sec map[string]any) []string {
 }
 
 // buildCodex reads the `codex:` block of a codex agent. The adapter reads the block as
-// its options; the orchestrator's own timeouts come from it when agent.* does not set
-// them, with Symphony's meaning (stall_timeout_ms 0 or less turns stall detection off).
+// its options, and declares its keys (agent.Meta.Options): any other key draws an
+// unknown_sub_key warning here. The orchestrator's own timeouts come from the block
+// when agent.* does not set them, with Symphony's meaning (stall_timeout_ms 0 or less
+// turns stall detection off).
 func (b *builder) buildCodex(cfg *Config, raw map[string]any) {
 	if cfg.Agent.Kind != "codex" {
 		return
 	}
-	sec := b.section(raw, "codex", codexKeys)
+	meta, ok := agent.Lookup(cfg.Agent.Kind)
+	if !ok {
+		return // an unknown agent.kind, reported by validateAgent
+	}
+	sec := b.section(raw, "codex", meta.Options.Known())
 	if sec == nil {
 		return
 	}

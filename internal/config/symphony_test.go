@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sortie/internal/agent"
 )
 
 // A Symphony WORKFLOW.md, as Symphony's users write it, loads unchanged and cleanly.
@@ -174,6 +176,27 @@ func TestCodexBlock(t *testing.T) {
 			return p.Severity == SeverityWarning && p.Field == "codex.sandbox_mode" && strings.Contains(p.Message, "unknown key in codex")
 		}) {
 			t.Fatalf("want a warning naming codex.sandbox_mode, got:\n%s", problemLines(problems))
+		}
+	})
+	t.Run("the keys are those the codex adapter declares, Symphony's among them", func(t *testing.T) {
+		meta, ok := agent.Lookup("codex")
+		if !ok {
+			t.Fatal("the codex adapter is not registered")
+		}
+		known := meta.Options.Known()
+		// Symphony's own keys (docs/configuration.md, "Symphony compatibility").
+		for _, k := range []string{"command", "approval_policy", "thread_sandbox", "turn_sandbox_policy", "turn_timeout_ms", "read_timeout_ms", "stall_timeout_ms"} {
+			if !slices.Contains(known, k) {
+				t.Errorf("Symphony's codex.%s is not among the codex adapter's keys %v", k, known)
+			}
+		}
+		block := "codex:\n"
+		for _, k := range known {
+			block += "  " + k + ":\n"
+		}
+		cfg, problems, _ := checkFrontMatter(t, tracker+block, nil)
+		if cfg == nil || slices.ContainsFunc(problems, func(p Problem) bool { return p.Check == CheckUnknownSubKey }) {
+			t.Errorf("every declared key, empty: want no error and no unknown_sub_key warning, got:\n%s", problemLines(problems))
 		}
 	})
 	t.Run("bad timeout is an error naming the codex key", func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"sortie/internal/agent"
 )
 
 // validate applies the rules that span fields. It runs after every section is built, and
@@ -116,13 +118,22 @@ func (b *builder) validateAgent(a *AgentConfig) {
 	if b.failed("agent.kind") {
 		return
 	}
-	if !slices.Contains(agentKinds, a.Kind) {
-		b.invalid("agent.kind", "unknown agent kind; known kinds: "+strings.Join(agentKinds, ", "), a.Kind)
+	// The kinds are the adapters registered in this program (agent.Register), which
+	// know their own configuration.
+	meta, ok := agent.Lookup(a.Kind)
+	if !ok {
+		msg := "unknown agent kind; known kinds: " + strings.Join(agent.Kinds(), ", ")
+		if len(agent.Kinds()) == 0 {
+			// Only a program that links no adapter gets here, such as a test that
+			// loads a WORKFLOW.md without importing internal/agent/all.
+			msg = "unknown agent kind: this program links no agent adapter (internal/agent/all links them all)"
+		}
+		b.invalid("agent.kind", msg, a.Kind)
 		return
 	}
 	// The adapter specs give each CLI a default command; the 1.9 README example relies
 	// on it (its preflight wanted agent.command all the same: a documented drift).
-	if cmd, ok := defaultCommands[a.Kind]; ok && a.Command == "" && !b.failed("agent.command") {
-		a.Command = cmd
+	if a.Command == "" && !b.failed("agent.command") {
+		a.Command = meta.DefaultCommand
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	// config checks agent.kind against the agent registry, which the sidecar's binary
+	// (cmd/sortie) fills by linking every adapter.
+	_ "sortie/internal/agent/all"
 	"sortie/internal/config"
 	"sortie/internal/mcp/tools"
 )

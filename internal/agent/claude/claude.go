@@ -25,7 +25,7 @@ const Kind = "claude-code"
 const DefaultCommand = "claude"
 
 func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames}, New)
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
 }
 
 // dialect is what running Claude Code takes besides the shared runner (package cli).

@@ -2,11 +2,7 @@ package claude
 
 import (
 	"fmt"
-	"maps"
-	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 
 	"sortie/internal/agent"
 )
@@ -33,67 +29,53 @@ type options struct {
 var (
 	permissionModes = []string{"acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "manual", "plan"}
 	efforts         = []string{"low", "medium", "high", "xhigh", "max"}
-	optionKeys      = []string{
-		"allowed_tools", "disallowed_tools", "effort", "fallback_model", "max_budget_usd",
-		"max_turns", "mcp_config", "model", "permission_mode", "session_persistence", "system_prompt", "use_login",
-	}
 )
 
-// parseOptions validates the block. A wrong type or value is an error naming the key;
-// an unknown key is returned as a warning, since the reference system ignores such keys
-// and an existing WORKFLOW.md must keep starting.
+// optionSpecs declares the `claude-code:` block, registered as the kind's
+// agent.Meta.Options. An unknown key is a warning, since the reference system ignores
+// such keys and an existing WORKFLOW.md must keep starting.
+var optionSpecs = agent.OptionSet{Keys: []agent.Option{
+	{Key: "permission_mode", Doc: "--permission-mode; unset: --dangerously-skip-permissions",
+		Set: agent.Field(agent.OptionOneOf(permissionModes...), func(o *options) *string { return &o.PermissionMode })},
+	{Key: "model", Doc: "--model",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.Model })},
+	{Key: "fallback_model", Doc: "--fallback-model; dropped, with a warning, when it is the model",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.FallbackModel })},
+	{Key: "max_turns", Doc: "--max-turns; 0: the CLI's default",
+		Set: agent.Field(agent.OptionCount, func(o *options) *int64 { return &o.MaxTurns })},
+	{Key: "max_budget_usd", Doc: "--max-budget-usd; 0: none",
+		Set: agent.Field(agent.OptionUSD, func(o *options) *float64 { return &o.MaxBudgetUSD })},
+	{Key: "effort", Doc: "--effort",
+		Set: agent.Field(agent.OptionOneOf(efforts...), func(o *options) *string { return &o.Effort })},
+	{Key: "allowed_tools", Doc: "--allowedTools",
+		Set: agent.Field(agent.OptionToolList, func(o *options) *string { return &o.AllowedTools })},
+	{Key: "disallowed_tools", Doc: "--disallowedTools",
+		Set: agent.Field(agent.OptionToolList, func(o *options) *string { return &o.DisallowedTools })},
+	{Key: "system_prompt", Doc: "--append-system-prompt",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.SystemPrompt })},
+	{Key: "mcp_config", Doc: "--mcp-config, relative to WORKFLOW.md's directory; the daemon merges it into .sortie/mcp.json",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
+	{Key: "session_persistence", Default: true, Doc: "false: --no-session-persistence",
+		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.SessionPersistence })},
+	{Key: "use_login", Doc: "copy the user's claude login into each issue's configuration directory",
+		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.UseLogin })},
+}}
+
+// parseOptions validates the block by optionSpecs: a wrong type or value is an error
+// naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	o := options{SessionPersistence: true}
-	var problems, warnings []string
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		v := raw[k]
-		at := "claude-code." + k
-		var err error
-		switch k {
-		case "permission_mode":
-			o.PermissionMode, err = agent.OptionEnum(v, permissionModes)
-		case "model":
-			o.Model, err = agent.OptionString(v)
-		case "fallback_model":
-			o.FallbackModel, err = agent.OptionString(v)
-		case "max_turns":
-			o.MaxTurns, err = agent.OptionCount(v)
-		case "max_budget_usd":
-			o.MaxBudgetUSD, err = agent.OptionUSD(v)
-		case "effort":
-			o.Effort, err = agent.OptionEnum(v, efforts)
-		case "allowed_tools":
-			o.AllowedTools, err = agent.OptionToolList(v)
-		case "disallowed_tools":
-			o.DisallowedTools, err = agent.OptionToolList(v)
-		case "system_prompt":
-			o.SystemPrompt, err = agent.OptionString(v)
-		case "mcp_config":
-			o.MCPConfig, err = agent.OptionString(v)
-			if err == nil && o.MCPConfig != "" && !filepath.IsAbs(o.MCPConfig) && workflowDir != "" {
-				o.MCPConfig = filepath.Join(workflowDir, o.MCPConfig)
-			}
-		case "session_persistence":
-			if v != nil { // nothing keeps the default, true
-				o.SessionPersistence, err = agent.OptionBool(v)
-			}
-		case "use_login":
-			o.UseLogin, err = agent.OptionBool(v)
-		default:
-			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
-		}
-		if err != nil {
-			problems = append(problems, at+": "+err.Error())
-		}
+	var o options
+	optionSpecs.Defaults(&o)
+	warnings, err := optionSpecs.Parse(Kind, raw, &o)
+	if err != nil {
+		return options{}, warnings, err
 	}
+	o.MCPConfig = agent.ResolveOptionPath(workflowDir, o.MCPConfig)
 	if o.Model != "" && o.Model == o.FallbackModel {
 		// The spec's own example block sets both to one model; the CLI refuses that, so
 		// the fallback is dropped rather than the daemon stopped.
 		warnings = append(warnings, fmt.Sprintf("claude-code.fallback_model: the same model as claude-code.model (%s), so no fallback model is passed (the CLI refuses the same model twice)", o.Model))
 		o.FallbackModel = ""
-	}
-	if len(problems) > 0 {
-		return options{}, warnings, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return o, warnings, nil
 }

@@ -61,35 +61,20 @@ func TestParseOptions_Defaults(t *testing.T) {
 	}
 }
 
-func TestParseOptions_Errors(t *testing.T) {
+// TestParseOptions_ClaudesOwnValues: the values only claude takes; how any key is read,
+// and what an unknown key draws, is agent.OptionSet's (internal/agent/options_test.go).
+func TestParseOptions_ClaudesOwnValues(t *testing.T) {
 	cases := []struct {
 		raw  map[string]any
 		want string
 	}{
-		{map[string]any{"permission_mode": "yolo"}, `claude-code.permission_mode: unknown value "yolo"`},
-		{map[string]any{"effort": 3}, "claude-code.effort: must be a string (got 3)"},
-		{map[string]any{"max_turns": -1}, "claude-code.max_turns: must be a non-negative whole number (got -1)"},
-		{map[string]any{"max_turns": 2.5}, "claude-code.max_turns: must be a non-negative whole number"},
-		{map[string]any{"max_budget_usd": "lots"}, "claude-code.max_budget_usd: must be an amount in USD"},
-		{map[string]any{"max_budget_usd": -5}, "claude-code.max_budget_usd: must be a non-negative amount"},
-		{map[string]any{"session_persistence": "no"}, "claude-code.session_persistence: must be true or false"},
-		{map[string]any{"allowed_tools": []any{"Edit", 7}}, "claude-code.allowed_tools: [1]: must be a non-empty tool name"},
+		{map[string]any{"permission_mode": "yolo"}, `claude-code.permission_mode: unknown value "yolo" (valid: acceptEdits, auto, bypassPermissions, default, dontAsk, manual, plan)`},
+		{map[string]any{"effort": "extreme"}, `claude-code.effort: unknown value "extreme" (valid: low, medium, high, xhigh, max)`},
 	}
 	for _, c := range cases {
-		_, _, err := parseOptions(c.raw, "")
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := parseOptions(c.raw, ""); err == nil || err.Error() != c.want {
 			t.Errorf("%v: err = %v, want %q", c.raw, err, c.want)
 		}
-	}
-}
-
-func TestParseOptions_UnknownKeysWarn(t *testing.T) {
-	_, warnings, err := parseOptions(map[string]any{"modle": "x", "permission_mode": "acceptEdits"}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "claude-code.modle: unknown key") {
-		t.Errorf("warnings = %q", warnings)
 	}
 }
 

@@ -45,7 +45,7 @@ const DefaultTurnTimeout = time.Hour
 const versionTimeout = 30 * time.Second
 
 func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, EnvFrom: EnvFrom}, New)
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, EnvFrom: EnvFrom, Options: optionSpecs}, New)
 }
 
 // optOut are the notifications the adapter asks the app-server not to send: streaming

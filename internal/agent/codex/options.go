@@ -2,9 +2,6 @@ package codex
 
 import (
 	"fmt"
-	"maps"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -34,11 +31,6 @@ var (
 	approvalPolicies = []string{"untrusted", "on-failure", "on-request", "never"}
 	sandboxModes     = []string{"read-only", "workspace-write", "danger-full-access"}
 	efforts          = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
-	optionKeys       = []string{
-		"approval_policy", "codex_home", "command", "config", "effort", "model", "model_provider",
-		"model_providers", "read_timeout_ms", "stall_timeout_ms", "thread_sandbox", "turn_sandbox_policy",
-		"turn_timeout_ms", "use_login",
-	}
 )
 
 // DefaultThreadSandbox is the sandbox of a new thread when codex.thread_sandbox is unset.
@@ -48,65 +40,64 @@ const DefaultThreadSandbox = "workspace-write"
 // agent never asks, and what the sandbox refuses fails inside the turn.
 const DefaultApprovalPolicy = "never"
 
-// parseOptions validates the block. A wrong type or value is an error naming the key;
-// an unknown key is returned as a warning, so that a WORKFLOW.md written for Symphony
-// or a newer Sortie keeps starting.
+// optionSpecs declares the `codex:` block (Symphony's keys, and the model keys),
+// registered as the kind's agent.Meta.Options; config checks a Symphony WORKFLOW.md's
+// block by it too. An unknown key is a warning, so that a WORKFLOW.md written for
+// Symphony or a newer Sortie keeps starting.
+var optionSpecs = agent.OptionSet{Keys: []agent.Option{
+	{Key: "command", Doc: "Symphony's shell command line, run with bash -lc; unset: agent.command",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.Command })},
+	{Key: "model", Doc: "thread/start model",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.Model })},
+	{Key: "model_provider", Doc: "thread/start modelProvider and config.toml model_provider",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.ModelProvider })},
+	{Key: "model_providers", Doc: "config.toml [model_providers.*], passed through",
+		Set: agent.Field(optionMap, func(o *options) *map[string]any { return &o.ModelProviders })},
+	{Key: "effort", Doc: "turn/start effort",
+		Set: agent.Field(agent.OptionOneOf(efforts...), func(o *options) *string { return &o.Effort })},
+	{Key: "approval_policy", Doc: "thread/start approvalPolicy: " + strings.Join(approvalPolicies, ", ") + " or {granular: {...}}; unset: " + DefaultApprovalPolicy,
+		Set: agent.Field(approvalPolicy, func(o *options) *any { return &o.ApprovalPolicy })},
+	{Key: "thread_sandbox", Doc: "thread/start sandbox; unset: " + DefaultThreadSandbox,
+		Set: agent.Field(agent.OptionOneOf(sandboxModes...), func(o *options) *string { return &o.ThreadSandbox })},
+	{Key: "turn_sandbox_policy", Doc: "turn/start sandboxPolicy, passed through",
+		Set: agent.Field(turnSandboxPolicy, func(o *options) *map[string]any { return &o.TurnSandboxPolicy })},
+	{Key: "config", Doc: "thread config overrides, passed through",
+		Set: agent.Field(optionMap, func(o *options) *map[string]any { return &o.Config })},
+	{Key: "codex_home", Doc: "the directory of the issues' CODEX_HOMEs, relative to WORKFLOW.md's directory",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.CodexHome })},
+	{Key: "use_login", Doc: "copy the agent user's ~/.codex/auth.json into CODEX_HOME",
+		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.UseLogin })},
+	{Key: "read_timeout_ms", Doc: "per JSON-RPC request; config also reads it as agent.read_timeout_ms",
+		Set: agent.Field(optionMillis, func(o *options) *time.Duration { return &o.ReadTimeout })},
+	{Key: "turn_timeout_ms", Doc: "silence within a turn",
+		Set: agent.Field(optionMillis, func(o *options) *time.Duration { return &o.TurnTimeout })},
+	// Symphony: 0 or less turns stall detection off, so a negative value is valid.
+	{Key: "stall_timeout_ms", Doc: "read by config as agent.stall_timeout_ms; 0 or less turns stall detection off",
+		Set: agent.Field(optionSignedMillis, func(o *options) *time.Duration { return &o.StallTimeout })},
+}}
+
+// parseOptions validates the block by optionSpecs: a wrong type or value is an error
+// naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
 	var o options
-	var problems, warnings []string
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		v := raw[k]
-		at := "codex." + k
-		var err error
-		switch k {
-		case "command":
-			o.Command, err = agent.OptionString(v)
-		case "model":
-			o.Model, err = agent.OptionString(v)
-		case "model_provider":
-			o.ModelProvider, err = agent.OptionString(v)
-		case "model_providers":
-			o.ModelProviders, err = optionMap(v)
-		case "effort":
-			o.Effort, err = agent.OptionEnum(v, efforts)
-		case "approval_policy":
-			o.ApprovalPolicy, err = approvalPolicy(v)
-		case "thread_sandbox":
-			o.ThreadSandbox, err = agent.OptionEnum(v, sandboxModes)
-		case "turn_sandbox_policy":
-			o.TurnSandboxPolicy, err = optionMap(v)
-			if err == nil && o.TurnSandboxPolicy != nil {
-				if _, ok := o.TurnSandboxPolicy["type"].(string); !ok {
-					err = fmt.Errorf("must have a type (dangerFullAccess, readOnly, externalSandbox or workspaceWrite)")
-				}
-			}
-		case "config":
-			o.Config, err = optionMap(v)
-		case "codex_home":
-			o.CodexHome, err = agent.OptionString(v)
-			if err == nil && o.CodexHome != "" && !filepath.IsAbs(o.CodexHome) && workflowDir != "" {
-				o.CodexHome = filepath.Join(workflowDir, o.CodexHome)
-			}
-		case "use_login":
-			o.UseLogin, err = agent.OptionBool(v)
-		case "read_timeout_ms":
-			o.ReadTimeout, err = optionMillis(v)
-		case "turn_timeout_ms":
-			o.TurnTimeout, err = optionMillis(v)
-		case "stall_timeout_ms":
-			// Symphony: 0 or less turns stall detection off, so a negative value is valid.
-			o.StallTimeout, err = optionSignedMillis(v)
-		default:
-			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
-		}
-		if err != nil {
-			problems = append(problems, at+": "+err.Error())
-		}
+	warnings, err := optionSpecs.Parse(Kind, raw, &o)
+	if err != nil {
+		return options{}, warnings, err
 	}
-	if len(problems) > 0 {
-		return options{}, warnings, fmt.Errorf("%s", strings.Join(problems, "; "))
-	}
+	o.CodexHome = agent.ResolveOptionPath(workflowDir, o.CodexHome)
 	return o, warnings, nil
+}
+
+// turnSandboxPolicy is a mapping with a type, passed through as the protocol's
+// SandboxPolicy.
+func turnSandboxPolicy(v any) (map[string]any, error) {
+	m, err := optionMap(v)
+	if err == nil && m != nil {
+		if _, ok := m["type"].(string); !ok {
+			return nil, fmt.Errorf("must have a type (dangerFullAccess, readOnly, externalSandbox or workspaceWrite)")
+		}
+	}
+	return m, err
 }
 
 // approvalPolicy is one of approvalPolicies or a mapping with the single key granular,

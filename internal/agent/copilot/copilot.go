@@ -42,7 +42,7 @@ const canaryTimeout = 5 * time.Second
 const maxArg = 120 << 10
 
 func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames}, New)
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
 }
 
 // dialect is what running Copilot CLI takes besides the shared runner (package cli).

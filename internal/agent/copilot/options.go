@@ -1,10 +1,6 @@
 package copilot
 
 import (
-	"fmt"
-	"maps"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -31,60 +27,44 @@ type options struct {
 	Experimental          bool   // --experimental
 }
 
-var optionKeys = []string{
-	"agent", "allowed_tools", "available_tools", "denied_tools", "disable_builtin_mcps",
-	"excluded_tools", "experimental", "max_autopilot_continues", "mcp_config", "model",
-	"no_custom_instructions",
-}
+// optionSpecs declares the `copilot-cli:` block, registered as the kind's
+// agent.Meta.Options. An unknown key is a warning, since the reference system ignores
+// such keys and an existing WORKFLOW.md must keep starting.
+var optionSpecs = agent.OptionSet{Keys: []agent.Option{
+	{Key: "model", Doc: "--model",
+		Set: agent.Field(agent.OptionWord, func(o *options) *string { return &o.Model })},
+	{Key: "max_autopilot_continues", Default: DefaultMaxAutopilotContinues, Doc: "--max-autopilot-continues",
+		Set: agent.Field(agent.OptionCount, func(o *options) *int64 { return &o.MaxAutopilotContinues })},
+	{Key: "agent", Doc: "--agent",
+		Set: agent.Field(agent.OptionWord, func(o *options) *string { return &o.Agent })},
+	{Key: "allowed_tools", Doc: "--allow-tool=; any tool scoping key replaces --allow-all",
+		Set: agent.Field(asToolList, func(o *options) *string { return &o.AllowedTools })},
+	{Key: "denied_tools", Doc: "--deny-tool=",
+		Set: agent.Field(asToolList, func(o *options) *string { return &o.DeniedTools })},
+	{Key: "available_tools", Doc: "--available-tools=",
+		Set: agent.Field(asToolList, func(o *options) *string { return &o.AvailableTools })},
+	{Key: "excluded_tools", Doc: "--excluded-tools=",
+		Set: agent.Field(asToolList, func(o *options) *string { return &o.ExcludedTools })},
+	{Key: "mcp_config", Doc: "--additional-mcp-config @<path>, relative to WORKFLOW.md's directory; the daemon merges it into .sortie/mcp.json",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
+	{Key: "disable_builtin_mcps", Doc: "--disable-builtin-mcps",
+		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.DisableBuiltinMCPs })},
+	{Key: "no_custom_instructions", Doc: "--no-custom-instructions",
+		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.NoCustomInstructions })},
+	{Key: "experimental", Doc: "--experimental",
+		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.Experimental })},
+}}
 
-// parseOptions validates the block. A wrong type or value is an error naming the key;
-// an unknown key is returned as a warning, since the reference system ignores such keys
-// and an existing WORKFLOW.md must keep starting.
+// parseOptions validates the block by optionSpecs: a wrong type or value is an error
+// naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	o := options{MaxAutopilotContinues: DefaultMaxAutopilotContinues}
-	var problems, warnings []string
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		v := raw[k]
-		at := Kind + "." + k
-		var err error
-		switch k {
-		case "model":
-			o.Model, err = asWord(v)
-		case "max_autopilot_continues":
-			if v != nil {
-				o.MaxAutopilotContinues, err = agent.OptionCount(v)
-			}
-		case "agent":
-			o.Agent, err = asWord(v)
-		case "allowed_tools":
-			o.AllowedTools, err = asToolList(v)
-		case "denied_tools":
-			o.DeniedTools, err = asToolList(v)
-		case "available_tools":
-			o.AvailableTools, err = asToolList(v)
-		case "excluded_tools":
-			o.ExcludedTools, err = asToolList(v)
-		case "mcp_config":
-			o.MCPConfig, err = agent.OptionString(v)
-			if err == nil && o.MCPConfig != "" && !filepath.IsAbs(o.MCPConfig) && workflowDir != "" {
-				o.MCPConfig = filepath.Join(workflowDir, o.MCPConfig)
-			}
-		case "disable_builtin_mcps":
-			o.DisableBuiltinMCPs, err = agent.OptionBool(v)
-		case "no_custom_instructions":
-			o.NoCustomInstructions, err = agent.OptionBool(v)
-		case "experimental":
-			o.Experimental, err = agent.OptionBool(v)
-		default:
-			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
-		}
-		if err != nil {
-			problems = append(problems, at+": "+err.Error())
-		}
+	var o options
+	optionSpecs.Defaults(&o)
+	warnings, err := optionSpecs.Parse(Kind, raw, &o)
+	if err != nil {
+		return options{}, warnings, err
 	}
-	if len(problems) > 0 {
-		return options{}, warnings, fmt.Errorf("%s", strings.Join(problems, "; "))
-	}
+	o.MCPConfig = agent.ResolveOptionPath(workflowDir, o.MCPConfig)
 	return o, warnings, nil
 }
 
@@ -170,16 +150,6 @@ func (o options) args(t turnArgs) []string {
 		a = append(a, "--usage-output-file", t.usageFile)
 	}
 	return a
-}
-
-// asWord is a string that becomes the value of a flag of its own: it must not start
-// with '-', which the CLI would read as another flag.
-func asWord(v any) (string, error) {
-	s, err := agent.OptionString(v)
-	if err == nil && strings.HasPrefix(s, "-") {
-		return "", fmt.Errorf("must not start with '-' (got %q)", s)
-	}
-	return s, err
 }
 
 // asToolList is agent.OptionToolList with a comma-separated string split as well, so

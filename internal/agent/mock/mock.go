@@ -28,7 +28,7 @@ import (
 const Kind = "mock"
 
 func init() {
-	agent.Register(Kind, agent.Meta{Env: EnvNames}, New)
+	agent.Register(Kind, agent.Meta{Env: EnvNames, Options: optionSpecs}, New)
 }
 
 // adapter serves every mock session; per-session state is in *session.

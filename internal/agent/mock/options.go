@@ -3,6 +3,7 @@ package mock
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -83,17 +84,6 @@ type mcpCall struct {
 	ExpectError bool            `json:"expect_error,omitempty"`
 }
 
-func defaultProfile() profile {
-	return profile{
-		Script:        []outcome{outcomeSuccess},
-		EventsPerTurn: 3,
-		InputTokens:   100,
-		OutputTokens:  50,
-		Model:         "mock-model",
-		CrashExitCode: 1,
-	}
-}
-
 // clone copies p so that an issue's profile shares no slice or map with the default.
 func (p profile) clone() profile {
 	p.Script = slices.Clone(p.Script)
@@ -131,33 +121,73 @@ const (
 	statusFile  = statusDir + "/status"
 )
 
-var profileKeys = []string{
-	"api_duration_ms", "cache_read_tokens_per_turn", "crash_exit_code", "delay_ms",
-	"events_per_turn", "files", "helper_processes", "input_tokens_per_turn",
-	"malformed_lines", "mcp_calls", "model", "output_tokens_per_turn", "script", "shell", "status",
-	"tool_calls",
-}
+// profileSpecs declares the keys of a profile: the `mock:` block's own, and those of
+// each per-issue block. A wrong value is refused, and so is an unknown key.
+var profileSpecs = agent.OptionSet{Strict: true, Keys: append([]agent.Option{
+	{Key: "script", Default: []any{string(outcomeSuccess)}, Doc: "how successive turns end",
+		Set: agent.FieldAt(asScript, func(p *profile) *[]outcome { return &p.Script })},
+	{Key: "delay_ms", Default: 0, Doc: "the duration of one turn, spread over its events",
+		Set: agent.FieldAt(intIn(0, maxDelayMS), func(p *profile) *int64 { return &p.DelayMS })},
+	{Key: "events_per_turn", Default: 3, Doc: "notification events per turn",
+		Set: agent.FieldAt(intIn(0, maxEvents), func(p *profile) *int64 { return &p.EventsPerTurn })},
+	{Key: "tool_calls", Default: []any{}, Doc: "one tool_result event per {name, duration_ms, error}, every turn",
+		Set: agent.FieldAt(asToolCalls, func(p *profile) *[]toolCall { return &p.ToolCalls })},
+	{Key: "input_tokens_per_turn", Default: 100, Doc: "input tokens one turn reports",
+		Set: agent.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.InputTokens })},
+	{Key: "output_tokens_per_turn", Default: 50, Doc: "output tokens one turn reports",
+		Set: agent.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.OutputTokens })},
+	{Key: "cache_read_tokens_per_turn", Default: 0, Doc: "cache-read tokens one turn reports",
+		Set: agent.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.CacheReadTokens })},
+	{Key: "model", Default: "mock-model", Doc: "the model events name",
+		Set: agent.FieldAt(asModel, func(p *profile) *string { return &p.Model })},
+	{Key: "api_duration_ms", Default: 0, Doc: "APIDurationMS of each token_usage event",
+		Set: agent.FieldAt(intIn(0, maxDelayMS), func(p *profile) *int64 { return &p.APIDurationMS })},
+	{Key: "files", Default: map[string]any{}, Doc: "files written into the workspace every turn, by relative path",
+		Set: agent.FieldAt(asFiles, func(p *profile) *map[string]string { return &p.Files })},
+	{Key: "status", Default: "", Doc: "written to .sortie/status every turn",
+		Set: agent.FieldAt(asStatus, func(p *profile) *string { return &p.Status })},
+	{Key: "malformed_lines", Default: 0, Doc: "non-JSON lines written per turn",
+		Set: agent.FieldAt(intIn(0, maxEvents), func(p *profile) *int64 { return &p.MalformedLines })},
+	{Key: "helper_processes", Default: 0, Doc: "long-lived processes the child leaves in its group every turn",
+		Set: agent.FieldAt(intIn(0, maxHelpers), func(p *profile) *int64 { return &p.HelperProcesses })},
+	{Key: "crash_exit_code", Default: 1, Doc: "the exit status of the crash outcome",
+		Set: agent.FieldAt(intIn(1, 255), func(p *profile) *int64 { return &p.CrashExitCode })},
+	{Key: "mcp_calls", Default: []any{}, Doc: "MCP tool calls through .sortie/mcp.json, one group per turn",
+		Set: agent.FieldAt(asMCPCalls, func(p *profile) *[][]mcpCall { return &p.MCPCalls })},
+	{Key: "shell", Default: []any{}, Doc: "shell commands each turn runs in the workspace, as an agent's Bash tool would",
+		Set: agent.FieldAt(asShell, func(p *profile) *[]shellStep { return &p.Shell })},
+},
+	// Keys of the in-process mock of the system we measure against, with what to write
+	// instead.
+	retired("turn_outcomes", "use script (success, failure, hang, crash, input_required)"),
+	retired("turn_delay_ms", "use delay_ms"),
+	retired("model_name", "use model"),
+	retired("session_id", "the session id is generated, or taken from the resumed session"),
+	retired("agent_pid", "the pid is the real child's"),
+	retired("start_error", "point agent.command at a missing program for agent_not_found"),
+	retired("stop_error", "StopSession always succeeds"),
+)}
 
-// legacyKeys are keys of the in-process mock of the system we measure against, with
-// what to write instead.
-var legacyKeys = map[string]string{
-	"turn_outcomes": "use script (success, failure, hang, crash, input_required)",
-	"turn_delay_ms": "use delay_ms",
-	"model_name":    "use model",
-	"session_id":    "the session id is generated, or taken from the resumed session",
-	"agent_pid":     "the pid is the real child's",
-	"start_error":   "point agent.command at a missing program for agent_not_found",
-	"stop_error":    "StopSession always succeeds",
+// optionSpecs declares the `mock:` block, registered as the kind's agent.Meta.Options:
+// a profile's keys, and two that only the top level takes.
+var optionSpecs = agent.OptionSet{Strict: true, Keys: append(slices.Clone(profileSpecs.Keys),
+	agent.Option{Key: "issues", Doc: "per-issue blocks by issue identifier, each a profile over the default"},
+	// The daemon's, as for every adapter: it merges that file into .sortie/mcp.json. The
+	// mock reads the merged file only for mcp_calls.
+	agent.Option{Key: "mcp_config", Doc: "MCP servers the daemon merges into .sortie/mcp.json, for mcp_calls"},
+)}
+
+func retired(key, hint string) agent.Option {
+	return agent.Option{Key: key, Retired: "not supported by this mock agent; " + hint + " (see docs/agents/mock.md)"}
 }
 
 // parseOptions validates the `mock:` block (nil means every default). Errors name the
 // key path, e.g. `mock.issues.DEMO-3.script[1]: unknown outcome "sucess" (valid: ...)`.
 func parseOptions(raw map[string]any) (options, error) {
-	o := options{Default: defaultProfile()}
+	var o options
+	profileSpecs.Defaults(&o.Default)
 	top := make(map[string]any, len(raw))
 	for k, v := range raw {
-		// mcp_config is the daemon's: it merges that file into .sortie/mcp.json, as for
-		// every adapter. The mock reads the merged file only for mcp_calls.
 		if k != "issues" && k != "mcp_config" {
 			top[k] = v
 		}
@@ -197,59 +227,41 @@ func parseOptions(raw map[string]any) (options, error) {
 
 // apply sets the profile fields named in m; keys it does not set keep their value.
 func (p *profile) apply(path string, m map[string]any) error {
-	for _, k := range sortedKeys(m) {
-		v, at := m[k], path+"."+k
-		var err error
-		switch k {
-		case "script":
-			p.Script, err = asScript(at, v)
-		case "delay_ms":
-			p.DelayMS, err = asInt(at, v, 0, maxDelayMS)
-		case "events_per_turn":
-			p.EventsPerTurn, err = asInt(at, v, 0, maxEvents)
-		case "input_tokens_per_turn":
-			p.InputTokens, err = asInt(at, v, 0, maxTokens)
-		case "output_tokens_per_turn":
-			p.OutputTokens, err = asInt(at, v, 0, maxTokens)
-		case "cache_read_tokens_per_turn":
-			p.CacheReadTokens, err = asInt(at, v, 0, maxTokens)
-		case "model":
-			p.Model, err = asString(at, v)
-			if err == nil && strings.TrimSpace(p.Model) == "" {
-				err = fmt.Errorf("%s: must not be empty", at)
-			}
-		case "api_duration_ms":
-			p.APIDurationMS, err = asInt(at, v, 0, maxDelayMS)
-		case "tool_calls":
-			p.ToolCalls, err = asToolCalls(at, v)
-		case "files":
-			p.Files, err = asFiles(at, v)
-		case "status":
-			p.Status, err = asString(at, v)
-			if err == nil && strings.ContainsAny(p.Status, "\r\n") {
-				err = fmt.Errorf("%s: must be a single line (got %q)", at, p.Status)
-			}
-		case "malformed_lines":
-			p.MalformedLines, err = asInt(at, v, 0, maxEvents)
-		case "helper_processes":
-			p.HelperProcesses, err = asInt(at, v, 0, maxHelpers)
-		case "crash_exit_code":
-			p.CrashExitCode, err = asInt(at, v, 1, 255)
-		case "mcp_calls":
-			p.MCPCalls, err = asMCPCalls(at, v)
-		case "shell":
-			p.Shell, err = asShell(at, v)
-		default:
-			if hint, ok := legacyKeys[k]; ok {
-				return fmt.Errorf("%s: not supported by this mock agent; %s (see docs/agents/mock.md)", at, hint)
-			}
-			return fmt.Errorf("%s: unknown key (known: %s)", at, strings.Join(profileKeys, ", "))
-		}
-		if err != nil {
-			return err
-		}
+	_, err := profileSpecs.Parse(path, m, p)
+	return firstProblem(err)
+}
+
+// firstProblem is the first, in key order, of what an OptionSet refused: the mock
+// reports one problem at a time.
+func firstProblem(err error) error {
+	var oe *agent.OptionError
+	if errors.As(err, &oe) {
+		return errors.New(oe.Problems[0])
 	}
-	return nil
+	return err
+}
+
+// intIn reads an integer from lo to hi.
+func intIn(lo, hi int64) func(path string, v any) (int64, error) {
+	return func(path string, v any) (int64, error) { return asInt(path, v, lo, hi) }
+}
+
+// asModel is a non-empty model name.
+func asModel(path string, v any) (string, error) {
+	s, err := asString(path, v)
+	if err == nil && strings.TrimSpace(s) == "" {
+		return "", fmt.Errorf("%s: must not be empty", path)
+	}
+	return s, err
+}
+
+// asStatus is a single line for .sortie/status.
+func asStatus(path string, v any) (string, error) {
+	s, err := asString(path, v)
+	if err == nil && strings.ContainsAny(s, "\r\n") {
+		return "", fmt.Errorf("%s: must be a single line (got %q)", path, s)
+	}
+	return s, err
 }
 
 func asScript(path string, v any) ([]outcome, error) {
@@ -279,6 +291,13 @@ func joinOutcomes() string {
 	return strings.Join(names, ", ")
 }
 
+// toolCallSpecs declares the keys of a tool_calls entry.
+var toolCallSpecs = agent.OptionSet{Strict: true, Keys: []agent.Option{
+	{Key: "name", Doc: "the tool's name; required", Set: agent.FieldAt(asString, func(c *toolCall) *string { return &c.Name })},
+	{Key: "duration_ms", Doc: "added to the turn's duration", Set: agent.FieldAt(intIn(0, maxDelayMS), func(c *toolCall) *int64 { return &c.DurationMS })},
+	{Key: "error", Doc: "true: the call failed", Set: agent.FieldAt(asBool, func(c *toolCall) *bool { return &c.Error })},
+}}
+
 func asToolCalls(path string, v any) ([]toolCall, error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -295,20 +314,8 @@ func asToolCalls(path string, v any) ([]toolCall, error) {
 			return nil, err
 		}
 		var c toolCall
-		for _, k := range sortedKeys(m) {
-			switch k {
-			case "name":
-				c.Name, err = asString(at+".name", m[k])
-			case "duration_ms":
-				c.DurationMS, err = asInt(at+".duration_ms", m[k], 0, maxDelayMS)
-			case "error":
-				c.Error, err = asBool(at+".error", m[k])
-			default:
-				err = fmt.Errorf("%s.%s: unknown key (known: duration_ms, error, name)", at, k)
-			}
-			if err != nil {
-				return nil, err
-			}
+		if _, err := toolCallSpecs.Parse(at, m, &c); err != nil {
+			return nil, firstProblem(err)
 		}
 		if strings.TrimSpace(c.Name) == "" {
 			return nil, fmt.Errorf("%s.name: required", at)
@@ -351,31 +358,34 @@ func asMCPCalls(path string, v any) ([][]mcpCall, error) {
 	return out, nil
 }
 
+// mcpCallSpecs declares the keys of one call of an mcp_calls group.
+var mcpCallSpecs = agent.OptionSet{Strict: true, Keys: []agent.Option{
+	{Key: "tool", Doc: "the tool to call; required", Set: agent.FieldAt(asString, func(c *mcpCall) *string { return &c.Tool })},
+	{Key: "server", Default: defaultMCPServer, Doc: "the server of .sortie/mcp.json to call it on",
+		Set: agent.FieldAt(asServer, func(c *mcpCall) *string { return &c.Server })},
+	{Key: "arguments", Default: map[string]any{}, Doc: "the call's arguments, a mapping",
+		Set: agent.FieldAt(asJSONObject, func(c *mcpCall) *json.RawMessage { return &c.Arguments })},
+	{Key: "expect_error", Doc: "true: the call must fail", Set: agent.FieldAt(asBool, func(c *mcpCall) *bool { return &c.ExpectError })},
+}}
+
+// asServer is the non-empty name of an MCP server.
+func asServer(path string, v any) (string, error) {
+	s, err := asString(path, v)
+	if err == nil && strings.TrimSpace(s) == "" {
+		return "", fmt.Errorf("%s: must not be empty (omit it for %s)", path, defaultMCPServer)
+	}
+	return s, err
+}
+
 func asMCPCall(at string, v any) (mcpCall, error) {
 	m, err := asMap(at, v)
 	if err != nil {
 		return mcpCall{}, err
 	}
-	c := mcpCall{Server: defaultMCPServer, Arguments: json.RawMessage("{}")}
-	for _, k := range sortedKeys(m) {
-		switch k {
-		case "tool":
-			c.Tool, err = asString(at+".tool", m[k])
-		case "server":
-			c.Server, err = asString(at+".server", m[k])
-			if err == nil && strings.TrimSpace(c.Server) == "" {
-				err = fmt.Errorf("%s.server: must not be empty (omit it for %s)", at, defaultMCPServer)
-			}
-		case "arguments":
-			c.Arguments, err = asJSONObject(at+".arguments", m[k])
-		case "expect_error":
-			c.ExpectError, err = asBool(at+".expect_error", m[k])
-		default:
-			err = fmt.Errorf("%s.%s: unknown key (known: arguments, expect_error, server, tool)", at, k)
-		}
-		if err != nil {
-			return mcpCall{}, err
-		}
+	var c mcpCall
+	mcpCallSpecs.Defaults(&c)
+	if _, err := mcpCallSpecs.Parse(at, m, &c); err != nil {
+		return mcpCall{}, firstProblem(err)
 	}
 	if _, ok := m["tool"]; !ok {
 		return mcpCall{}, fmt.Errorf("%s.tool: required", at)

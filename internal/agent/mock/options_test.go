@@ -63,7 +63,6 @@ func TestParseOptions_RejectsInvalidBlocks(t *testing.T) {
 		{`delay_ms: 1.5`, `mock.delay_ms: must be an integer`},
 		{`delay_ms: fast`, `mock.delay_ms: must be an integer from 0 to 86400000 (got "fast")`},
 		{`input_tokens_per_turn: -5`, `mock.input_tokens_per_turn: must be an integer`},
-		{`delay: 3`, `mock.delay: unknown key (known: api_duration_ms,`},
 		{`turn_outcomes: [completed]`, `mock.turn_outcomes: not supported by this mock agent; use script`},
 		{`tool_calls: [{duration_ms: 3}]`, `mock.tool_calls[0].name: required`},
 		{`tool_calls: [{name: Bash, secs: 3}]`, `mock.tool_calls[0].secs: unknown key`},

@@ -35,7 +35,7 @@ const Kind = "opencode"
 const DefaultCommand = "opencode"
 
 func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames}, New)
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
 }
 
 // dialect is what running OpenCode takes besides the shared runner (package cli).

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"sortie/internal/agent"
@@ -45,71 +42,48 @@ type options struct {
 	StateDir string
 }
 
-var optionKeys = []string{"agent", "config", "config_file", "mcp_config", "model", "permission", "state_dir", "subagents", "variant"}
-
 // permissionActions are the values OpenCode takes for a permission.
 var permissionActions = []string{"allow", "ask", "deny"}
 
 // maxConfigFile bounds the operator's OpenCode configuration file.
 const maxConfigFile = 1 << 20
 
-// parseOptions validates the block. A wrong type or value is an error naming the key;
-// an unknown key is returned as a warning, so that an existing WORKFLOW.md keeps
+// optionSpecs declares the `opencode:` block, registered as the kind's
+// agent.Meta.Options. An unknown key is a warning, so that an existing WORKFLOW.md keeps
 // starting.
+var optionSpecs = agent.OptionSet{Keys: []agent.Option{
+	{Key: "model", Doc: "--model provider/model",
+		Set: agent.Field(asModel, func(o *options) *string { return &o.Model })},
+	{Key: "agent", Doc: "--agent",
+		Set: agent.Field(agent.OptionWord, func(o *options) *string { return &o.Agent })},
+	{Key: "variant", Doc: "--variant",
+		Set: agent.Field(agent.OptionWord, func(o *options) *string { return &o.Variant })},
+	{Key: "permission", Doc: "OpenCode's permission: allow, ask, deny or a mapping by tool; set, turns run without --auto",
+		Set: agent.Field(asPermission, func(o *options) *any { return &o.Permission })},
+	{Key: "config", Doc: "inline OpenCode configuration, merged under the adapter's own",
+		Set: agent.Field(asInlineConfig, func(o *options) *map[string]any { return &o.Config })},
+	{Key: "config_file", Doc: "an OpenCode configuration file (JSON or JSONC), OPENCODE_CONFIG, relative to WORKFLOW.md's directory",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.ConfigFile })},
+	{Key: "mcp_config", Doc: "the operator's MCP servers, relative to WORKFLOW.md's directory; the daemon merges them into .sortie/mcp.json",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
+	{Key: "subagents", Doc: "let the agent start OpenCode subagents (the task tool), whose usage budgets do not count",
+		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.Subagents })},
+	{Key: "state_dir", Doc: "OpenCode's isolated configuration, data and state, relative to WORKFLOW.md's directory",
+		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.StateDir })},
+}}
+
+// parseOptions validates the block by optionSpecs: a wrong type or value is an error
+// naming the key, an unknown key a warning. A local config_file is read here.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
 	var o options
-	var problems, warnings []string
-	abs := func(p string) string {
-		if p != "" && !filepath.IsAbs(p) && workflowDir != "" {
-			return filepath.Join(workflowDir, p)
-		}
-		return p
+	warnings, err := optionSpecs.Parse(Kind, raw, &o)
+	if err != nil {
+		return options{}, warnings, err
 	}
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		v := raw[k]
-		at := Kind + "." + k
-		var err error
-		switch k {
-		case "model":
-			if o.Model, err = asWord(v); err == nil && o.Model != "" && !validModel(o.Model) {
-				err = fmt.Errorf("must be provider/model, as in anthropic/claude-sonnet-4-5 (got %q)", o.Model)
-			}
-		case "agent":
-			o.Agent, err = asWord(v)
-		case "variant":
-			o.Variant, err = asWord(v)
-		case "permission":
-			o.Permission, err = asPermission(v)
-		case "config":
-			o.Config, err = asConfig(v)
-			if err == nil {
-				if _, ok := mcpOf(o.Config)[ToolsServer]; ok {
-					err = fmt.Errorf("mcp.%s: the server name is reserved for Sortie's own tools; rename it", ToolsServer)
-				}
-			}
-		case "config_file":
-			o.ConfigFile, err = agent.OptionString(v)
-			o.ConfigFile = abs(o.ConfigFile)
-		case "mcp_config":
-			o.MCPConfig, err = agent.OptionString(v)
-			o.MCPConfig = abs(o.MCPConfig)
-		case "subagents":
-			if b, ok := v.(bool); ok || v == nil {
-				o.Subagents = b
-			} else {
-				err = fmt.Errorf("must be true or false (got %s)", agent.DescribeValue(v))
-			}
-		case "state_dir":
-			o.StateDir, err = agent.OptionString(v)
-			o.StateDir = abs(o.StateDir)
-		default:
-			warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known: %s)", at, strings.Join(optionKeys, ", ")))
-		}
-		if err != nil {
-			problems = append(problems, at+": "+err.Error())
-		}
-	}
-	if o.ConfigFile != "" && len(problems) == 0 {
+	o.ConfigFile = agent.ResolveOptionPath(workflowDir, o.ConfigFile)
+	o.MCPConfig = agent.ResolveOptionPath(workflowDir, o.MCPConfig)
+	o.StateDir = agent.ResolveOptionPath(workflowDir, o.StateDir)
+	if o.ConfigFile != "" {
 		perm, err := readConfigFile(o.ConfigFile)
 		switch {
 		case err == nil:
@@ -119,11 +93,8 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 			// Perhaps a path on the SSH hosts: the CLI reads it there.
 			warnings = append(warnings, fmt.Sprintf("%s.config_file: %s does not exist here; OpenCode on an SSH host reads it there, a local run fails", Kind, o.ConfigFile))
 		default:
-			problems = append(problems, fmt.Sprintf("%s.config_file: %v", Kind, err))
+			return options{}, warnings, fmt.Errorf("%s.config_file: %v", Kind, err)
 		}
-	}
-	if len(problems) > 0 {
-		return options{}, warnings, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return o, warnings, nil
 }
@@ -154,12 +125,11 @@ func validModel(s string) bool {
 	return ok && p != "" && m != "" && !strings.ContainsAny(s, " \t\n")
 }
 
-// asWord is a string that becomes the value of a flag of its own: it must not start
-// with '-', which the CLI would read as another flag.
-func asWord(v any) (string, error) {
-	s, err := agent.OptionString(v)
-	if err == nil && strings.HasPrefix(s, "-") {
-		return "", fmt.Errorf("must not start with '-' (got %q)", s)
+// asModel is a flag's word of the form provider/model.
+func asModel(v any) (string, error) {
+	s, err := agent.OptionWord(v)
+	if err == nil && s != "" && !validModel(s) {
+		return "", fmt.Errorf("must be provider/model, as in anthropic/claude-sonnet-4-5 (got %q)", s)
 	}
 	return s, err
 }
@@ -199,6 +169,17 @@ func asConfig(v any) (map[string]any, error) {
 		return m.(map[string]any), nil
 	}
 	return nil, fmt.Errorf("must be a mapping of OpenCode configuration (got %s)", agent.DescribeValue(v))
+}
+
+// asInlineConfig is asConfig without Sortie's reserved MCP server name.
+func asInlineConfig(v any) (map[string]any, error) {
+	m, err := asConfig(v)
+	if err == nil {
+		if _, ok := mcpOf(m)[ToolsServer]; ok {
+			return nil, fmt.Errorf("mcp.%s: the server name is reserved for Sortie's own tools; rename it", ToolsServer)
+		}
+	}
+	return m, err
 }
 
 // jsonValue converts a value the YAML decoder made into one encoding/json can write:
