@@ -39,11 +39,16 @@ func Dir(env []string, cli, base, workflowDir, workspace string) string {
 		}
 		base = filepath.Join(cache, "sortie", cli)
 	}
-	wf := sha256.Sum256([]byte(filepath.Clean(workflowDir)))
 	issue := "issue:" + agent.EnvValue(env, "SORTIE_ISSUE_ID")
 	if issue == "issue:" {
 		issue = "workspace:" + filepath.Clean(workspace)
 	}
-	is := sha256.Sum256([]byte(issue))
-	return filepath.Join(base, hex.EncodeToString(wf[:6]), hex.EncodeToString(is[:8]))
+	return filepath.Join(base, Key(filepath.Clean(workflowDir), 6), Key(issue, 8))
+}
+
+// Key is the first n bytes of the SHA-256 of s, in hex: how Dir names a workflow's and
+// an issue's directories, and how the layouts before it named theirs.
+func Key(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:n])
 }

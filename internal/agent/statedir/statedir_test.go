@@ -104,6 +104,10 @@ func TestDir_OnePerIssueAndStable(t *testing.T) {
 
 func TestDir_Layout(t *testing.T) {
 	env := []string{"HOME=/home/u", "SORTIE_ISSUE_ID=1"}
+	// Where claude's and copilot's directories have been since they had one per issue.
+	if got, want := Dir(env, "claude", "", "/srv/wf", "/ws/A"), "/home/u/.cache/sortie/claude/e22547254800/740a35d7c6631c13"; got != want {
+		t.Errorf("Dir = %s, want %s", got, want)
+	}
 	for _, c := range []struct {
 		name       string
 		env        []string
