@@ -5,7 +5,7 @@
 // `--session <id>`, the id the CLI reports on its first line.
 //
 // Locally, every turn runs with OpenCode's configuration, data, state and cache
-// directories in a place of the daemon's own, one per issue (stateRoot, issueDir), so
+// directories in a place of the daemon's own, one per issue (issueDir), so
 // that an operator's personal OpenCode configuration cannot change or break a run and
 // one issue's agent cannot reach another's sessions, while sessions still resume across
 // turns and daemon restarts. A confined CLI writes only its issue's data, state and
@@ -160,13 +160,10 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	if st.exe, err = exec.LookPath(a.program[0]); err != nil {
 		return nil, &agent.Error{Kind: agent.ErrNotFound, Message: Kind + ": agent.command " + a.program[0], Err: err}
 	}
-	root := a.opts.StateDir
-	if root == "" {
-		if root, err = stateRoot(base, a.workflowDir); err != nil {
-			return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
-		}
+	if st.stateDir, err = issueDir(base, a.opts.StateDir, a.workflowDir, p.Workspace, p.RunAs); err != nil {
+		return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 	}
-	st.stateDir, st.base, st.owner = issueDir(root, base, p.Workspace), base, p.RunAs
+	st.base, st.owner = base, p.RunAs
 	dirs, err := prepareState(st.stateDir, base, p.RunAs)
 	if err != nil {
 		return nil, &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
