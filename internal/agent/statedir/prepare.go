@@ -28,8 +28,8 @@ type Spec struct {
 	Dirs []string
 	// Files are written after the reset, replacing whatever is at their names.
 	Files []File
-	// Links are symbolic links made after the reset, name to target, for the CLI to
-	// follow; Sortie never does.
+	// Links are symbolic links made after the reset, name to target, replacing
+	// whatever is at their names, for the CLI to follow; Sortie never does.
 	Links map[string]string
 	// Login, when not nil, is the user's login the CLI is given a copy of.
 	Login *Login
@@ -108,7 +108,10 @@ func Prepare(dir string, owner *runas.User, spec Spec) error {
 		}
 	}
 	for name, target := range spec.Links {
-		err := o.root.Symlink(target, name)
+		err := o.root.RemoveAll(name) // one left below a kept directory
+		if err == nil {
+			err = o.root.Symlink(target, name)
+		}
 		if err == nil && owner != nil {
 			err = o.root.Lchown(name, int(owner.UID), int(owner.GID))
 		}

@@ -133,7 +133,8 @@ func TestPrepare_WritesFilesFromTheirOldContent(t *testing.T) {
 }
 
 // Dirs are made where missing, and a link or file the agent put where one goes is
-// replaced by a directory, nothing written through it.
+// replaced by a directory, nothing written through it; Links are made again at every
+// reset, below a kept directory too.
 func TestPrepare_MakesDirsInPlaceOfLinks(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "issue")
 	outside := t.TempDir()
@@ -145,9 +146,11 @@ func TestPrepare_MakesDirsInPlaceOfLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := Spec{Keep: []string{"data/", "state/", "cache/"}, Dirs: []string{"config/opencode", "data/opencode", "state/opencode", "cache/opencode"},
-		Links: map[string]string{"config/git": "/etc/gitconfig-dir"}}
-	if err := Prepare(dir, nil, spec); err != nil {
-		t.Fatal(err)
+		Links: map[string]string{"config/git": "/etc/gitconfig-dir", "state/kept-link": "/etc/gitconfig-dir"}}
+	for range 2 {
+		if err := Prepare(dir, nil, spec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, d := range spec.Dirs {
 		if !isDir(t, filepath.Join(dir, d)) {
@@ -157,8 +160,10 @@ func TestPrepare_MakesDirsInPlaceOfLinks(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "data", "opencode", "opencode.db")); string(b) != "sessions" {
 		t.Errorf("the kept sessions are gone: %q", b)
 	}
-	if l, err := os.Readlink(filepath.Join(dir, "config", "git")); err != nil || l != "/etc/gitconfig-dir" {
-		t.Errorf("config/git = %q, %v; want the link the spec names", l, err)
+	for name := range spec.Links {
+		if l, err := os.Readlink(filepath.Join(dir, name)); err != nil || l != "/etc/gitconfig-dir" {
+			t.Errorf("%s = %q, %v; want the link the spec names", name, l, err)
+		}
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) > 0 {
 		t.Errorf("Sortie wrote through a link: %v", entries)
