@@ -302,6 +302,18 @@ func resolved(p string) string {
 	return r
 }
 
+// CacheHome is the agent user's cache directory in env: XDG_CACHE_HOME, else
+// ~/.cache; "" without either (or with relative ones).
+func CacheHome(env []string) string {
+	if v := EnvValue(env, "XDG_CACHE_HOME"); filepath.IsAbs(v) {
+		return v
+	}
+	if home := EnvValue(env, "HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, ".cache")
+	}
+	return ""
+}
+
 // EnvValue is the value of key in env (KEY=VALUE; the last one wins), "" when unset.
 func EnvValue(env []string, key string) string {
 	v := ""

@@ -97,7 +97,7 @@ func gitConfigFiles(env []string) []string {
 // rules (its workspace, its temporary directory, its CLI's state, the files named in
 // its home): workspace.root, the parent of the runs' temporary directories, the agent
 // CLIs' per-issue state (<cache>/sortie, and sortie-<uid> in the temporary directory
-// without a cache directory: agent.IssueStateDir), the agent's home (HOME, agent.run_as's)
+// without a cache directory: statedir.Dir), the agent's home (HOME, agent.run_as's)
 // and the daemon user's home.
 func privatePaths(cfg *config.Config, env []string) []string {
 	private := []string{runTmpRoot(cfg), filepath.Join(os.TempDir(), fmt.Sprintf("sortie-%d", os.Getuid()))}

@@ -2,17 +2,12 @@ package claude
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/statedir"
 	"sortie/internal/runas"
 )
 
@@ -47,113 +42,43 @@ var keptGlobalState = []string{"userID", "firstStartTime"}
 
 // issueConfigDir is the configuration directory of the issue whose session has
 // environment env and workspace workspace, in the workflow in workflowDir:
-// <cache>/sortie/claude/<workflow key>/<issue key>, where cache is the agent user's
-// cache directory (XDG_CACHE_HOME, else ~/.cache, in env; else below the temporary
-// directory) and the keys are the start of the SHA-256 of the workflow's directory and
-// of the issue (SORTIE_ISSUE_ID, which the daemon sets; the workspace, unique per issue,
-// when it is unset). It is the same for every turn of the issue, after a restart too.
+// statedir.Dir, <cache>/sortie/claude/<workflow>/<issue>.
 func issueConfigDir(env []string, workflowDir, workspace string) string {
-	return agent.IssueStateDir(env, "claude", workflowDir, workspace)
+	return statedir.Dir(env, "claude", "", workflowDir, workspace)
 }
 
 // RemoveIssueState implements agent.IssueStateRemover: the issue's configuration
 // directory goes, transcripts and all. An operator's own CLAUDE_CONFIG_DIR, shared by
 // every issue, is left alone.
-func (d *dialect) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
+func (d *dialect) RemoveIssueState(env []string, workspace string, owner *runas.User) error {
 	if agent.EnvValue(env, configEnv) != "" {
 		return nil
 	}
-	return agent.RemoveStateDir(issueConfigDir(env, d.workflowDir, workspace))
+	return statedir.Remove(issueConfigDir(env, d.workflowDir, workspace), owner)
 }
 
-// sessionDir matches the name of a session's directory beside its transcript
-// (subagent transcripts, large tool results): a UUID.
-var sessionDir = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-})
+// keptInConfigDir are what a reset leaves of the configuration directory: the
+// transcripts, projects/<project>/*.jsonl, and the session directories beside them
+// (subagent transcripts, large tool results), named by the session's UUID. Not auto
+// memory (memory/), which is instructions.
+var keptInConfigDir = []string{"projects/*/*.jsonl", "projects/*/" + uuidPattern + "/"}
 
-// resetConfigDir creates dir (0700, owner's) when missing and removes from it
-// everything Sortie did not put there but the transcripts: projects/<project>/*.jsonl
-// and the session directories beside them. .claude.json keeps only keptGlobalState.
-// When login is not "", it is the user's credentials file, copied in when newer than
-// the copy (the CLI refreshes its tokens in the copy); otherwise any copy is removed.
-// Links are removed, never followed, and nothing outside dir is touched even if a link
-// replaced part of it.
+// uuidPattern is a path.Match pattern of a lower-case UUID.
+var uuidPattern = hexDigits(8) + "-" + hexDigits(4) + "-" + hexDigits(4) + "-" + hexDigits(4) + "-" + hexDigits(12)
+
+func hexDigits(n int) string { return strings.Repeat("[0-9a-f]", n) }
+
+// resetConfigDir prepares dir for a turn (statedir.Prepare): made when missing (0700,
+// owner's), emptied of everything but keptInConfigDir, with a .claude.json that holds
+// only keptGlobalState. When login is not "", it is the user's credentials file,
+// copied in when newer than the copy (the CLI refreshes its tokens in the copy);
+// otherwise any copy is removed.
 func resetConfigDir(dir string, owner *runas.User, login string) error {
-	if err := owner.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	root, err := agent.OpenStateDir(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	entries, err := fs.ReadDir(root.FS(), ".")
-	if err != nil {
-		return err
-	}
-	// An empty directory (a new issue's, most of the time) has no state to keep and
-	// nothing at the names about to be written.
-	fresh := len(entries) == 0
-	var state []byte
-	if !fresh {
-		state, _ = readBounded(root, globalStateFile, 64<<20)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		switch {
-		case name == "projects" && e.IsDir():
-			if err := pruneProjects(root); err != nil {
-				return err
-			}
-			continue
-		case name == credentialsFile && login != "" && e.Type().IsRegular():
-			continue
-		}
-		if err := root.RemoveAll(name); err != nil {
-			return fmt.Errorf("resetting %s: %w", dir, err)
-		}
-	}
-	if err := writeFile(root, globalStateFile, keptState(state), owner, fresh); err != nil {
-		return fmt.Errorf("writing %s: %w", filepath.Join(dir, globalStateFile), err)
-	}
-	if login != "" {
-		if err := copyLogin(root, login, owner); err != nil {
-			return fmt.Errorf("copying %s into %s: %w", login, dir, err)
-		}
-	}
-	return nil
-}
-
-// pruneProjects removes from projects/ everything but the project directories'
-// transcripts and session directories (auto memory, memory/, is instructions).
-func pruneProjects(root *os.Root) error {
-	projects, err := fs.ReadDir(root.FS(), "projects")
-	if err != nil {
-		return err
-	}
-	for _, p := range projects {
-		at := filepath.Join("projects", p.Name())
-		if !p.IsDir() {
-			if err := root.RemoveAll(at); err != nil {
-				return err
-			}
-			continue
-		}
-		files, err := fs.ReadDir(root.FS(), at)
-		if err != nil {
-			return err
-		}
-		for _, f := range files {
-			keep := f.Type().IsRegular() && strings.HasSuffix(f.Name(), ".jsonl") || f.IsDir() && sessionDir().MatchString(f.Name())
-			if !keep {
-				if err := root.RemoveAll(filepath.Join(at, f.Name())); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
+	return statedir.Prepare(dir, owner, statedir.Spec{
+		Keep:  keptInConfigDir,
+		Files: []statedir.File{{Name: globalStateFile, Content: keptState}},
+		Login: &statedir.Login{From: login, To: credentialsFile},
+	})
 }
 
 // keptState is the .claude.json Sortie writes: the keptGlobalState keys of state, when
@@ -173,80 +98,6 @@ func keptState(state []byte) []byte {
 	}
 	b, _ := json.Marshal(kept)
 	return b
-}
-
-// maxLogin bounds the size of the credentials file copyLogin copies.
-const maxLogin = 1 << 20
-
-// copyLogin copies the user's credentials file at src into root when it is newer than
-// the copy there. src is read by agent.ReadOwnedFile: never through a link, and only
-// when it is a regular file of the agent's user (owner, or the daemon's user), for with
-// agent.run_as the daemon is root and the agent's user could point it at any file.
-func copyLogin(root *os.Root, src string, owner *runas.User) error {
-	data, mtime, err := agent.ReadOwnedFile(src, owner, maxLogin)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // no login to copy; the CLI says it is not logged in
-	}
-	if err != nil {
-		return err
-	}
-	if di, err := root.Lstat(credentialsFile); err == nil && di.Mode().IsRegular() && !mtime.After(di.ModTime()) {
-		return nil
-	}
-	return writeFile(root, credentialsFile, data, owner, false)
-}
-
-// readBounded reads name in root, at most limit bytes.
-func readBounded(root *os.Root, name string, limit int64) ([]byte, error) {
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
-}
-
-// writeFile writes data to name in root (0600, owner's) through a temporary file and a
-// rename, replacing whatever name was. With fresh (root was found empty) it is written
-// in place, which O_EXCL keeps from writing through anything that appeared meanwhile:
-// then it takes the usual way.
-func writeFile(root *os.Root, name string, data []byte, owner *runas.User, fresh bool) error {
-	if fresh {
-		if err := writeNew(root, name, data, owner); !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-	}
-	tmp := ".sortie-" + name
-	_ = root.RemoveAll(tmp)
-	if err := writeNew(root, tmp, data, owner); err != nil {
-		return err
-	}
-	_ = root.RemoveAll(name) // a directory or link in its place
-	if err := root.Rename(tmp, name); err != nil {
-		_ = root.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// writeNew creates name in root (0600, owner's) with data; it fails with fs.ErrExist
-// when anything is at name. A file it could not finish is removed.
-func writeNew(root *os.Root, name string, data []byte, owner *runas.User) error {
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && owner != nil {
-		err = root.Lchown(name, int(owner.UID), int(owner.GID))
-	}
-	if err != nil {
-		_ = root.Remove(name)
-	}
-	return err
 }
 
 // loginFile is the user's own credentials file that use_login copies: in

@@ -196,7 +196,10 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 		}
 		args = a.program[1:]
 	}
-	home := homeDir(env, a.opts.CodexHome, a.workflowDir, p.Workspace, agent.AgentUID(p.RunAs))
+	home, err := homeDir(env, a.opts.CodexHome, a.workflowDir, p.Workspace, p.RunAs)
+	if err != nil {
+		return nil, &agent.Error{Kind: agent.ErrPortExit, Message: "codex: CODEX_HOME", Err: err}
+	}
 	env = append(withoutKey(env, "CODEX_HOME"), "CODEX_HOME="+home)
 	st := &session{home: home, owner: p.RunAs, env: env, started: p.ResumeSessionID != "", landlocked: p.Confine != nil}
 	notes, err := a.prepareHome(st)

@@ -2,13 +2,9 @@ package codex
 
 import (
 	"bytes"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -17,6 +13,7 @@ import (
 	"strings"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/statedir"
 	"sortie/internal/runas"
 )
 
@@ -26,181 +23,80 @@ import (
 // issue's agent, which can write its CODEX_HOME, can neither plant instructions or
 // configuration for another issue's sessions nor read their transcripts, and so that
 // the issue's threads persist there between runs and daemon restarts for thread/resume.
-// Before every start of an app-server the home is reset (resetHome): only the threads
+// Before every start of an app-server the home is reset (prepareHome): only the threads
 // (sessions/) survive, so that not even the issue's own earlier runs can plant what
 // codex loads as instructions, configuration or code.
 
 // homeDir is the CODEX_HOME of the issue whose session has environment env and
-// workspace workspace, in the workflow in workflowDir: base/<key>, where base is
-// codex.codex_home when set, else $XDG_CACHE_HOME/sortie/codex, else
-// ~/.cache/sortie/codex, else sortie-<uid>/codex in the temporary directory (private
-// to the agent's user uid, checked by prepareHome). The key is the start of the
-// SHA-256 of the workflow's directory and the issue (SORTIE_ISSUE_ID, which the daemon
-// sets; the workspace, unique per issue, when it is unset), so that two issues never
-// share threads, instructions or configuration.
-func homeDir(env []string, base, workflowDir, workspace string, uid int) string {
+// workspace workspace, in the workflow in workflowDir: statedir.Dir,
+// <base>/<workflow>/<issue>, base being codex.codex_home when set, else
+// <cache>/sortie/codex. A home the issue had in the layout before (legacyHome) is
+// moved there first when it has none yet (statedir.Adopt), so its threads resume.
+func homeDir(env []string, base, workflowDir, workspace string, owner *runas.User) (string, error) {
+	home := statedir.Dir(env, Kind, base, workflowDir, workspace)
+	return home, statedir.Adopt(home, legacyHome(env, base, workflowDir, workspace, agent.AgentUID(owner)), owner)
+}
+
+// legacyHome is where Sortie kept the issue's CODEX_HOME before statedir's one layout:
+// <base>/<key>, base being codex.codex_home, else <cache>/sortie/codex with cache
+// sortie-<uid> in the temporary directory when env names none (uid the agent user's),
+// and key the start of the SHA-256 of the workflow's directory and the issue together.
+func legacyHome(env []string, base, workflowDir, workspace string, uid int) string {
 	issue := "issue:" + agent.EnvValue(env, "SORTIE_ISSUE_ID")
 	if issue == "issue:" {
 		issue = "workspace:" + filepath.Clean(workspace)
 	}
-	sum := sha256.Sum256([]byte(filepath.Clean(workflowDir) + "\x00" + issue))
-	key := hex.EncodeToString(sum[:8])
 	if base == "" {
-		cache := agent.EnvValue(env, "XDG_CACHE_HOME")
-		if cache == "" || !filepath.IsAbs(cache) {
-			cache = ""
-			if home := agent.EnvValue(env, "HOME"); home != "" && filepath.IsAbs(home) {
-				cache = filepath.Join(home, ".cache")
-			}
-		}
+		cache := agent.CacheHome(env)
 		if cache == "" {
 			cache = filepath.Join(os.TempDir(), "sortie-"+strconv.Itoa(uid))
 		}
 		base = filepath.Join(cache, "sortie", "codex")
 	}
-	return filepath.Join(base, key)
+	return filepath.Join(base, statedir.Key(filepath.Clean(workflowDir)+"\x00"+issue, 8))
 }
 
 // RemoveIssueState implements agent.IssueStateRemover: the issue's CODEX_HOME goes,
-// threads and all, reached as prepareHome reaches it (no link the agent's user could
-// have planted is followed).
+// threads and all (statedir.Remove), and one left in the layout before.
 func (a *adapter) RemoveIssueState(env []string, workspace string, owner *runas.User) error {
-	home := homeDir(env, a.opts.CodexHome, a.workflowDir, workspace, agent.AgentUID(owner))
-	d, err := agent.OpenDir(home, owner, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	root, err := openRoot(d)
-	if err != nil {
-		return err
-	}
-	return agent.RemoveOpened(root, home)
+	return errors.Join(
+		statedir.Remove(statedir.Dir(env, Kind, a.opts.CodexHome, a.workflowDir, workspace), owner),
+		statedir.Remove(legacyHome(env, a.opts.CodexHome, a.workflowDir, workspace, agent.AgentUID(owner)), owner))
 }
 
-// keptInHome are the entries of CODEX_HOME that resetHome leaves: the threads, which
-// thread/resume reads. config.toml is rewritten and auth.json copied again.
-var keptInHome = []string{"sessions"}
-
-// maxAuth bounds the size of the auth.json the adapter copies.
-const maxAuth = 1 << 20
-
-// prepareHome makes home ready for an app-server: it creates it (0700, owned by the
-// agent's user, owner or the daemon's), refuses it when it is not private to that
-// user, resets it (resetHome), writes config.toml and copies the user's ChatGPT login
-// when codex.use_login is set (useLogin) and no API key is; without it, a copy is
-// removed. No link the agent's user could have planted is followed
-// (agent.OpenDir, agent.ReadOwnedFile). It returns notes worth an operator's attention.
+// prepareHome makes home ready for an app-server (statedir.Prepare): made when missing
+// (0700, the agent user's, owner or the daemon's) and refused when not private to that
+// user, emptied of everything but the threads (sessions/, which thread/resume reads),
+// for codex reads instructions (AGENTS.md, AGENTS.override.md), configuration, command
+// rules (rules/), skills, prompts, memories and shell snapshots from its home, all of
+// which the agent can write. config.toml is written anew from cfg; the user's ChatGPT
+// login (~/.codex/auth.json) is copied when codex.use_login is set (useLogin) and no
+// API key is; without it, a copy is removed. It returns notes worth an operator's
+// attention, such as a login it would not copy.
 func prepareHome(home string, owner *runas.User, cfg []byte, env []string, useLogin bool) ([]string, error) {
-	d, err := agent.OpenDir(home, owner, true)
-	if err != nil {
+	login := &statedir.Login{To: "auth.json"}
+	if userHome := agent.EnvValue(env, "HOME"); useLogin && filepath.IsAbs(userHome) &&
+		agent.EnvValue(env, "OPENAI_API_KEY") == "" && agent.EnvValue(env, "CODEX_API_KEY") == "" {
+		login.From = filepath.Join(userHome, ".codex", "auth.json")
+	}
+	err := statedir.Prepare(home, owner, statedir.Spec{
+		Keep:  []string{"sessions/"},
+		Files: []statedir.File{{Name: "config.toml", Content: func([]byte) []byte { return cfg }}},
+		Login: login,
+	})
+	var refused *statedir.LoginError
+	switch {
+	case errors.As(err, &refused):
+		return []string{fmt.Sprintf("codex: not using %s to log in (%v); set OPENAI_API_KEY or CODEX_API_KEY", login.From, refused.Err)}, nil
+	case err != nil:
 		return nil, fmt.Errorf("preparing CODEX_HOME: %w", err)
-	}
-	defer d.Close()
-	if err := checkPrivate(d, owner); err != nil {
-		return nil, err
-	}
-	root, err := openRoot(d)
-	if err != nil {
-		return nil, fmt.Errorf("preparing CODEX_HOME: %w", err)
-	}
-	defer root.Close()
-	if err := resetHome(root, []string{"auth.json"}); err != nil {
-		return nil, fmt.Errorf("resetting CODEX_HOME %s: %w", home, err)
-	}
-	if err := writeFileAtomic(root, "config.toml", cfg, owner); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", filepath.Join(home, "config.toml"), err)
-	}
-	if !useLogin || agent.EnvValue(env, "OPENAI_API_KEY") != "" || agent.EnvValue(env, "CODEX_API_KEY") != "" {
-		// The login is the operator's to give (codex.use_login): a copy left from when
-		// it was given goes.
-		if err := root.Remove("auth.json"); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("removing the login from CODEX_HOME %s: %w", home, err)
-		}
+	case login.From == "":
 		return nil, nil
 	}
-	userHome := agent.EnvValue(env, "HOME")
-	if userHome == "" || !filepath.IsAbs(userHome) {
-		return nil, nil
+	if _, err := os.Lstat(filepath.Join(home, login.To)); err != nil {
+		return nil, nil // no login to copy
 	}
-	src := filepath.Join(userHome, ".codex", "auth.json")
-	data, mtime, err := agent.ReadOwnedFile(src, owner, maxAuth)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return []string{fmt.Sprintf("codex: not using %s to log in (%v); set OPENAI_API_KEY or CODEX_API_KEY", src, err)}, nil
-	}
-	// Codex refreshes the tokens of a ChatGPT login in place: a copy newer than the
-	// user's file holds fresher tokens and is kept.
-	if di, err := root.Lstat("auth.json"); err == nil && di.Mode().IsRegular() && !mtime.After(di.ModTime()) {
-		return nil, nil
-	}
-	if err := writeFileAtomic(root, "auth.json", data, owner); err != nil {
-		return nil, fmt.Errorf("copying %s into CODEX_HOME: %w", src, err)
-	}
-	return []string{"codex: codex.use_login: using a copy of " + src + " in " + home + ", which the agent can read"}, nil
-}
-
-// resetHome removes everything in the home root holds but keptInHome and keep: codex
-// reads instructions (AGENTS.md, AGENTS.override.md), configuration (config.toml),
-// command rules (rules/), skills, prompts, memories and shell snapshots from its home,
-// all of which the agent can write. A kept entry that is a link is removed too; links
-// are never followed.
-func resetHome(root *os.Root, keep []string) error {
-	d, err := root.Open(".")
-	if err != nil {
-		return err
-	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if (slices.Contains(keptInHome, e.Name()) || slices.Contains(keep, e.Name())) && e.Type()&fs.ModeSymlink == 0 {
-			continue
-		}
-		if err := root.RemoveAll(e.Name()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to name in root (0600, owned by owner when not nil)
-// through a temporary file and a rename, so that a codex starting at the same time
-// never reads half a file. Whatever was at name, a link included, is replaced.
-func writeFileAtomic(root *os.Root, name string, data []byte, owner *runas.User) error {
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := ".sortie-" + hex.EncodeToString(rnd[:])
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	defer root.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if owner != nil {
-		if err := f.Chown(int(owner.UID), int(owner.GID)); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return root.Rename(tmp, name)
+	return []string{"codex: codex.use_login: using a copy of " + login.From + " in " + home + ", which the agent can read"}, nil
 }
 
 // configTOML is the config.toml Sortie writes: no update check, no analytics, no

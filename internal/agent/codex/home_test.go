@@ -5,11 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"sortie/internal/agent"
-	"sortie/internal/runas"
 	"sortie/internal/testkit/fakemodel"
 )
 
@@ -136,39 +134,35 @@ func TestContract_HomeIsResetBeforeEverySpawn(t *testing.T) {
 	}
 }
 
-func TestHomeDir_OnePerIssue(t *testing.T) {
-	env := []string{"HOME=/home/agent"}
-	issue := func(id string) []string { return append(append([]string(nil), env...), "SORTIE_ISSUE_ID="+id) }
-	a := homeDir(issue("A"), "", "/srv/wf", "/ws/A", 1000)
-	cases := []struct {
-		name string
-		got  string
-		same bool
-	}{
-		{"the same issue in the same workflow", homeDir(issue("A"), "", "/srv/wf/", "/ws/A", 1000), true},
-		{"the same issue after its workspace moved", homeDir(issue("A"), "", "/srv/wf", "/elsewhere/A", 1000), true},
-		{"another issue", homeDir(issue("B"), "", "/srv/wf", "/ws/B", 1000), false},
-		{"the same issue in another workflow", homeDir(issue("A"), "", "/srv/other", "/ws/A", 1000), false},
-		{"no issue id: another workspace", homeDir(env, "", "/srv/wf", "/ws/B", 1000), false},
-		{"codex.codex_home is the base, not the home", homeDir(issue("A"), "/srv/codex", "/srv/wf", "/ws/A", 1000), false},
+// A CODEX_HOME of the layout before statedir's, <cache>/sortie/codex/<key>, is where
+// the issue's next session finds it, threads and all: moved once to the new layout.
+func TestHomeDir_AdoptsTheHomeOfTheLayoutBefore(t *testing.T) {
+	env := []string{"HOME=/home/agent", "SORTIE_ISSUE_ID=A"}
+	if got, want := legacyHome(env, "", "/srv/wf", "/ws/A", 1000), "/home/agent/.cache/sortie/codex/3a2baf842b94df9b"; got != want {
+		t.Errorf("legacyHome = %s, want %s, where Sortie kept it", got, want)
 	}
-	for _, c := range cases {
-		if (c.got == a) != c.same {
-			t.Errorf("%s: %s vs %s, want same=%v", c.name, c.got, a, c.same)
-		}
+	if got, want := legacyHome(env, "/srv/codex", "/srv/wf", "/ws/A", 1000), "/srv/codex/3a2baf842b94df9b"; got != want {
+		t.Errorf("legacyHome with codex.codex_home = %s, want %s", got, want)
 	}
-	if got := homeDir(env, "", "/srv/wf", "/ws/B", 1000); got != homeDir(env, "", "/srv/wf", "/ws/B/", 1000) {
-		t.Errorf("without an issue id, one workspace has two homes")
+	env = []string{"HOME=" + t.TempDir(), "SORTIE_ISSUE_ID=A"}
+	legacy := legacyHome(env, "", "/srv/wf", "/ws/A", os.Geteuid())
+	thread := filepath.Join("sessions", "2026", "rollout.jsonl")
+	if err := os.MkdirAll(filepath.Join(legacy, "sessions", "2026"), 0o700); err != nil {
+		t.Fatal(err)
 	}
-	if got := homeDir(issue("A"), "/srv/codex", "/srv/wf", "/ws/A", 1000); filepath.Dir(got) != "/srv/codex" {
-		t.Errorf("with codex.codex_home /srv/codex, home = %s, want a directory in it", got)
+	os.WriteFile(filepath.Join(legacy, thread), []byte("thread"), 0o600)
+	home, err := homeDir(env, "", "/srv/wf", "/ws/A", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func TestHomeDir_WithoutHomeIsPerUser(t *testing.T) {
-	got := homeDir(nil, "", "/srv/wf", "/ws/A", 1234)
-	if want := filepath.Join(os.TempDir(), "sortie-1234", "sortie", "codex"); filepath.Dir(got) != want {
-		t.Errorf("without HOME, CODEX_HOME = %s, want one in %s", got, want)
+	if _, err := prepareHome(home, nil, []byte("x = 1\n"), env, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, thread)); err != nil || string(b) != "thread" {
+		t.Errorf("the thread of the layout before is not in %s: %q, %v", home, b, err)
+	}
+	if _, err := os.Lstat(legacy); !os.IsNotExist(err) {
+		t.Errorf("the home of the layout before is still there: %v", err)
 	}
 }
 
@@ -194,103 +188,6 @@ func TestHome_LoginLinkIsNotFollowed(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "not using") {
 		t.Errorf("notes = %q, want one saying the login is not used", notes)
-	}
-}
-
-// A CODEX_HOME that another user made beforehand (in a shared directory), or that
-// group or others can use, is refused with the path and the fix.
-func TestHome_RefusesAHomeThatIsNotPrivate(t *testing.T) {
-	dir := t.TempDir()
-	open := filepath.Join(dir, "open")
-	os.Mkdir(open, 0o700)
-	os.Chmod(open, 0o755)
-	_, err := prepareHome(open, nil, []byte("x = 1\n"), nil, false)
-	if err == nil || !strings.Contains(err.Error(), open) || !strings.Contains(err.Error(), "chmod 700") {
-		t.Errorf("a CODEX_HOME with mode 0755: %v, want a refusal naming it and the fix", err)
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("giving a directory to another user needs root")
-	}
-	foreign := filepath.Join(dir, "foreign")
-	os.Mkdir(foreign, 0o700)
-	os.Chown(foreign, 65534, 65534)
-	if _, err := prepareHome(foreign, nil, []byte("x = 1\n"), nil, false); err == nil || !strings.Contains(err.Error(), foreign) {
-		t.Errorf("a CODEX_HOME of uid 65534: %v, want a refusal naming it", err)
-	}
-	if _, err := os.Stat(filepath.Join(foreign, "config.toml")); err == nil {
-		t.Error("config.toml was written into another user's directory")
-	}
-}
-
-// With agent.run_as, the daemon (root) follows no link in the agent user's directories:
-// not to create CODEX_HOME, not to write config.toml, not to read the login.
-func TestHome_RunAsFollowsNoLinkOfTheAgent(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("agent.run_as needs root")
-	}
-	agentUser := &runas.User{Name: "nobody", UID: 65534, GID: 65534, Groups: []uint32{65534}}
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	victim := filepath.Join(dir, "victim") // root's, e.g. /etc
-	os.Mkdir(victim, 0o755)
-	os.WriteFile(filepath.Join(victim, "shadow"), []byte("root:secret-hash"), 0o600)
-	user := filepath.Join(dir, "agent")
-	os.Mkdir(user, 0o700)
-	os.Chown(user, 65534, 65534)
-	// The agent's user plants ~/.cache -> victim and ~/.codex -> victim.
-	for _, l := range []string{".cache", ".codex"} {
-		os.Symlink(victim, filepath.Join(user, l))
-		os.Lchown(filepath.Join(user, l), 65534, 65534)
-	}
-	env := []string{"PATH=/usr/bin", "HOME=" + user}
-	home := homeDir(env, "", "/srv/wf", "/ws/A", 65534)
-	if _, err := prepareHome(home, agentUser, []byte("x = 1\n"), env, true); err == nil {
-		t.Errorf("CODEX_HOME %s through a link of the agent's was prepared", home)
-	}
-	if _, err := os.Stat(filepath.Join(victim, "sortie")); err == nil {
-		t.Error("a directory was created through the agent's link")
-	}
-
-	// A real ~/.cache, but ~/.codex/auth.json linked to root's file.
-	os.Remove(filepath.Join(user, ".cache"))
-	os.Remove(filepath.Join(user, ".codex"))
-	os.Mkdir(filepath.Join(user, ".codex"), 0o700)
-	os.Chown(filepath.Join(user, ".codex"), 65534, 65534)
-	os.Symlink(filepath.Join(victim, "shadow"), filepath.Join(user, ".codex", "auth.json"))
-	notes, err := prepareHome(home, agentUser, []byte("x = 1\n"), env, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(filepath.Join(home, "auth.json")); err == nil {
-		t.Errorf("auth.json = %q: root's file was copied through the agent's link (notes %q)", b, notes)
-	}
-	// A hard link to root's file is refused by its owner.
-	os.Remove(filepath.Join(user, ".codex", "auth.json"))
-	if err := os.Link(filepath.Join(victim, "shadow"), filepath.Join(user, ".codex", "auth.json")); err == nil {
-		prepareHome(home, agentUser, []byte("x = 1\n"), env, true)
-		if b, err := os.ReadFile(filepath.Join(home, "auth.json")); err == nil {
-			t.Errorf("auth.json = %q: a file of root's was copied", b)
-		}
-	}
-	// What Sortie created is the agent user's, 0700.
-	for d := home; d != user; d = filepath.Dir(d) {
-		fi, err := os.Lstat(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 || fi.Mode().Perm() != 0o700 || !fi.IsDir() {
-			t.Errorf("%s: uid %d mode %s, want a directory of uid 65534, 0700", d, st.Uid, fi.Mode())
-		}
-	}
-	// The agent's user replaces CODEX_HOME's config.toml with a link to root's file:
-	// it is replaced, root's file untouched.
-	os.Remove(filepath.Join(home, "config.toml"))
-	os.Symlink(filepath.Join(victim, "shadow"), filepath.Join(home, "config.toml"))
-	if _, err := prepareHome(home, agentUser, []byte("x = 1\n"), env, true); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(victim, "shadow")); string(b) != "root:secret-hash" {
-		t.Errorf("root's file was written through the agent's link: %q", b)
 	}
 }
 

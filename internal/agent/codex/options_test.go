@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/statedir"
 )
 
 // TestOptions_Errors: the values only codex refuses. How any key is read, and what an
@@ -104,7 +105,7 @@ func TestHome_ConfigAndAuth(t *testing.T) {
 	os.WriteFile(filepath.Join(user, ".codex", "auth.json"), []byte(`{"tokens":{}}`), 0o600)
 	os.WriteFile(filepath.Join(user, ".codex", "config.toml"), []byte("model = \"personal\"\n"), 0o600)
 	env := []string{"HOME=" + user}
-	home := homeDir(env, "", "/srv/wf", "/ws/a", 1000)
+	home := statedir.Dir(env, Kind, "", "/srv/wf", "/ws/a")
 	if !strings.HasPrefix(home, filepath.Join(user, ".cache", "sortie", "codex")+"/") {
 		t.Fatalf("homeDir = %s: want one below the user's cache", home)
 	}
@@ -129,7 +130,7 @@ func TestHome_ConfigAndAuth(t *testing.T) {
 		t.Fatalf("auth.json copy = %v, %v; notes %q", fi, err, notes)
 	}
 	// With an API key in the environment nothing is copied.
-	other := homeDir(env, "", "/srv/keyed", "/ws/a", 1000)
+	other := statedir.Dir(env, Kind, "", "/srv/keyed", "/ws/a")
 	if _, err := prepareHome(other, nil, o.configTOML(), append(env, "OPENAI_API_KEY=sk-x"), true); err != nil {
 		t.Fatal(err)
 	}

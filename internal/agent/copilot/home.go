@@ -2,11 +2,10 @@ package copilot
 
 import (
 	"fmt"
-	"io/fs"
 	"path/filepath"
-	"slices"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/statedir"
 	"sortie/internal/runas"
 )
 
@@ -27,18 +26,11 @@ import (
 // homeEnv is the variable that names the CLI's home.
 const homeEnv = "COPILOT_HOME"
 
-// keptInHome are the entries of an issue's COPILOT_HOME that a reset leaves.
-var keptInHome = []string{"session-state"}
-
 // issueHome is the COPILOT_HOME of the issue whose session has environment env and
-// workspace workspace, in the workflow in workflowDir:
-// <cache>/sortie/copilot/<workflow key>/<issue key>, where cache is the agent user's
-// cache directory (XDG_CACHE_HOME, else ~/.cache, in env; else below the temporary
-// directory) and the keys are the start of the SHA-256 of the workflow's directory and
-// of the issue (SORTIE_ISSUE_ID, which the daemon sets; the workspace, unique per issue,
-// when it is unset). It is the same for every turn of the issue, after a restart too.
+// workspace workspace, in the workflow in workflowDir: statedir.Dir,
+// <cache>/sortie/copilot/<workflow>/<issue>.
 func issueHome(env []string, workflowDir, workspace string) string {
-	return agent.IssueStateDir(env, "copilot", workflowDir, workspace)
+	return statedir.Dir(env, "copilot", "", workflowDir, workspace)
 }
 
 // runtimeDirs are where the npm package's native loader unpacks the CLI's runtime
@@ -63,38 +55,18 @@ func runtimeDirs(env []string) []string {
 // RemoveIssueState implements agent.IssueStateRemover: the issue's COPILOT_HOME goes,
 // sessions and all. An operator's own COPILOT_HOME, shared by every issue, is left
 // alone.
-func (d *dialect) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
+func (d *dialect) RemoveIssueState(env []string, workspace string, owner *runas.User) error {
 	if agent.EnvValue(env, homeEnv) != "" {
 		return nil
 	}
-	return agent.RemoveStateDir(issueHome(env, d.workflowDir, workspace))
+	return statedir.Remove(issueHome(env, d.workflowDir, workspace), owner)
 }
 
-// resetHome creates dir (0700, owner's) when missing and removes from it everything
-// but keptInHome. Links are removed, never followed, and nothing outside dir is
-// touched even if a link replaced part of it.
+// resetHome prepares dir for a run of the CLI (statedir.Prepare): made when missing
+// (0700, owner's) and emptied of everything but the sessions, session-state/, which
+// --resume reads.
 func resetHome(dir string, owner *runas.User) error {
-	if err := owner.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	root, err := agent.OpenStateDir(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	entries, err := fs.ReadDir(root.FS(), ".")
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.IsDir() && slices.Contains(keptInHome, e.Name()) {
-			continue
-		}
-		if err := root.RemoveAll(e.Name()); err != nil {
-			return fmt.Errorf("resetting %s: %w", dir, err)
-		}
-	}
-	return nil
+	return statedir.Prepare(dir, owner, statedir.Spec{Keep: []string{"session-state/"}})
 }
 
 // sharedHomeWarning is the start-up warning when the operator set COPILOT_HOME, which

@@ -1,12 +1,9 @@
 package opencode
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,6 +11,7 @@ import (
 	"strings"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/statedir"
 	"sortie/internal/runas"
 )
 
@@ -115,74 +113,63 @@ func denyTask(p any) any {
 	return out
 }
 
-// stateRoot is where the isolated OpenCode directories of this daemon live when
-// opencode.state_dir is not set: <cache>/sortie/opencode/<key>, where cache is the
-// agent user's cache directory (XDG_CACHE_HOME, else ~/.cache, in the agent's env) and
-// key is derived from the workflow's directory. It is the same on every start of the
-// daemon, so sessions resume across restarts, and different for two workflows.
-func stateRoot(env []string, workflowDir string) (string, error) {
-	cache := agent.EnvValue(env, "XDG_CACHE_HOME")
-	if cache == "" || !filepath.IsAbs(cache) {
-		home := agent.EnvValue(env, "HOME")
-		if home == "" {
-			var err error
-			if cache, err = os.UserCacheDir(); err != nil {
-				return "", fmt.Errorf("no cache directory for OpenCode's state (set HOME or %s.state_dir): %w", Kind, err)
-			}
-		} else {
-			cache = filepath.Join(home, ".cache")
-		}
-	}
-	dir := workflowDir
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(cache, "sortie", "opencode", hex.EncodeToString(sum[:8])), nil
+// issueDir is the directory of the OpenCode state of the issue whose session has
+// environment env and workspace workspace, in the workflow in workflowDir:
+// statedir.Dir, <base>/<workflow>/<issue>, base being opencode.state_dir when set,
+// else <cache>/sortie/opencode. Every turn of that issue, in this run or after a
+// restart, gets the same directory, so its sessions resume; another issue gets
+// another, which its agent cannot reach. A directory the issue had in the layout
+// before (legacyDir) is moved there first when it has none yet (statedir.Adopt).
+func issueDir(env []string, base, workflowDir, workspace string, owner *runas.User) (string, error) {
+	dir := statedir.Dir(env, Kind, base, workflowDir, workspace)
+	return dir, statedir.Adopt(dir, legacyDir(env, base, workflowDir, workspace), owner)
 }
 
-// RemoveIssueState implements agent.IssueStateRemover: the issue's OpenCode directory
-// goes (its configuration, sessions and downloads).
-func (d *dialect) RemoveIssueState(env []string, workspace string, _ *runas.User) error {
-	root := d.opts.StateDir
-	if root == "" {
-		var err error
-		if root, err = stateRoot(env, d.workflowDir); err != nil {
-			return err
+// legacyDir is where Sortie kept the issue's OpenCode state before statedir's one
+// layout: <base>/issues/<issue key>, base being opencode.state_dir, else
+// <cache>/sortie/opencode/<workflow key>; "" without a cache directory.
+func legacyDir(env []string, base, workflowDir, workspace string) string {
+	if base == "" {
+		cache := agent.CacheHome(env)
+		if cache == "" {
+			cache, _ = os.UserCacheDir()
 		}
+		if cache == "" {
+			return ""
+		}
+		wf, _ := filepath.Abs(workflowDir)
+		base = filepath.Join(cache, "sortie", "opencode", statedir.Key(wf, 8))
 	}
-	return agent.RemoveStateDir(issueDir(root, env, workspace))
-}
-
-// issueDir is the directory of one issue's OpenCode state below root:
-// <root>/issues/<key>, where key is derived from the issue's id (SORTIE_ISSUE_ID in
-// env) or, without one, from the workspace, which is unique per issue. Every turn of
-// that issue, in this run or after a restart, gets the same directory, so its sessions
-// resume; another issue gets another, which its agent cannot reach.
-func issueDir(root string, env []string, workspace string) string {
 	key := "workspace:" + workspace
 	if id := agent.EnvValue(env, "SORTIE_ISSUE_ID"); id != "" {
 		key = "issue:" + id
 	}
-	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(root, "issues", hex.EncodeToString(sum[:8]))
+	return filepath.Join(base, "issues", statedir.Key(key, 8))
 }
 
-// isolatedDirs are the XDG base directories a local CLI runs with, below an issue's
-// directory. OpenCode keeps its global configuration under XDG_CONFIG_HOME/opencode,
-// its sessions under XDG_DATA_HOME/opencode, its state under XDG_STATE_HOME/opencode
-// and the tools and packages it downloads (and runs) under XDG_CACHE_HOME/opencode.
-func isolatedDirs(dir string) map[string]string {
-	return map[string]string{
-		"XDG_CONFIG_HOME": filepath.Join(dir, "config"),
-		"XDG_DATA_HOME":   filepath.Join(dir, "data"),
-		"XDG_STATE_HOME":  filepath.Join(dir, "state"),
-		"XDG_CACHE_HOME":  filepath.Join(dir, "cache"),
-	}
+// RemoveIssueState implements agent.IssueStateRemover: the issue's OpenCode directory
+// goes (its configuration, sessions and downloads), and one left in the layout before.
+func (d *dialect) RemoveIssueState(env []string, workspace string, owner *runas.User) error {
+	return errors.Join(
+		statedir.Remove(statedir.Dir(env, Kind, d.opts.StateDir, d.workflowDir, workspace), owner),
+		statedir.Remove(legacyDir(env, d.opts.StateDir, d.workflowDir, workspace), owner))
 }
 
-// writableDirs are the keys of isolatedDirs a confined CLI may write: not the
-// configuration, which OpenCode loads code (plugins, tools) and instructions from.
+// isolatedDirs are the XDG base directories a local CLI runs with, by the name of
+// their directory in the issue's. OpenCode keeps its global configuration under
+// XDG_CONFIG_HOME/opencode, its sessions under XDG_DATA_HOME/opencode, its state under
+// XDG_STATE_HOME/opencode and the tools and packages it downloads (and runs) under
+// XDG_CACHE_HOME/opencode.
+var isolatedDirs = map[string]string{
+	"XDG_CONFIG_HOME": "config",
+	"XDG_DATA_HOME":   "data",
+	"XDG_STATE_HOME":  "state",
+	"XDG_CACHE_HOME":  "cache",
+}
+
+// writableDirs are the keys of isolatedDirs a confined CLI may write, which a reset
+// keeps: not the configuration, which OpenCode loads code (plugins, tools) and
+// instructions from.
 var writableDirs = []string{"XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"}
 
 // managedEnv are variables every turn runs with: no self-update in the middle of a
@@ -201,34 +188,22 @@ type stateDirs struct {
 }
 
 // prepareState makes the issue's isolated directories below dir for the agent's user,
-// before every turn. The configuration directory is Sortie's alone: whatever is in it
-// (an opencode.json, a plugin, a tool, an AGENTS.md an earlier turn's agent could have
-// written when it ran unconfined) is removed, and only a link to git's own
-// configuration (XDG_CONFIG_HOME/git, read-only to a confined CLI) is put back.
-// OpenCode's credentials (`opencode auth login`, auth.json) are copied into the data
-// directory (0600) when the operator's file is newer than the copy, so a token the CLI
-// refreshes in its copy is kept until the operator logs in again.
+// before every turn (statedir.Prepare). The configuration directory is Sortie's alone:
+// whatever is in it (an opencode.json, a plugin, a tool, an AGENTS.md an earlier turn's
+// agent could have written when it ran unconfined) is removed, and only a link to
+// git's own configuration (XDG_CONFIG_HOME/git, read-only to a confined CLI) is put
+// back. OpenCode's credentials (`opencode auth login`, auth.json) are copied into the
+// data directory (0600) when the operator's file is newer than the copy, so a token
+// the CLI refreshes in its copy is kept until the operator logs in again.
 func prepareState(dir string, env []string, owner *runas.User) (stateDirs, error) {
 	var out stateDirs
-	dirs := isolatedDirs(dir)
-	if err := owner.MkdirAll(dir, 0o700); err != nil {
-		return out, fmt.Errorf("creating OpenCode's isolated directory %s: %w", dir, err)
-	}
-	for _, k := range slices.Sorted(maps.Keys(dirs)) {
-		d := dirs[k]
-		if err := realDir(d, owner); err != nil {
-			return out, err
-		}
-		if k == "XDG_CONFIG_HOME" {
-			if err := emptyDir(d); err != nil {
-				return out, fmt.Errorf("clearing OpenCode's configuration directory %s: %w", d, err)
-			}
-		}
-		if err := realDir(filepath.Join(d, "opencode"), owner); err != nil {
-			return out, err
-		}
+	var spec statedir.Spec
+	for _, k := range slices.Sorted(maps.Keys(isolatedDirs)) {
+		d := filepath.Join(dir, isolatedDirs[k])
+		spec.Dirs = append(spec.Dirs, isolatedDirs[k]+"/opencode")
 		out.vars = append(out.vars, k+"="+d)
 		if slices.Contains(writableDirs, k) {
+			spec.Keep = append(spec.Keep, isolatedDirs[k]+"/")
 			out.write = append(out.write, d)
 		} else {
 			out.read = append(out.read, d)
@@ -244,29 +219,31 @@ func prepareState(dir string, env []string, owner *runas.User) (stateDirs, error
 		}
 		return filepath.Join(home, fallback)
 	}
+	var git string
 	if base := orig("XDG_CONFIG_HOME", ".config"); base != "" {
-		git := filepath.Join(base, "git")
-		if _, err := os.Stat(git); err == nil && !within(git, dir) {
-			to := filepath.Join(dirs["XDG_CONFIG_HOME"], "git")
-			if err := os.Symlink(git, to); err == nil {
-				_ = owner.Chown(to)
-				// git's own files, never the directory: git/credentials beside them
-				// is where `git credential-store` keeps passwords.
-				for _, d := range []string{git, resolvedDir(git)} {
-					for _, f := range []string{"config", "ignore", "attributes"} {
-						if d != "" {
-							out.read = append(out.read, filepath.Join(d, f))
-						}
-					}
-				}
+		if g := filepath.Join(base, "git"); !within(g, dir) {
+			if _, err := os.Stat(g); err == nil {
+				git = g
+				spec.Links = map[string]string{isolatedDirs["XDG_CONFIG_HOME"] + "/git": git}
 			}
 		}
 	}
 	if base := orig("XDG_DATA_HOME", ".local/share"); base != "" {
-		auth := filepath.Join(base, "opencode", "auth.json")
-		if !within(auth, dir) {
-			if err := copyCredentials(auth, filepath.Join(dirs["XDG_DATA_HOME"], "opencode", "auth.json"), owner); err != nil {
-				return out, err
+		if auth := filepath.Join(base, "opencode", "auth.json"); !within(auth, dir) {
+			spec.Login = &statedir.Login{From: auth, To: isolatedDirs["XDG_DATA_HOME"] + "/opencode/auth.json"}
+		}
+	}
+	if err := statedir.Prepare(dir, owner, spec); err != nil {
+		return out, fmt.Errorf("preparing OpenCode's isolated directory: %w", err)
+	}
+	if git != "" {
+		// git's own files, never the directory: git/credentials beside them is where
+		// `git credential-store` keeps passwords.
+		for _, d := range []string{git, resolvedDir(git)} {
+			for _, f := range []string{"config", "ignore", "attributes"} {
+				if d != "" {
+					out.read = append(out.read, filepath.Join(d, f))
+				}
 			}
 		}
 	}
@@ -284,76 +261,6 @@ func resolvedDir(dir string) string {
 // within reports whether path is dir or below it.
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
-}
-
-// realDir makes d a directory of owner's (0700), replacing whatever else is there:
-// the agent may have put a link where a directory was, to make Sortie write through
-// it.
-func realDir(d string, owner *runas.User) error {
-	if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
-		if err := os.Remove(d); err != nil {
-			return fmt.Errorf("replacing %s with a directory: %w", d, err)
-		}
-	}
-	if err := owner.MkdirAll(d, 0o700); err != nil {
-		return fmt.Errorf("creating OpenCode's isolated directory %s: %w", d, err)
-	}
-	return nil
-}
-
-// emptyDir removes everything in d, following no link.
-func emptyDir(d string) error {
-	entries, err := os.ReadDir(d)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(d, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// maxCredentials bounds the size of the auth.json copyCredentials copies.
-const maxCredentials = 1 << 20
-
-// copyCredentials copies the operator's auth.json at from to to (0600, owner's), when
-// from exists and is newer than to. from is read by agent.ReadOwnedFile: never through
-// a link, and only when it is a regular file of the agent's user (owner, or the
-// daemon's user), for with agent.run_as the daemon is root and the agent's user could
-// point it at any file. The copy is written beside to and renamed over it, so a link
-// the agent put at to is replaced, never written through.
-func copyCredentials(from, to string, owner *runas.User) error {
-	b, mtime, err := agent.ReadOwnedFile(from, owner, maxCredentials)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // no login to carry over
-	}
-	if err != nil {
-		return fmt.Errorf("not copying OpenCode's credentials: %w", err)
-	}
-	if dst, err := os.Lstat(to); err == nil && dst.Mode().IsRegular() && !mtime.After(dst.ModTime()) {
-		return nil // the copy is current, or the CLI refreshed it since
-	}
-	f, err := os.CreateTemp(filepath.Dir(to), ".auth-*.json")
-	if err != nil {
-		return fmt.Errorf("copying OpenCode's credentials: %w", err)
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = owner.Chown(f.Name())
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), to)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("copying OpenCode's credentials to %s: %w", to, err)
-	}
-	return nil
 }
 
 // turnEnv is base with the isolated directories, the adapter's configuration and the

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"sortie/internal/agent"
 )
@@ -89,16 +88,34 @@ func TestTurnEnv_ReplacesConfigurationAndDirectories(t *testing.T) {
 	}
 }
 
-func TestStateRoot_StablePerWorkflow(t *testing.T) {
-	env := []string{"HOME=/home/op"}
-	a, _ := stateRoot(env, "/srv/one")
-	b, _ := stateRoot(env, "/srv/one")
-	c, _ := stateRoot(env, "/srv/two")
-	if a != b || a == c || !strings.HasPrefix(a, "/home/op/.cache/sortie/opencode/") {
-		t.Errorf("roots %q, %q, %q: want one stable directory per workflow under ~/.cache", a, b, c)
+// An issue's directory of the layout before statedir's, <cache>/sortie/opencode/
+// <workflow>/issues/<issue> or <state_dir>/issues/<issue>, is where its next session
+// finds it, sessions and all: moved once to the new layout.
+func TestIssueDir_AdoptsTheDirectoryOfTheLayoutBefore(t *testing.T) {
+	env := []string{"HOME=/home/op", "SORTIE_ISSUE_ID=1"}
+	for base, want := range map[string]string{
+		"":       "/home/op/.cache/sortie/opencode/875fb59d40696cfc/issues/740a35d7c6631c13",
+		"/state": "/state/issues/740a35d7c6631c13",
+	} {
+		if got := legacyDir(env, base, "/srv/one", "/ws/A-1"); got != want {
+			t.Errorf("legacyDir with state_dir %q = %s, want %s, where Sortie kept it", base, got, want)
+		}
 	}
-	if d, _ := stateRoot([]string{"HOME=/home/op", "XDG_CACHE_HOME=/var/cache/op"}, "/srv/one"); !strings.HasPrefix(d, "/var/cache/op/sortie/opencode/") {
-		t.Errorf("root %q ignores XDG_CACHE_HOME", d)
+	env = []string{"HOME=" + t.TempDir(), "SORTIE_ISSUE_ID=1"}
+	legacy := legacyDir(env, "", "/srv/one", "/ws/A-1")
+	writeFile(t, filepath.Join(legacy, "data", "opencode", "opencode.db"), "sessions")
+	dir, err := issueDir(env, "", "/srv/one", "/ws/A-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareState(dir, env, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "data", "opencode", "opencode.db")); err != nil || string(b) != "sessions" {
+		t.Errorf("the sessions of the layout before are not in %s: %q, %v", dir, b, err)
+	}
+	if _, err := os.Lstat(legacy); !os.IsNotExist(err) {
+		t.Errorf("the directory of the layout before is still there: %v", err)
 	}
 }
 
@@ -110,17 +127,6 @@ func writeFile(t *testing.T, p, body string) {
 	}
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestIssueDir_OnePerIssue(t *testing.T) {
-	a1 := issueDir("/r", []string{"SORTIE_ISSUE_ID=1"}, "/ws/A-1")
-	a2 := issueDir("/r", []string{"SORTIE_ISSUE_ID=1"}, "/ws/A-1")
-	b := issueDir("/r", []string{"SORTIE_ISSUE_ID=2"}, "/ws/A-2")
-	w1 := issueDir("/r", nil, "/ws/A-1")
-	w2 := issueDir("/r", nil, "/ws/A-2")
-	if a1 != a2 || a1 == b || w1 == w2 || w1 == a1 || !strings.HasPrefix(a1, "/r/issues/") {
-		t.Errorf("dirs %q %q %q %q %q: want one stable directory per issue (by id, else by workspace) under /r/issues", a1, a2, b, w1, w2)
 	}
 }
 
@@ -164,31 +170,11 @@ func TestPrepareState_NothingOutsideTheIssueIsWritable(t *testing.T) {
 	if l, err := os.Readlink(filepath.Join(dir, "config", "git")); err != nil || l != git {
 		t.Errorf("config/git = %q, %v; want a link to %s", l, err, git)
 	}
-
-	// The CLI refreshes its copy: kept. The operator logs in again: copied anew.
-	writeFile(t, copied, `{"refreshed":1}`)
-	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(copied); string(b) != `{"refreshed":1}` {
-		t.Errorf("a refreshed copy was overwritten: %q", b)
-	}
-	writeFile(t, auth, `{"k":2}`)
-	future := time.Now().Add(time.Minute)
-	if err := os.Chtimes(auth, future, future); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(copied); string(b) != `{"k":2}` {
-		t.Errorf("a new login was not copied: %q", b)
-	}
 }
 
 // What an agent could have planted in the configuration directory (code, instructions,
-// configuration) is gone before the next turn, and a link put where a directory was is
-// replaced, never written through.
+// configuration) is gone before the next turn; the sessions stay (statedir tests the
+// rest).
 func TestPrepareState_RemovesWhatTheAgentPlanted(t *testing.T) {
 	home := t.TempDir()
 	auth := filepath.Join(home, ".local", "share", "opencode", "auth.json")
@@ -203,14 +189,8 @@ func TestPrepareState_RemovesWhatTheAgentPlanted(t *testing.T) {
 	for _, p := range planted {
 		writeFile(t, p, "planted")
 	}
-	elsewhere := t.TempDir()
-	data := filepath.Join(dir, "data", "opencode")
-	if err := os.RemoveAll(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(elsewhere, data); err != nil {
-		t.Fatal(err)
-	}
+	sessions := filepath.Join(dir, "data", "opencode", "opencode.db")
+	writeFile(t, sessions, "sessions")
 	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +199,8 @@ func TestPrepareState_RemovesWhatTheAgentPlanted(t *testing.T) {
 			t.Errorf("%s survived: the next turn's CLI would load it", p)
 		}
 	}
-	if fi, err := os.Lstat(data); err != nil || !fi.IsDir() {
-		t.Errorf("data/opencode = %v, %v; want a real directory again", fi, err)
-	}
-	if entries, _ := os.ReadDir(elsewhere); len(entries) > 0 {
-		t.Errorf("Sortie wrote through the planted link: %v", entries)
+	if b, err := os.ReadFile(sessions); err != nil || string(b) != "sessions" {
+		t.Errorf("the sessions did not survive the reset: %q, %v", b, err)
 	}
 }
 

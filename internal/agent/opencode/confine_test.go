@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/statedir"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -49,7 +50,7 @@ func TestContract_ConfinedAgentReachesOnlyItsIssuesState(t *testing.T) {
 	if err := os.MkdirAll(userCache, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	other := filepath.Join(issueDir(r.state, []string{"SORTIE_ISSUE_ID=other"}, "/elsewhere"), "data", "opencode", "session.txt")
+	other := filepath.Join(statedir.Dir([]string{"SORTIE_ISSUE_ID=other"}, Kind, r.state, "", "/elsewhere"), "data", "opencode", "session.txt")
 	writeFile(t, other, "other-issue-7")
 
 	e := clis.NewEscape(t, clis.OpenCode(t), r.ws, &r.env, filepath.Dir(r.argvLog))
@@ -86,7 +87,7 @@ func TestContract_ConfinedAgentReachesOnlyItsIssuesState(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(r.ws, "leak-other.txt")); strings.Contains(string(b), "other-issue-7") {
 		t.Errorf("the agent read another issue's OpenCode data")
 	}
-	planted := filepath.Join(issueDir(r.state, r.env, r.ws), "config", "opencode", "plugin", "evil.js")
+	planted := filepath.Join(statedir.Dir(r.env, Kind, r.state, "", r.ws), "config", "opencode", "plugin", "evil.js")
 	if _, err := os.Stat(planted); err == nil {
 		t.Errorf("the agent planted %s, which the next turn's CLI would load", planted)
 	}

@@ -5,7 +5,7 @@
 // `--session <id>`, the id the CLI reports on its first line.
 //
 // Locally, every turn runs with OpenCode's configuration, data, state and cache
-// directories in a place of the daemon's own, one per issue (stateRoot, issueDir), so
+// directories in a place of the daemon's own, one per issue (issueDir), so
 // that an operator's personal OpenCode configuration cannot change or break a run and
 // one issue's agent cannot reach another's sessions, while sessions still resume across
 // turns and daemon restarts. A confined CLI writes only its issue's data, state and
@@ -83,13 +83,10 @@ func (d *dialect) Start(_ context.Context, s *cli.Session[state], p agent.StartP
 		s.Program, st.stdinHead = remoteProgram(content, d.opts.ConfigFile, s.Program)
 		return nil
 	}
-	root := d.opts.StateDir
-	if root == "" {
-		if root, err = stateRoot(s.Env, d.workflowDir); err != nil {
-			return &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
-		}
+	if st.stateDir, err = issueDir(s.Env, d.opts.StateDir, d.workflowDir, p.Workspace, s.Owner); err != nil {
+		return &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 	}
-	st.stateDir, st.base = issueDir(root, s.Env, p.Workspace), s.Env
+	st.base = s.Env
 	dirs, err := prepareState(st.stateDir, s.Env, s.Owner)
 	if err != nil {
 		return &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}

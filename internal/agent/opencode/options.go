@@ -38,7 +38,7 @@ type options struct {
 	// session has no generated file.
 	MCPConfig string
 	// StateDir holds OpenCode's isolated configuration, data and state; "" for the
-	// default under the user's cache directory (stateRoot).
+	// default under the user's cache directory (statedir.Dir).
 	StateDir string
 }
 
