@@ -143,6 +143,16 @@ func TestTranslate_MalformedLinesAreTruncated(t *testing.T) {
 	}
 }
 
+// TestTranslate_LongMessageIsCut: a message of almost 10 MB, which the runner reads
+// whole, becomes a notification of maxSummary characters and an ellipsis.
+func TestTranslate_LongMessageIsCut(t *testing.T) {
+	line := fmt.Sprintf(`{"type":"assistant.message","data":{"messageId":"m","content":%q,"toolRequests":[]}}`, strings.Repeat("y", 10<<20-200))
+	events, _ := run(t, line)
+	if n := ofType(events, agent.EventNotification); len(n) != 1 || utf8.RuneCountInString(n[0].Message) != maxSummary+1 {
+		t.Errorf("events %v: want one notification of %d characters", types(events), maxSummary+1)
+	}
+}
+
 func TestTranslate_OutputTokensAreCumulativeAndInputIsZero(t *testing.T) {
 	var events []agent.Event
 	c := &clock{t: time.Unix(0, 0)}
