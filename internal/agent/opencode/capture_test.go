@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/remote"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -67,8 +67,12 @@ func capture(t *testing.T, path string, opts map[string]any, script []fakemodel.
 	cli := clis.OpenCode(t)
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	// bash: the CLI's stdout goes to the transcript after it exits, with its status.
-	wrapper := writeScript(t, "opencode-capture", fmt.Sprintf("#!/bin/bash\ntmp=$(mktemp)\n%s \"$@\" > \"$tmp\"\nrc=$?\ncat \"$tmp\"\ncat \"$tmp\" >> %s\nrm -f \"$tmp\"\nexit $rc\n",
-		shellQuote(cli), shellQuote(out)))
+	wrapper := filepath.Join(t.TempDir(), "opencode-capture")
+	body := fmt.Sprintf("#!/bin/bash\ntmp=$(mktemp)\n%s \"$@\" > \"$tmp\"\nrc=$?\ncat \"$tmp\"\ncat \"$tmp\" >> %s\nrm -f \"$tmp\"\nexit $rc\n",
+		remote.Quote(cli), remote.Quote(out))
+	if err := os.WriteFile(wrapper, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	o := map[string]any{}
 	for k, v := range opts {
 		o[k] = v
@@ -81,7 +85,7 @@ func capture(t *testing.T, path string, opts map[string]any, script []fakemodel.
 	r.adapter = a
 	s := r.start(t, agent.StartParams{})
 	for i, p := range turns {
-		r.turn(t, context.Background(), s, i+1, p)
+		r.turn(t, s, i+1, p)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {

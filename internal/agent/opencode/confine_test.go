@@ -1,13 +1,14 @@
 package opencode
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
+	"sortie/internal/agent/remote"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -18,7 +19,7 @@ import (
 // outside fail, and the turn still completes with its usage.
 func TestContract_ConfinedCLIWorksInItsWorkspaceOnly(t *testing.T) {
 	r := newRig(t, nil)
-	e := clis.NewEscape(t, clis.OpenCode(t), r.ws, &r.env, filepath.Dir(r.argvLog))
+	e := clis.NewEscape(t, clis.OpenCode(t), r.ws, &r.env, filepath.Dir(r.argvFile))
 	r.model.Push(
 		fakemodel.Reply{Text: "Trying.", ToolUses: []fakemodel.ToolUse{{Name: "bash",
 			Input: map[string]any{"command": e.Script, "description": "try"}}},
@@ -26,11 +27,11 @@ func TestContract_ConfinedCLIWorksInItsWorkspaceOnly(t *testing.T) {
 		fakemodel.Reply{Text: "Done.", Usage: fakemodel.Usage{InputTokens: 20, OutputTokens: 3}},
 	)
 	s := r.start(t, agent.StartParams{Confine: e.Confinement})
-	o := r.turn(t, context.Background(), s, 1, "Try things.")
-	mustComplete(t, o)
+	o := r.turn(t, s, 1, "Try things.")
+	agenttest.MustComplete(t, o)
 	e.Check(t)
-	if o.res.Usage.Output != 5 {
-		t.Errorf("usage = %+v, want the model's 5 output tokens", o.res.Usage)
+	if o.Result.Usage.Output != 5 {
+		t.Errorf("usage = %+v, want the model's 5 output tokens", o.Result.Usage)
 	}
 }
 
@@ -52,13 +53,13 @@ func TestContract_ConfinedAgentReachesOnlyItsIssuesState(t *testing.T) {
 	other := filepath.Join(issueDir(r.state, []string{"SORTIE_ISSUE_ID=other"}, "/elsewhere"), "data", "opencode", "session.txt")
 	writeFile(t, other, "other-issue-7")
 
-	e := clis.NewEscape(t, clis.OpenCode(t), r.ws, &r.env, filepath.Dir(r.argvLog))
+	e := clis.NewEscape(t, clis.OpenCode(t), r.ws, &r.env, filepath.Dir(r.argvFile))
 	r.env = append(r.env, "SORTIE_ISSUE_ID=this")
-	script := e.Script + "; (printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> " + shellQuote(gitCfg) + ") 2>/dev/null" +
+	script := e.Script + "; (printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> " + remote.Quote(gitCfg) + ") 2>/dev/null" +
 		`; (mkdir -p "$XDG_CONFIG_HOME/opencode/plugin" && printf x > "$XDG_CONFIG_HOME/opencode/plugin/evil.js") 2>/dev/null` +
-		"; (printf x > " + shellQuote(filepath.Join(userCache, "evil")) + ") 2>/dev/null" +
-		"; (printf x >> " + shellQuote(auth) + ") 2>/dev/null" +
-		"; (cat " + shellQuote(other) + " > leak-other.txt) 2>/dev/null" +
+		"; (printf x > " + remote.Quote(filepath.Join(userCache, "evil")) + ") 2>/dev/null" +
+		"; (printf x >> " + remote.Quote(auth) + ") 2>/dev/null" +
+		"; (cat " + remote.Quote(other) + " > leak-other.txt) 2>/dev/null" +
 		"; git config --global user.name > gitname.txt 2>&1; echo done > status2.txt"
 	r.model.Push(
 		fakemodel.Reply{Text: "Trying.", ToolUses: []fakemodel.ToolUse{{Name: "bash",
@@ -66,7 +67,7 @@ func TestContract_ConfinedAgentReachesOnlyItsIssuesState(t *testing.T) {
 		fakemodel.Reply{Text: "Done."},
 	)
 	s := r.start(t, agent.StartParams{Confine: e.Confinement})
-	mustComplete(t, r.turn(t, context.Background(), s, 1, "Try things."))
+	agenttest.MustComplete(t, r.turn(t, s, 1, "Try things."))
 	e.Check(t)
 	if b, err := os.ReadFile(filepath.Join(r.ws, "status2.txt")); err != nil || strings.TrimSpace(string(b)) != "done" {
 		t.Fatalf("status2.txt = %q, %v: the script did not run to its end", b, err)
