@@ -18,14 +18,11 @@ import (
 const mcpServerEnv = "CODEX_CONTRACT_MCP_SERVER"
 
 func TestMain(m *testing.M) {
-	if code, ok := clis.ConfineMain(); ok {
-		os.Exit(code)
-	}
 	if os.Getenv(mcpServerEnv) == "1" {
 		serveMCP()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	clis.Main(m, nil)
 }
 
 func serveMCP() {
