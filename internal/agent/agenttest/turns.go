@@ -16,24 +16,10 @@ type Outcome struct {
 }
 
 // Of is the outcome's events of type typ, in order.
-func (o Outcome) Of(typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, e := range o.Events {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (o Outcome) Of(typ agent.EventType) []agent.Event { return OfType(o.Events, typ) }
 
 // Types is the type of each event, in order, for messages.
-func (o Outcome) Types() []agent.EventType {
-	out := make([]agent.EventType, len(o.Events))
-	for i, e := range o.Events {
-		out[i] = e.Type
-	}
-	return out
-}
+func (o Outcome) Types() []agent.EventType { return Types(o.Events) }
 
 // Last is the last event, the zero Event when there is none.
 func (o Outcome) Last() agent.Event {
@@ -85,4 +71,54 @@ func MustComplete(t testing.TB, o Outcome) {
 	if last := o.Last(); last.Type != agent.EventTurnCompleted {
 		t.Fatalf("last event = %s, want turn_completed", last.Type)
 	}
+}
+
+// Rig runs an adapter's sessions in its package's own contract tests: sessions start
+// in WS with Env unless told otherwise, and every turn is held to what the suite holds
+// its own to (CheckTurn).
+type Rig struct {
+	Adapter agent.Adapter
+	WS      string   // the workspace of a session that names none
+	Env     []string // the environment of a session that names none
+}
+
+// Start starts a session with p, stopped when the test ends.
+func (r *Rig) Start(t testing.TB, p agent.StartParams) *agent.Session {
+	t.Helper()
+	if p.Workspace == "" {
+		p.Workspace = r.WS
+	}
+	if p.Env == nil {
+		p.Env = r.Env
+	}
+	return StartSession(t, r.Adapter, p)
+}
+
+// Turn runs turn n of s with prompt and checks its events (CheckTurn). Call it on the
+// test's goroutine.
+func (r *Rig) Turn(t testing.TB, s *agent.Session, n int, prompt string) Outcome {
+	t.Helper()
+	o := RunTurn(context.Background(), r.Adapter, s, n, prompt)
+	CheckTurn(t, n, s, o, false)
+	return o
+}
+
+// OfType is the events of type typ, in order.
+func OfType(events []agent.Event, typ agent.EventType) []agent.Event {
+	var out []agent.Event
+	for _, e := range events {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Types is the type of each event, in order, for messages.
+func Types(events []agent.Event) []agent.EventType {
+	out := make([]agent.EventType, len(events))
+	for i, e := range events {
+		out[i] = e.Type
+	}
+	return out
 }

@@ -14,15 +14,15 @@ import (
 // file and the write outside fail, and the turn still completes with its usage.
 func TestContract_ConfinedCLIWorksInItsWorkspaceOnly(t *testing.T) {
 	r := newRig(t)
-	e := clis.NewEscape(t, clis.Claude(t), r.ws, &r.env)
+	e := clis.NewEscape(t, clis.Claude(t), r.WS, &r.Env)
 	r.model.Push(
 		fakemodel.Reply{Text: "Trying.", ToolUses: []fakemodel.ToolUse{{Name: "Bash",
 			Input: map[string]any{"command": e.Script, "description": "try"}}},
 			Usage: fakemodel.Usage{InputTokens: 10, OutputTokens: 2}},
 		fakemodel.Reply{Text: "Done.", Usage: fakemodel.Usage{InputTokens: 20, OutputTokens: 3}},
 	)
-	s := r.start(t, agent.StartParams{Confine: e.Confinement})
-	o := r.turn(t, s, 1, "Try things.")
+	s := r.Start(t, agent.StartParams{Confine: e.Confinement})
+	o := r.Turn(t, s, 1, "Try things.")
 	agenttest.MustComplete(t, o)
 	e.Check(t)
 	if o.Result.Usage.Output != 5 {

@@ -23,46 +23,25 @@ var update = flag.Bool("update", false, "re-capture testdata/*.jsonl from the re
 // model is the model every contract test asks for, so that names are deterministic.
 const model = "claude-sonnet-4-5"
 
-// rig is one contract test's world: a fake model, a HOME for the CLI's own files, a
-// workspace, and the adapter running the real CLI.
+// rig is one contract test's world: a fake model, a HOME for the CLI's own files, and
+// sessions of the adapter running the real CLI.
 type rig struct {
-	model   *fakemodel.Server
-	home    string
-	ws      string
-	env     []string
-	adapter agent.Adapter
+	agenttest.Rig
+	model *fakemodel.Server
+	home  string
 }
 
 func newRig(t *testing.T, script ...fakemodel.Reply) *rig {
 	t.Helper()
-	r := &rig{model: fakemodel.Start(t, script...), home: t.TempDir(), ws: t.TempDir()}
-	r.env = clis.ClaudeEnv(os.Environ(), r.model.URL, r.home)
+	r := &rig{model: fakemodel.Start(t, script...), home: t.TempDir()}
+	r.WS, r.Env = t.TempDir(), clis.ClaudeEnv(os.Environ(), r.model.URL, r.home)
 	a, err := New(agent.Config{Kind: Kind, Command: clis.Claude(t),
 		Options: map[string]any{"permission_mode": "bypassPermissions", "model": model}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.adapter = a
+	r.Adapter = a
 	return r
-}
-
-// start starts a session, in the rig's workspace and environment unless p names others.
-func (r *rig) start(t *testing.T, p agent.StartParams) *agent.Session {
-	t.Helper()
-	if p.Workspace == "" {
-		p.Workspace = r.ws
-	}
-	if p.Env == nil {
-		p.Env = r.env
-	}
-	return agenttest.StartSession(t, r.adapter, p)
-}
-
-func (r *rig) turn(t *testing.T, s *agent.Session, n int, prompt string) agenttest.Outcome {
-	t.Helper()
-	o := agenttest.RunTurn(context.Background(), r.adapter, s, n, prompt)
-	agenttest.CheckTurn(t, n, s, o, false)
-	return o
 }
 
 // The CLI retries a 429 or 500 itself, saying so on its stream, then exits 1 with an
@@ -80,7 +59,7 @@ func TestContract_ModelErrorsSurfaceAndFail(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, c.reply)
-			o := r.turn(t, r.start(t, agent.StartParams{}), 1, "hello")
+			o := r.Turn(t, r.Start(t, agent.StartParams{}), 1, "hello")
 			if agent.KindOf(o.Err) != agent.ErrPortExit || o.Result.ExitReason != agent.EventTurnFailed {
 				t.Fatalf("turn = %s, %v; want turn_failed with port_exit (the CLI exits 1)", o.Result.ExitReason, o.Err)
 			}
@@ -104,7 +83,7 @@ func TestContract_ModelErrorsSurfaceAndFail(t *testing.T) {
 
 func TestContract_MalformedStreamFails(t *testing.T) {
 	r := newRig(t, fakemodel.Reply{Malformed: true, Times: 4})
-	o := r.turn(t, r.start(t, agent.StartParams{}), 1, "hello")
+	o := r.Turn(t, r.Start(t, agent.StartParams{}), 1, "hello")
 	if o.Err == nil || o.Result.ExitReason != agent.EventTurnFailed {
 		t.Fatalf("turn = %s, %v; want a failure", o.Result.ExitReason, o.Err)
 	}
@@ -112,7 +91,7 @@ func TestContract_MalformedStreamFails(t *testing.T) {
 
 func TestContract_VersionIsThePinnedCLI(t *testing.T) {
 	r := newRig(t)
-	v, err := r.adapter.(agent.Versioner).Version(context.Background())
+	v, err := r.Adapter.(agent.Versioner).Version(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

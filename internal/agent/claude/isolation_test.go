@@ -40,9 +40,9 @@ func TestContract_IssuesDoNotShareConfiguration(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t)
-			wsA, wsB := r.ws, t.TempDir()
-			envA := append(slices.Clip(r.env), "SORTIE_ISSUE_ID=issue-A")
-			envB := append(slices.Clip(r.env), "SORTIE_ISSUE_ID=issue-B")
+			wsA, wsB := r.WS, t.TempDir()
+			envA := append(slices.Clip(r.Env), "SORTIE_ISSUE_ID=issue-A")
+			envB := append(slices.Clip(r.Env), "SORTIE_ISSUE_ID=issue-B")
 			var confA, confB *agent.Confinement
 			if confined {
 				confA = clis.NewEscape(t, clis.Claude(t), wsA, &envA).Confinement
@@ -52,20 +52,20 @@ func TestContract_IssuesDoNotShareConfiguration(t *testing.T) {
 				fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{"command": plantScript, "description": "plant"}}}},
 				fakemodel.Reply{Text: "Planted."},
 			)
-			a := r.start(t, agent.StartParams{Workspace: wsA, Env: envA, Confine: confA})
-			agenttest.MustComplete(t, r.turn(t, a, 1, "Remember the word PAPAYA, then plant."))
+			a := r.Start(t, agent.StartParams{Workspace: wsA, Env: envA, Confine: confA})
+			agenttest.MustComplete(t, r.Turn(t, a, 1, "Remember the word PAPAYA, then plant."))
 			reqs := r.model.Messages()
 			if res, ok := reqs[len(reqs)-1].LastToolResult(); !ok || !strings.Contains(res.Text, "planted") {
 				t.Fatalf("the plant script did not run: %+v", res)
 			}
 
 			seen := len(r.model.Messages())
-			b := r.start(t, agent.StartParams{Workspace: wsB, Env: envB, Confine: confB})
-			agenttest.MustComplete(t, r.turn(t, b, 1, "hello from B"))
+			b := r.Start(t, agent.StartParams{Workspace: wsB, Env: envB, Confine: confB})
+			agenttest.MustComplete(t, r.Turn(t, b, 1, "hello from B"))
 			agenttest.NothingPlanted(t, "issue B", r.model.Messages()[seen:], wsB, planted...)
 
 			seen = len(r.model.Messages())
-			agenttest.MustComplete(t, r.turn(t, a, 2, "Which word?"))
+			agenttest.MustComplete(t, r.Turn(t, a, 2, "Which word?"))
 			later := r.model.Messages()[seen:]
 			agenttest.NothingPlanted(t, "issue A's next turn", later, wsA, planted...)
 			if len(later) == 0 || !strings.Contains(later[0].Transcript(), "Remember the word PAPAYA") {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"testing"
 
-	"sortie/internal/agent"
 	"sortie/internal/testkit/clis"
 )
 
@@ -83,22 +82,4 @@ func serveMCP() {
 		}
 		out.Encode(reply)
 	}
-}
-
-func ofType(events []agent.Event, typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, e := range events {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func types(events []agent.Event) []agent.EventType {
-	out := make([]agent.EventType, len(events))
-	for i, e := range events {
-		out[i] = e.Type
-	}
-	return out
 }

@@ -15,15 +15,15 @@ import (
 // the usage file in its private directory.
 func TestContract_ConfinedCLIWorksInItsWorkspaceOnly(t *testing.T) {
 	r := newRig(t, nil)
-	e := clis.NewEscape(t, r.cli, r.ws, &r.env, filepath.Dir(r.argvFile))
+	e := clis.NewEscape(t, r.cli, r.WS, &r.Env, filepath.Dir(r.argvFile))
 	r.model.Push(
 		fakemodel.Reply{Text: "Trying.", ToolUses: []fakemodel.ToolUse{{Name: "bash",
 			Input: map[string]any{"command": e.Script, "description": "try"}}},
 			Usage: fakemodel.Usage{InputTokens: 10, OutputTokens: 2}},
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("tried")}, Usage: fakemodel.Usage{InputTokens: 20, OutputTokens: 3}},
 	)
-	s := r.start(t, agent.StartParams{Confine: e.Confinement})
-	o := r.turn(t, s, 1, "Try things.")
+	s := r.Start(t, agent.StartParams{Confine: e.Confinement})
+	o := r.Turn(t, s, 1, "Try things.")
 	mustComplete(t, o)
 	e.Check(t)
 	if o.Result.Usage.Output != 5 {

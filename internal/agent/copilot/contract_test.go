@@ -58,24 +58,22 @@ func copilotCLI(t *testing.T) string {
 	return cli
 }
 
-// rig is one contract test's world: a fake model, a HOME for the CLI's own files, a
-// workspace, and the adapter running the real CLI through a wrapper that records argv.
+// rig is one contract test's world: a fake model, a HOME for the CLI's own files, and
+// sessions of the adapter running the real CLI through a wrapper that records argv.
 type rig struct {
+	agenttest.Rig
 	model    *fakemodel.Server
 	home     string
-	ws       string
 	cli      string
 	argvFile string
-	env      []string
-	adapter  *adapter
 }
 
 func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 	t.Helper()
-	r := &rig{model: fakemodel.Start(t, script...), home: t.TempDir(), ws: t.TempDir(), cli: copilotCLI(t)}
+	r := &rig{model: fakemodel.Start(t, script...), home: t.TempDir(), cli: copilotCLI(t)}
 	wrapper, argvFile := clis.WrapCLI(t, r.cli)
 	r.argvFile = argvFile
-	r.env = clis.CopilotEnv(os.Environ(), r.model.URL, r.home, cliCache)
+	r.WS, r.Env = t.TempDir(), clis.CopilotEnv(os.Environ(), r.model.URL, r.home, cliCache)
 	// The canary (`copilot --version`, 5 s by the spec) and --help get agent.read_timeout_ms
 	// when that is longer: a loaded CI machine running several real CLIs at once can take
 	// more than 5 s to start the 235 MB binary.
@@ -83,28 +81,9 @@ func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.adapter = a.(*adapter)
-	dialectOf(r.adapter).gh = filepath.Join(t.TempDir(), "no-gh") // never the machine's gh login
+	dialectOf(a.(*adapter)).gh = filepath.Join(t.TempDir(), "no-gh") // never the machine's gh login
+	r.Adapter = a
 	return r
-}
-
-// start starts a session, in the rig's workspace and environment unless p names others.
-func (r *rig) start(t *testing.T, p agent.StartParams) *agent.Session {
-	t.Helper()
-	if p.Workspace == "" {
-		p.Workspace = r.ws
-	}
-	if p.Env == nil {
-		p.Env = r.env
-	}
-	return agenttest.StartSession(t, r.adapter, p)
-}
-
-func (r *rig) turn(t *testing.T, s *agent.Session, n int, prompt string) agenttest.Outcome {
-	t.Helper()
-	o := agenttest.RunTurn(context.Background(), r.adapter, s, n, prompt)
-	agenttest.CheckTurn(t, n, s, o, false)
-	return o
 }
 
 // argvs returns the argument lists the CLI was started with, one per turn.
@@ -125,11 +104,11 @@ func TestContract_ContinueFallbackResumesTheWorkspacesLastSession(t *testing.T) 
 		fakemodel.Reply{Text: "Noted: MANGO.", ToolUses: []fakemodel.ToolUse{done("noted")}},
 		fakemodel.Reply{Text: "It was MANGO.", ToolUses: []fakemodel.ToolUse{done("recalled")}},
 	)
-	s := r.start(t, agent.StartParams{})
-	mustComplete(t, r.turn(t, s, 1, "Remember MANGO."))
+	s := r.Start(t, agent.StartParams{})
+	mustComplete(t, r.Turn(t, s, 1, "Remember MANGO."))
 	id := s.ID
 	s.ID = "" // as if turn 1's result had named no session
-	two := r.turn(t, s, 2, "Which fruit?")
+	two := r.Turn(t, s, 2, "Which fruit?")
 	mustComplete(t, two)
 
 	argv := r.argvs(t)[1]
@@ -179,8 +158,8 @@ func TestContract_ToolScopingFlagsAreAcceptedAndTakeEffect(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, c.opts, fakemodel.Reply{ToolUses: []fakemodel.ToolUse{write}},
 				fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("tried")}})
-			s := r.start(t, agent.StartParams{})
-			o := r.turn(t, s, 1, "write out.txt")
+			s := r.Start(t, agent.StartParams{})
+			o := r.Turn(t, s, 1, "write out.txt")
 			mustComplete(t, o)
 			argv := r.argvs(t)[0]
 			for _, f := range c.flags {
@@ -191,7 +170,7 @@ func TestContract_ToolScopingFlagsAreAcceptedAndTakeEffect(t *testing.T) {
 			if got := slices.Contains(argv, "--allow-all"); got != c.allow {
 				t.Errorf("--allow-all in argv = %t, want %t: %q", got, c.allow, argv)
 			}
-			_, err := os.Stat(filepath.Join(r.ws, "out.txt"))
+			_, err := os.Stat(filepath.Join(r.WS, "out.txt"))
 			if wrote := err == nil; wrote != c.wrote {
 				t.Errorf("bash ran = %t, want %t", wrote, c.wrote)
 			}
@@ -210,14 +189,14 @@ func TestContract_PassThroughFlagsAreAccepted(t *testing.T) {
 	r := newRig(t, map[string]any{"model": model, "max_autopilot_continues": 3, "agent": "fixer",
 		"disable_builtin_mcps": true, "no_custom_instructions": true, "experimental": true},
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("fixed")}})
-	agents := filepath.Join(r.ws, ".github", "agents")
+	agents := filepath.Join(r.WS, ".github", "agents")
 	os.MkdirAll(agents, 0o755)
 	agentFile := "---\nname: fixer\ndescription: Fixes issues\n---\nYou are the FIXER-PERSONA. Fix the issue.\n"
 	if err := os.WriteFile(filepath.Join(agents, "fixer.agent.md"), []byte(agentFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := r.start(t, agent.StartParams{})
-	mustComplete(t, r.turn(t, s, 1, "fix it"))
+	s := r.Start(t, agent.StartParams{})
+	mustComplete(t, r.Turn(t, s, 1, "fix it"))
 	argv := strings.Join(r.argvs(t)[0], " ")
 	for _, want := range []string{"--model " + model, "--max-autopilot-continues 3", "--agent fixer",
 		"--disable-builtin-mcps", "--no-custom-instructions", "--experimental"} {
@@ -256,8 +235,8 @@ func TestContract_ModelErrors(t *testing.T) {
 	t.Run("500 that is final fails the turn", func(t *testing.T) {
 		t.Parallel()
 		r := newRig(t, nil, fakemodel.Reply{Status: 500, NoRetry: true, ErrorMessage: "model is down"})
-		s := r.start(t, agent.StartParams{})
-		o := r.turn(t, s, 1, "hello")
+		s := r.Start(t, agent.StartParams{})
+		o := r.Turn(t, s, 1, "hello")
 		if agent.KindOf(o.Err) != agent.ErrTurnFailed || o.Result.ExitReason != agent.EventTurnFailed {
 			t.Fatalf("turn = %s, %v; want turn_failed (the CLI exits 1 with a failed result)", o.Result.ExitReason, o.Err)
 		}
@@ -275,8 +254,8 @@ func TestContract_ModelErrors(t *testing.T) {
 		t.Parallel()
 		r := newRig(t, nil, fakemodel.Reply{Status: 500, RetryAfter: "0"},
 			fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("recovered")}})
-		s := r.start(t, agent.StartParams{})
-		o := r.turn(t, s, 1, "hello")
+		s := r.Start(t, agent.StartParams{})
+		o := r.Turn(t, s, 1, "hello")
 		mustComplete(t, o)
 		var retried bool
 		for _, e := range o.Of(agent.EventNotification) {
@@ -291,7 +270,7 @@ func TestContract_ModelErrors(t *testing.T) {
 func TestContract_VersionIsThePinnedCLI(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
-	v, err := r.adapter.Version(context.Background())
+	v, err := r.Adapter.(agent.Versioner).Version(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

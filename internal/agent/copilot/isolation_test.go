@@ -39,9 +39,9 @@ func TestContract_IssuesDoNotShareTheHome(t *testing.T) {
 			r := newRig(t, nil)
 			planted := filepath.Join(cliCache, "copilot", "pkg", "planted")
 			t.Cleanup(func() { os.Remove(planted) })
-			wsA, wsB := r.ws, t.TempDir()
-			envA := append(slices.Clip(r.env), "SORTIE_ISSUE_ID=A-"+name)
-			envB := append(slices.Clip(r.env), "SORTIE_ISSUE_ID=B-"+name)
+			wsA, wsB := r.WS, t.TempDir()
+			envA := append(slices.Clip(r.Env), "SORTIE_ISSUE_ID=A-"+name)
+			envB := append(slices.Clip(r.Env), "SORTIE_ISSUE_ID=B-"+name)
 			var confA, confB *agent.Confinement
 			if confined {
 				confA = clis.NewEscape(t, r.cli, wsA, &envA, filepath.Dir(r.argvFile)).Confinement
@@ -52,20 +52,20 @@ func TestContract_IssuesDoNotShareTheHome(t *testing.T) {
 				fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("planted")}},
 			)
 			r.model.SetDefault(fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("ok")}})
-			a := r.start(t, agent.StartParams{Workspace: wsA, Env: envA, Confine: confA})
-			mustComplete(t, r.turn(t, a, 1, "Remember the word PAPAYA, then plant."))
+			a := r.Start(t, agent.StartParams{Workspace: wsA, Env: envA, Confine: confA})
+			mustComplete(t, r.Turn(t, a, 1, "Remember the word PAPAYA, then plant."))
 			reqs := r.model.Messages()
 			if res, ok := reqs[1].LastToolResult(); !ok || !strings.Contains(res.Text, "planted") {
 				t.Fatalf("the plant script did not run: %+v", res)
 			}
 
 			seen := len(r.model.Messages())
-			b := r.start(t, agent.StartParams{Workspace: wsB, Env: envB, Confine: confB})
-			mustComplete(t, r.turn(t, b, 1, "hello from B"))
+			b := r.Start(t, agent.StartParams{Workspace: wsB, Env: envB, Confine: confB})
+			mustComplete(t, r.Turn(t, b, 1, "hello from B"))
 			agenttest.NothingPlanted(t, "issue B", r.model.Messages()[seen:], wsB, "PLANTED-INSTRUCTIONS")
 
 			seen = len(r.model.Messages())
-			mustComplete(t, r.turn(t, a, 2, "Which word?"))
+			mustComplete(t, r.Turn(t, a, 2, "Which word?"))
 			later := r.model.Messages()[seen:]
 			agenttest.NothingPlanted(t, "issue A's next turn", later, wsA, "PLANTED-INSTRUCTIONS")
 			if len(later) == 0 || !strings.Contains(later[0].Transcript(), "Remember the word PAPAYA") {

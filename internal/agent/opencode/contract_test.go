@@ -26,26 +26,24 @@ var update = flag.Bool("update", false, "re-capture testdata/*.jsonl from the re
 // model is the model the fake sees requested (clis.OpenCodeModel without the provider).
 const model = "claude-sonnet-4-5"
 
-// rig is one contract test's world: a fake model, a HOME, a workspace, an isolated
-// OpenCode state directory, and the adapter running the real CLI through a wrapper that
+// rig is one contract test's world: a fake model, a HOME, an isolated OpenCode state
+// directory, and sessions of the adapter running the real CLI through a wrapper that
 // records argv.
 type rig struct {
+	agenttest.Rig
 	model    *fakemodel.Server
 	home     string
-	ws       string
 	state    string
 	argvFile string
-	env      []string
 	opts     map[string]any
-	adapter  agent.Adapter
 }
 
 func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 	t.Helper()
-	r := &rig{model: fakemodel.Start(t, script...), home: t.TempDir(), ws: t.TempDir(), state: t.TempDir()}
+	r := &rig{model: fakemodel.Start(t, script...), home: t.TempDir(), state: t.TempDir()}
 	wrapper, argvFile := clis.WrapCLI(t, clis.OpenCode(t))
 	r.argvFile = argvFile
-	r.env = clis.OpenCodeEnv(os.Environ(), r.home, sharedCache)
+	r.WS, r.Env = t.TempDir(), clis.OpenCodeEnv(os.Environ(), r.home, sharedCache)
 	if opts == nil {
 		opts = map[string]any{}
 	}
@@ -64,27 +62,8 @@ func newRig(t *testing.T, opts map[string]any, script ...fakemodel.Reply) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.adapter = a
+	r.Adapter = a
 	return r
-}
-
-// start starts a session, in the rig's workspace and environment unless p names others.
-func (r *rig) start(t *testing.T, p agent.StartParams) *agent.Session {
-	t.Helper()
-	if p.Workspace == "" {
-		p.Workspace = r.ws
-	}
-	if p.Env == nil {
-		p.Env = r.env
-	}
-	return agenttest.StartSession(t, r.adapter, p)
-}
-
-func (r *rig) turn(t *testing.T, s *agent.Session, n int, prompt string) agenttest.Outcome {
-	t.Helper()
-	o := agenttest.RunTurn(context.Background(), r.adapter, s, n, prompt)
-	agenttest.CheckTurn(t, n, s, o, false)
-	return o
 }
 
 // argvs returns the argument lists the CLI was started with, one per turn.
@@ -92,7 +71,7 @@ func (r *rig) argvs(t *testing.T) [][]string { return clis.ReadArgvs(t, r.argvFi
 
 func TestContract_VersionIsThePinnedCLI(t *testing.T) {
 	r := newRig(t, nil)
-	v, err := r.adapter.(agent.Versioner).Version(context.Background())
+	v, err := r.Adapter.(agent.Versioner).Version(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,17 +86,17 @@ func TestContract_ResumeAfterRestart(t *testing.T) {
 		fakemodel.Reply{Text: "Noted: KIWI."},
 		fakemodel.Reply{Text: "It was KIWI."},
 	)
-	s := r.start(t, agent.StartParams{})
-	agenttest.MustComplete(t, r.turn(t, s, 1, "Remember KIWI."))
-	r.adapter.StopSession(context.Background(), s)
+	s := r.Start(t, agent.StartParams{})
+	agenttest.MustComplete(t, r.Turn(t, s, 1, "Remember KIWI."))
+	r.Adapter.StopSession(context.Background(), s)
 
 	again, err := New(agent.Config{Kind: Kind, Command: clis.OpenCode(t), Options: r.opts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.adapter = again
-	s2 := r.start(t, agent.StartParams{ResumeSessionID: s.ID})
-	o := r.turn(t, s2, 1, "Which fruit?")
+	r.Adapter = again
+	s2 := r.Start(t, agent.StartParams{ResumeSessionID: s.ID})
+	o := r.Turn(t, s2, 1, "Which fruit?")
 	agenttest.MustComplete(t, o)
 	if s2.ID != s.ID {
 		t.Errorf("resumed session id = %s, want %s", s2.ID, s.ID)
@@ -134,15 +113,15 @@ func TestContract_PermissionAskEndsTheTurnForInput(t *testing.T) {
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: "bash", Input: map[string]any{"command": "touch asked.txt", "description": "touch"}}}},
 		fakemodel.Reply{Text: "never asked"},
 	)
-	s := r.start(t, agent.StartParams{})
-	o := r.turn(t, s, 1, "touch a file")
+	s := r.Start(t, agent.StartParams{})
+	o := r.Turn(t, s, 1, "touch a file")
 	if agent.KindOf(o.Err) != agent.ErrTurnInputRequired || o.Result.ExitReason != agent.EventTurnInputRequired {
 		t.Fatalf("turn = %s, %v; want turn_input_required; events %v", o.Result.ExitReason, o.Err, describe(o.Events))
 	}
 	if slices.Contains(r.argvs(t)[0], "--auto") {
 		t.Errorf("argv %q: --auto with a permission configuration", r.argvs(t)[0])
 	}
-	if _, err := os.Stat(filepath.Join(r.ws, "asked.txt")); err == nil {
+	if _, err := os.Stat(filepath.Join(r.WS, "asked.txt")); err == nil {
 		t.Errorf("the command ran although its permission was only asked for")
 	}
 	if tools := o.Of(agent.EventToolResult); len(tools) != 1 || !tools[0].ToolError {
@@ -161,22 +140,12 @@ func TestContract_PersonalConfigIsIgnored(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(personal, "opencode.json"), []byte(`{"model": "nowhere/broken", "share": "auto"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(append([]string(nil), r.env...), "OPENCODE_CONFIG="+filepath.Join(personal, "opencode.json"))
-	s := r.start(t, agent.StartParams{Env: env})
-	agenttest.MustComplete(t, r.turn(t, s, 1, "hi"))
+	env := append(append([]string(nil), r.Env...), "OPENCODE_CONFIG="+filepath.Join(personal, "opencode.json"))
+	s := r.Start(t, agent.StartParams{Env: env})
+	agenttest.MustComplete(t, r.Turn(t, s, 1, "hi"))
 	if reqs := r.model.Messages(); len(reqs) != 1 || reqs[0].Model != model {
 		t.Errorf("requests = %+v, want one for %s", reqs, model)
 	}
-}
-
-func ofType(events []agent.Event, typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, e := range events {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 func describe(events []agent.Event) []string {

@@ -33,10 +33,10 @@ func TestContract_SubagentsDeniedByDefault(t *testing.T) {
 			r := newRig(t, tc.opts, task, sub, done)
 			if strings.HasPrefix(tc.name, "workspace") {
 				// What an agent could write into its workspace for the next turn.
-				writeFile(t, r.ws+"/opencode.json", `{"permission":{"task":"allow"},"agent":{"build":{"permission":{"task":"allow"}}}}`)
+				writeFile(t, r.WS+"/opencode.json", `{"permission":{"task":"allow"},"agent":{"build":{"permission":{"task":"allow"}}}}`)
 			}
-			s := r.start(t, agent.StartParams{})
-			o := r.turn(t, s, 1, "Use a subagent.")
+			s := r.Start(t, agent.StartParams{})
+			o := r.Turn(t, s, 1, "Use a subagent.")
 			agenttest.MustComplete(t, o)
 			if got := len(r.model.Messages()); got != tc.requests {
 				t.Fatalf("model requests = %d, want %d; events: %v", got, tc.requests, describe(o.Events))
