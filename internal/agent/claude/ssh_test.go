@@ -5,11 +5,9 @@ package claude
 // Anthropic API behind it (spec: claude-code-adapter.md, "SSH remote execution").
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -53,11 +51,7 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	workspace := filepath.Join(root, "ws 'it''s' \"q\" $(touch PWNED) `touch PWNED`; & é")
-	if err := os.Mkdir(workspace, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	workspace := sshd.HostileWorkspace(t)
 
 	s := agenttest.StartSession(t, a, agent.StartParams{Workspace: workspace, SSHHost: fx.Host()})
 	o := agenttest.RunTurn(t.Context(), a, s, 1, sshHostile)
@@ -68,11 +62,6 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 		"--permission-mode", "bypassPermissions", "--append-system-prompt", sshHostile}
 	if got := remoteClaude.Argv(t); !slices.Equal(got, wantArgv) {
 		t.Errorf("remote argv:\n got %q\nwant %q", got, wantArgv)
-	}
-
-	// sshd sets SSH_CONNECTION to "client-ip client-port server-ip server-port".
-	if conn := remoteClaude.Conn(); !strings.HasSuffix(conn, " 127.0.0.1 "+strconv.Itoa(fx.Port)) {
-		t.Errorf("the remote command's SSH_CONNECTION = %q, want it to end with the test sshd's 127.0.0.1 %d", conn, fx.Port)
 	}
 
 	reqs := fm.Messages()
@@ -86,14 +75,7 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 		t.Errorf("the system prompt does not contain the appended %q:\n%s", sshHostile, reqs[0].System)
 	}
 
-	where, err := os.ReadFile(filepath.Join(workspace, "where.txt"))
-	if err != nil {
-		t.Fatalf("the Bash tool did not write where.txt in the workspace: %v (tool results: %+v)", err, reqs[len(reqs)-1].ToolResults())
-	}
-	if got := strings.TrimSuffix(string(where), "\n"); got != workspace {
-		t.Errorf("remote pwd = %q, want the workspace %q", got, workspace)
-	}
-	sshNoPwned(t, root, remoteClaude.Dir)
+	remoteClaude.CheckRanIn(t, fx, workspace)
 }
 
 // sshUserSaid reports whether a user message of req has a text block equal to text.
@@ -109,17 +91,4 @@ func sshUserSaid(req fakemodel.Request, text string) bool {
 		}
 	}
 	return false
-}
-
-// sshNoPwned fails the test if a hostile string ran its `touch PWNED` anywhere in dirs.
-func sshNoPwned(t *testing.T, dirs ...string) {
-	t.Helper()
-	for _, d := range dirs {
-		filepath.WalkDir(d, func(path string, e fs.DirEntry, err error) error {
-			if err == nil && e.Name() == "PWNED" {
-				t.Errorf("a hostile string ran a command: %s exists", path)
-			}
-			return nil
-		})
-	}
 }

@@ -173,6 +173,7 @@ func TestRunTurn_ResultDecides(t *testing.T) {
 		{"exit 0 without a result", 0, []string{message}, agent.EventTurnCompleted, "", "without a result event"},
 		{"exit 0 with result exitCode 0", 0, []string{message, resultLine("s1", 0, 5)}, agent.EventTurnCompleted, "", "turn completed"},
 		{"exit 0 with result exitCode 1", 0, []string{resultLine("s1", 1, 5)}, agent.EventTurnFailed, agent.ErrTurnFailed, "result exit code 1"},
+		{"non-zero without a result", 3, []string{message}, agent.EventTurnFailed, agent.ErrPortExit, "exit status 3; stderr: boom"},
 		{"non-zero with a failed result", 1, []string{`{"type":"session.error","data":{"errorType":"query","message":"500 boom","statusCode":500}}`,
 			resultLine("s1", 1, 5)}, agent.EventTurnFailed, agent.ErrTurnFailed, "query: 500 boom (status 500)"},
 	}

@@ -55,11 +55,7 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := ad.(*adapter)
-	root := t.TempDir()
-	workspace := filepath.Join(root, "ws 'it''s' \"q\" $(touch PWNED) `touch PWNED`; & é")
-	if err := os.Mkdir(workspace, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	workspace := sshd.HostileWorkspace(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), patience)
 	defer cancel()
@@ -76,10 +72,6 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 	if got := remoteCopilot.Argv(t); !slices.Equal(got, wantArgv) {
 		t.Errorf("remote argv:\n got %q\nwant %q (no --usage-output-file: that file would be on the remote host)", got, wantArgv)
 	}
-	// sshd sets SSH_CONNECTION to "client-ip client-port server-ip server-port".
-	if conn := remoteCopilot.Conn(); !strings.HasSuffix(conn, " 127.0.0.1 "+strconv.Itoa(fx.Port)) {
-		t.Errorf("the remote command's SSH_CONNECTION = %q, want it to end with the test sshd's 127.0.0.1 %d", conn, fx.Port)
-	}
 
 	reqs := fm.Messages()
 	if len(reqs) != 2 {
@@ -88,16 +80,5 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 	if tr := reqs[0].Transcript(); !strings.Contains(tr, sshHostile) {
 		t.Errorf("the first request lacks the prompt byte for byte:\n%s", tr)
 	}
-	where, err := os.ReadFile(filepath.Join(workspace, "where.txt"))
-	if err != nil {
-		t.Fatalf("the bash tool did not write where.txt in the workspace: %v (tool results: %+v)", err, reqs[1].ToolResults())
-	}
-	if got := strings.TrimSuffix(string(where), "\n"); got != workspace {
-		t.Errorf("remote pwd = %q, want the workspace %q", got, workspace)
-	}
-	for _, d := range []string{workspace, root, remoteCopilot.Dir} {
-		if _, err := os.Stat(filepath.Join(d, "PWNED")); err == nil {
-			t.Errorf("a hostile string ran a command: %s exists", filepath.Join(d, "PWNED"))
-		}
-	}
+	remoteCopilot.CheckRanIn(t, fx, workspace)
 }

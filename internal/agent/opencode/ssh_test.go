@@ -46,11 +46,7 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 		fakemodel.Reply{Text: "recorded"},
 	)
 	a, remoteCLI := sshAdapter(t, fm)
-	root := t.TempDir()
-	workspace := filepath.Join(root, "ws 'it''s' \"q\" $(touch PWNED) `touch PWNED`; & é")
-	if err := os.Mkdir(workspace, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	workspace := sshd.HostileWorkspace(t)
 	s := agenttest.StartSession(t, a, agent.StartParams{Workspace: workspace, SSHHost: fx.Host()})
 	o := agenttest.RunTurn(t.Context(), a, s, 1, sshHostile)
 	agenttest.CheckTurn(t, 1, s, o, false)
@@ -66,16 +62,7 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 	if len(reqs) != 2 || reqs[0].Messages[0].Text() != sshHostile {
 		t.Fatalf("requests = %d; the first user message must be the prompt byte for byte", len(reqs))
 	}
-	where, err := os.ReadFile(filepath.Join(workspace, "where.txt"))
-	if err != nil || strings.TrimSpace(string(where)) != workspace {
-		t.Errorf("remote pwd = %q, %v; want the workspace %q", where, err, workspace)
-	}
-	if matches, _ := filepath.Glob(filepath.Join(root, "*", "PWNED")); len(matches) > 0 {
-		t.Errorf("a hostile string ran a command: %v", matches)
-	}
-	if _, err := os.Stat(filepath.Join(root, "PWNED")); err == nil {
-		t.Errorf("a hostile string ran a command in %s", root)
-	}
+	remoteCLI.CheckRanIn(t, fx, workspace)
 }
 
 // TestSSH_ConfigurationNeverOnACommandLine: the inline configuration (MCP servers'
