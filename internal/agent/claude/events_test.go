@@ -19,7 +19,7 @@ import (
 // sharedTestdata holds sortie 1.9's transcripts of older CLI versions, third-party
 // data beside the repository (/work/shared/testdata/README.md): read in place when
 // present, as in CI, never copied. The package's own transcripts, captured from the
-// pinned CLI, are in testdata/ (transcripts_test.go and contract_test.go record them).
+// pinned CLI, are in testdata/ (transcripts_test.go records them).
 const sharedTestdata = "../../../../shared/testdata/sortie-1.9/internal/agent/claude/testdata"
 
 // ownLines returns the lines of one of the package's own transcripts.
@@ -542,8 +542,8 @@ func TestTranslate_OpenToolsEndAsFailed(t *testing.T) {
 }
 
 // The transcripts in testdata were captured from the pinned CLI with
-// `go test -run TestContract_Capture -args -update`; the fake model's script for each
-// is in contract_test.go, so the expected figures here are the ones it reported.
+// `go test -run TestTranscripts_Capture -args -update`; the fake model's script for each
+// is in transcripts_test.go, so the expected figures here are the ones it reported.
 func TestTranslate_CapturedToolCall(t *testing.T) {
 	events, tr := run(t, readLines(t, "testdata/two_blocks_tool_call.jsonl")...)
 	want := agent.Usage{Input: 300, Output: 50, Total: 350, CacheRead: 7}
