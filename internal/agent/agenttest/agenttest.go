@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -235,53 +234,17 @@ func (s *suite) stop(t *testing.T, sess *agent.Session) {
 	}
 }
 
-// outcome is what one RunTurn produced.
-type outcome struct {
-	events []agent.Event
-	res    agent.TurnResult
-	err    error
-}
-
-func (o outcome) of(typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, e := range o.events {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func (o outcome) types() []agent.EventType {
-	out := make([]agent.EventType, len(o.events))
-	for i, e := range o.events {
-		out[i] = e.Type
-	}
-	return out
-}
-
 // turn runs one turn under ctx, bounded by Patience, and checks what every turn's
 // events must be, however it ended.
-func (s *suite) turn(t *testing.T, ctx context.Context, sess *agent.Session, n int, prompt string) outcome {
+func (s *suite) turn(t *testing.T, ctx context.Context, sess *agent.Session, n int, prompt string) Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, s.h.Patience)
 	defer cancel()
-	var (
-		mu sync.Mutex
-		o  outcome
-	)
-	res, err := s.ad.RunTurn(ctx, sess, agent.TurnParams{Prompt: prompt, TurnNumber: n, OnEvent: func(e agent.Event) {
-		mu.Lock()
-		o.events = append(o.events, e)
-		mu.Unlock()
-	}})
-	mu.Lock()
-	defer mu.Unlock()
-	o.res, o.err = res, err
+	o := RunTurn(ctx, s.ad, sess, n, prompt)
 	if ctx.Err() == context.DeadlineExceeded {
-		t.Fatalf("turn %d did not end within %s (the suite's patience); events: %v", n, s.h.Patience, o.types())
+		t.Fatalf("turn %d did not end within %s (the suite's patience); events: %v", n, s.h.Patience, o.Types())
 	}
-	checkTurn(t, n, sess, o, s.h.ProcessPerSession)
+	CheckTurn(t, n, sess, o, s.h.ProcessPerSession)
 	return o
 }
 
@@ -289,33 +252,33 @@ func (s *suite) turn(t *testing.T, ctx context.Context, sess *agent.Session, n i
 var terminal = []agent.EventType{agent.EventTurnCompleted, agent.EventTurnFailed, agent.EventTurnCancelled,
 	agent.EventTurnEndedWithError, agent.EventTurnInputRequired, agent.EventStartupFailed}
 
-// checkTurn checks the invariants of every turn: one terminal event, last, matching the
+// CheckTurn checks the invariants of every turn n: one terminal event, last, matching the
 // result; every event stamped with a time and the turn's process; unless the process
 // lives as long as the session, none recorded on the session once the turn is over.
-func checkTurn(t *testing.T, n int, sess *agent.Session, o outcome, perSession bool) {
+func CheckTurn(t testing.TB, n int, sess *agent.Session, o Outcome, perSession bool) {
 	t.Helper()
-	if len(o.events) == 0 {
-		t.Fatalf("turn %d: no events (result %s, %v); a turn always ends with a terminal event", n, o.res.ExitReason, o.err)
+	if len(o.Events) == 0 {
+		t.Fatalf("turn %d: no events (result %s, %v); a turn always ends with a terminal event", n, o.Result.ExitReason, o.Err)
 	}
 	var ends []agent.EventType
-	for _, e := range o.events {
+	for _, e := range o.Events {
 		if slices.Contains(terminal, e.Type) {
 			ends = append(ends, e.Type)
 		}
 	}
-	last := o.events[len(o.events)-1]
+	last := o.Events[len(o.Events)-1]
 	if len(ends) != 1 || !slices.Contains(terminal, last.Type) {
-		t.Errorf("turn %d events %v: want exactly one terminal event, the last", n, o.types())
+		t.Errorf("turn %d events %v: want exactly one terminal event, the last", n, o.Types())
 	}
-	if last.Type != o.res.ExitReason {
-		t.Errorf("turn %d: last event %s, result's exit reason %s; want the same", n, last.Type, o.res.ExitReason)
+	if last.Type != o.Result.ExitReason {
+		t.Errorf("turn %d: last event %s, result's exit reason %s; want the same", n, last.Type, o.Result.ExitReason)
 	}
-	for _, e := range o.events {
+	for _, e := range o.Events {
 		if e.Time.IsZero() {
 			t.Errorf("turn %d: %s event has no time", n, e.Type)
 		}
-		if o.res.PID != 0 && e.PID != o.res.PID {
-			t.Errorf("turn %d: %s event has pid %d, the turn's is %d", n, e.Type, e.PID, o.res.PID)
+		if o.Result.PID != 0 && e.PID != o.Result.PID {
+			t.Errorf("turn %d: %s event has pid %d, the turn's is %d", n, e.Type, e.PID, o.Result.PID)
 		}
 	}
 	if sess.PID != 0 && !perSession {
@@ -324,12 +287,12 @@ func checkTurn(t *testing.T, n int, sess *agent.Session, o outcome, perSession b
 }
 
 // mustComplete fails t unless the turn completed.
-func mustComplete(t *testing.T, n int, o outcome) {
+func mustComplete(t *testing.T, n int, o Outcome) {
 	t.Helper()
-	if o.err != nil || o.res.ExitReason != agent.EventTurnCompleted {
-		t.Fatalf("turn %d = %s, %v; want turn_completed; events: %v", n, o.res.ExitReason, o.err, o.types())
+	if o.Err != nil || o.Result.ExitReason != agent.EventTurnCompleted {
+		t.Fatalf("turn %d = %s, %v; want turn_completed; events: %v", n, o.Result.ExitReason, o.Err, o.Types())
 	}
-	if o.res.PID == 0 {
+	if o.Result.PID == 0 {
 		t.Errorf("turn %d: the result names no process", n)
 	}
 }
@@ -366,13 +329,13 @@ func (s *suite) continuation(t *testing.T) {
 	one := s.turn(t, ctx, sess, 1, "Remember the word PAPAYA.")
 	mustComplete(t, 1, one)
 	id := sess.ID
-	if id == "" || one.res.SessionID != id {
-		t.Fatalf("after turn 1: session id %q, result's %q; want the same, not empty", id, one.res.SessionID)
+	if id == "" || one.Result.SessionID != id {
+		t.Fatalf("after turn 1: session id %q, result's %q; want the same, not empty", id, one.Result.SessionID)
 	}
 	if s.h.SessionIDs == IDAtStart && id != atStart {
 		t.Errorf("turn 1 changed the session id from %q to %q; the harness says it never changes", atStart, id)
 	}
-	if last := one.events[len(one.events)-1]; last.SessionID != id {
+	if last := one.Events[len(one.Events)-1]; last.SessionID != id {
 		t.Errorf("turn 1's %s event names session %q, want %q", last.Type, last.SessionID, id)
 	}
 
@@ -381,10 +344,10 @@ func (s *suite) continuation(t *testing.T) {
 	if s.h.SessionIDs != IDPerTurn && sess.ID != id {
 		t.Errorf("turn 2 changed the session id from %q to %q; the harness says it is stable after turn 1", id, sess.ID)
 	}
-	if sess.ID == "" || two.res.SessionID != sess.ID {
-		t.Errorf("after turn 2: session id %q, result's %q; want the same, not empty", sess.ID, two.res.SessionID)
+	if sess.ID == "" || two.Result.SessionID != sess.ID {
+		t.Errorf("after turn 2: session id %q, result's %q; want the same, not empty", sess.ID, two.Result.SessionID)
 	}
-	for _, e := range two.events {
+	for _, e := range two.Events {
 		if e.SessionID != "" && e.SessionID != id && e.SessionID != sess.ID {
 			t.Errorf("turn 2's %s event names session %q, want %q", e.Type, e.SessionID, sess.ID)
 		}
@@ -421,7 +384,7 @@ func (s *suite) continuation(t *testing.T) {
 			// to the issue's, so a resumed session that restated the earlier turns'
 			// tokens would count them twice.
 			_, noInput := s.h.Unsupported[CaseUsageExactIn]
-			checkUsage(t, "the resumed session after its turn", three.res.Usage, minus(s.model.Reported(), base), !noInput)
+			checkUsage(t, "the resumed session after its turn", three.Result.Usage, minus(s.model.Reported(), base), !noInput)
 		})
 		if s.h.SessionIDs != IDPerTurn && again.ID != sess.ID {
 			t.Errorf("the resumed session's id is %q after its turn, want %q", again.ID, sess.ID)
@@ -437,9 +400,9 @@ func (s *suite) continuation(t *testing.T) {
 }
 
 // toolResults are the turn's tool_result events that are not bookkeeping.
-func (s *suite) toolResults(o outcome) []agent.Event {
+func (s *suite) toolResults(o Outcome) []agent.Event {
 	var out []agent.Event
-	for _, e := range o.of(agent.EventToolResult) {
+	for _, e := range o.Of(agent.EventToolResult) {
 		if !slices.Contains(s.h.BookkeepingTools, e.ToolName) {
 			out = append(out, e)
 		}
@@ -547,16 +510,16 @@ func (s *suite) usageGrows(t *testing.T) {
 	for n, prompt := range []string{"Run true.", "Say two."} {
 		o := s.turn(t, context.Background(), sess, n+1, prompt)
 		mustComplete(t, n+1, o)
-		for i, e := range o.events {
+		for i, e := range o.Events {
 			// Usage is meaningful on token_usage; other events carry it when they can.
 			if e.Type == agent.EventTokenUsage || e.Usage != (agent.Usage{}) {
 				step(e.Usage, fmt.Sprintf("turn %d event %d (%s)", n+1, i, e.Type))
 			}
 		}
-		step(o.res.Usage, fmt.Sprintf("turn %d's result", n+1))
-		results = append(results, o.res.Usage)
+		step(o.Result.Usage, fmt.Sprintf("turn %d's result", n+1))
+		results = append(results, o.Result.Usage)
 		reported = append(reported, minus(s.model.Reported(), base))
-		if len(o.of(agent.EventTokenUsage)) == 0 {
+		if len(o.Of(agent.EventTokenUsage)) == 0 {
 			t.Errorf("turn %d: no token_usage event", n+1)
 		}
 	}
@@ -591,20 +554,20 @@ func (s *suite) modelError(t *testing.T) {
 	s.build(t)
 	sess := s.start(t, s.params())
 	o := s.turn(t, context.Background(), sess, 1, "hello")
-	if o.res.ExitReason != agent.EventTurnFailed || o.err == nil {
-		t.Fatalf("turn = %s, %v; want turn_failed with an error; events: %v", o.res.ExitReason, o.err, o.types())
+	if o.Result.ExitReason != agent.EventTurnFailed || o.Err == nil {
+		t.Fatalf("turn = %s, %v; want turn_failed with an error; events: %v", o.Result.ExitReason, o.Err, o.Types())
 	}
-	kind := agent.KindOf(o.err)
+	kind := agent.KindOf(o.Err)
 	if kind == "" || !kind.Retryable() {
-		t.Errorf("error %q has kind %q; want an *agent.Error of a retryable kind (turn_failed, port_exit, ...)", o.err, kind)
+		t.Errorf("error %q has kind %q; want an *agent.Error of a retryable kind (turn_failed, port_exit, ...)", o.Err, kind)
 	}
 	s.sub(t, CaseModelErrorText, func(t *testing.T) {
-		found := strings.Contains(o.err.Error(), msg)
-		for _, e := range o.events {
+		found := strings.Contains(o.Err.Error(), msg)
+		for _, e := range o.Events {
 			found = found || strings.Contains(e.Message, msg)
 		}
 		if !found {
-			t.Errorf("neither the error %q nor any event carries the API's message %q", o.err, msg)
+			t.Errorf("neither the error %q nor any event carries the API's message %q", o.Err, msg)
 		}
 	})
 }
@@ -642,8 +605,8 @@ func (s *suite) notFound(t *testing.T) {
 	}
 	defer a.StopSession(context.Background(), sess)
 	o := s.turn(t, context.Background(), sess, 1, "hello")
-	if agent.KindOf(o.err) != agent.ErrNotFound {
-		t.Errorf("StartSession succeeded and the turn = %s, %v; want agent_not_found", o.res.ExitReason, o.err)
+	if agent.KindOf(o.Err) != agent.ErrNotFound {
+		t.Errorf("StartSession succeeded and the turn = %s, %v; want agent_not_found", o.Result.ExitReason, o.Err)
 	}
 	if n := len(s.model.Received()); n != 0 {
 		t.Errorf("the model received %d requests from a missing agent", n)
@@ -660,41 +623,29 @@ func (s *suite) cancel(t *testing.T) {
 	sess := s.start(t, s.params())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan outcome, 1)
-	go func() {
-		// turn's t.Fatalf must not run on this goroutine: check the result below.
-		var o outcome
-		var mu sync.Mutex
-		res, err := s.ad.RunTurn(ctx, sess, agent.TurnParams{Prompt: "hello", TurnNumber: 1, OnEvent: func(e agent.Event) {
-			mu.Lock()
-			o.events = append(o.events, e)
-			mu.Unlock()
-		}})
-		mu.Lock()
-		o.res, o.err = res, err
-		mu.Unlock()
-		done <- o
-	}()
+	done := make(chan Outcome, 1)
+	// turn's t.Fatalf must not run on the turn's goroutine: check the result below.
+	go func() { done <- RunTurn(ctx, s.ad, sess, 1, "hello") }()
 	s.model.WaitStall(t, s.h.Patience)
 	cancel()
-	var o outcome
+	var o Outcome
 	select {
 	case o = <-done:
 	case <-time.After(s.h.Patience):
 		t.Fatalf("RunTurn did not return within %s of its context being cancelled", s.h.Patience)
 	}
-	checkTurn(t, 1, sess, o, s.h.ProcessPerSession)
-	if agent.KindOf(o.err) != agent.ErrTurnCancelled || o.res.ExitReason != agent.EventTurnCancelled {
-		t.Fatalf("turn = %s, %v; want turn_cancelled", o.res.ExitReason, o.err)
+	CheckTurn(t, 1, sess, o, s.h.ProcessPerSession)
+	if agent.KindOf(o.Err) != agent.ErrTurnCancelled || o.Result.ExitReason != agent.EventTurnCancelled {
+		t.Fatalf("turn = %s, %v; want turn_cancelled", o.Result.ExitReason, o.Err)
 	}
 	pids := map[int]bool{}
-	for _, e := range o.events {
+	for _, e := range o.Events {
 		if e.PID > 0 {
 			pids[e.PID] = true
 		}
 	}
-	if o.res.PID > 0 {
-		pids[o.res.PID] = true
+	if o.Result.PID > 0 {
+		pids[o.Result.PID] = true
 	}
 	if len(pids) == 0 {
 		t.Fatal("neither the events nor the result named the turn's process")
@@ -702,8 +653,8 @@ func (s *suite) cancel(t *testing.T) {
 	for pid := range pids {
 		proctest.WaitExited(t, pid, s.h.Patience)
 	}
-	if o.res.PID > 0 {
-		proctest.RequireGroupGone(t, o.res.PID)
+	if o.Result.PID > 0 {
+		proctest.RequireGroupGone(t, o.Result.PID)
 	}
 	for _, pid := range proctest.WithEnv(t, s.marker) {
 		proctest.WaitExited(t, pid, s.h.Patience)

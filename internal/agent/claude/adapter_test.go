@@ -1,21 +1,22 @@
 package claude
 
-// Adapter tests with fake CLIs: shell scripts that print a chosen stream and exit as
-// told, for the exit-code mapping and the stream limits the real CLI cannot be made
-// to produce on demand.
+// The dialect against a fake CLI (clis.Fake) printing chosen stream-json lines: how a
+// turn's result line and exit decide its outcome, the session flags of each turn, and
+// what carries across turns. The runner's own lifecycle is tested in package cli.
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/agent/cli"
-	"sortie/internal/agent/proc"
+	"sortie/internal/testkit/clis"
 )
 
 const (
@@ -25,251 +26,156 @@ const (
 	errorLine   = `{"type":"result","subtype":"error_max_turns","is_error":true,"result":"","session_id":"cli-session","usage":{"input_tokens":10,"output_tokens":4}}`
 )
 
-// fakeCLI returns an adapter whose CLI is a shell script with body; stdout.jsonl in
-// the script's directory holds lines, which the body can print with `cat "$out"`.
-func fakeCLI(t *testing.T, body string, lines ...string) agent.Adapter {
+// fakeCLI is a fake claude whose runs 1..len(runs) print runs[i] and exit 0, and the
+// adapter running it with options opts.
+func fakeCLI(t *testing.T, opts map[string]any, runs ...[]string) (*clis.Fake, agent.Adapter) {
 	t.Helper()
-	dir := t.TempDir()
-	out := filepath.Join(dir, "stdout.jsonl")
-	if err := os.WriteFile(out, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	f := clis.NewFake(t, "claude")
+	for i, lines := range runs {
+		f.Run(t, i+1, 0, lines...)
 	}
-	script := filepath.Join(dir, "claude")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nout="+shellQuote(out)+"\n"+body+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(agent.Config{Kind: Kind, Command: script})
+	a, err := New(agent.Config{Kind: Kind, Command: f.Path, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.(*cli.Runner[state]).Grace = 200 * time.Millisecond
-	return a
+	a.(*cli.Runner[state]).Grace = time.Second
+	return f, a
 }
 
-func runOnce(t *testing.T, a agent.Adapter, ctx context.Context) turnOutcome {
+// fakeSession starts a session of a in a new workspace, with HOME below the test's.
+func fakeSession(t *testing.T, a agent.Adapter, p agent.StartParams) *agent.Session {
 	t.Helper()
-	s, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), Env: os.Environ()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.StopSession(context.Background(), s)
-	var o turnOutcome
-	o.res, o.err = a.RunTurn(ctx, s, agent.TurnParams{Prompt: "do it", TurnNumber: 1, OnEvent: func(e agent.Event) {
-		o.events = append(o.events, e)
-	}})
-	return o
+	p.Workspace = t.TempDir()
+	p.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	return agenttest.StartSession(t, a, p)
 }
 
-func TestRunTurn_ExitMapping(t *testing.T) {
+// TestRunTurn_ResultLineDecides pins the spec's exit code mapping as Claude Code's
+// stream needs it: the result line, not the exit status alone, says how a turn ended.
+func TestRunTurn_ResultLineDecides(t *testing.T) {
 	cases := []struct {
 		name   string
-		body   string
+		code   int
+		stderr string
 		lines  []string
 		reason agent.EventType
 		kind   agent.ErrorKind
 		text   string // in the error
 	}{
-		{"result success", `cat "$out"`, []string{initLine, textLine, successLine}, agent.EventTurnCompleted, "", ""},
-		{"result error, exit 0", `cat "$out"`, []string{initLine, textLine, errorLine}, agent.EventTurnFailed, agent.ErrTurnFailed, "error_max_turns"},
-		{"output but no result", `cat "$out"`, []string{initLine, textLine}, agent.EventTurnCompleted, "", ""},
-		{"no output, no result", `cat "$out"; echo "auth went wrong" >&2`, []string{initLine}, agent.EventTurnFailed, agent.ErrTurnFailed, "auth went wrong"},
-		{"exit 127", `echo "claude: not found" >&2; exit 127`, nil, agent.EventTurnFailed, agent.ErrNotFound, "not found"},
-		{"exit 1 with error result", `cat "$out"; exit 1`, []string{initLine, errorLine}, agent.EventTurnFailed, agent.ErrPortExit, "exit status 1"},
-		{"ssh connection failure", `echo "ssh: connect to host h port 22: Connection refused" >&2; exit 255`, nil, agent.EventTurnFailed, agent.ErrPortExit, "Connection refused"},
-		{"killed by a signal", `cat "$out"; kill -KILL $$`, []string{initLine}, agent.EventTurnCancelled, agent.ErrTurnCancelled, "signal"},
+		{"result success", 0, "", []string{initLine, textLine, successLine}, agent.EventTurnCompleted, "", ""},
+		{"result error, exit 0", 0, "", []string{initLine, textLine, errorLine}, agent.EventTurnFailed, agent.ErrTurnFailed, "claude: error_max_turns"},
+		{"output but no result", 0, "", []string{initLine, textLine}, agent.EventTurnCompleted, "", ""},
+		{"no output, no result", 0, "auth went wrong", []string{initLine}, agent.EventTurnFailed, agent.ErrTurnFailed,
+			"exited 0 without a result line or any output; stderr: auth went wrong"},
+		{"exit 1 with error result", 1, "", []string{initLine, errorLine}, agent.EventTurnFailed, agent.ErrPortExit, "exit status 1; error_max_turns"},
+		{"not logged in", 1, "Invalid API key · Please run /login", []string{initLine}, agent.EventTurnFailed, agent.ErrPortExit, authHint},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := runOnce(t, fakeCLI(t, c.body, c.lines...), context.Background())
-			if o.res.ExitReason != c.reason || agent.KindOf(o.err) != c.kind {
-				t.Fatalf("turn = %s, %v; want %s, kind %q", o.res.ExitReason, o.err, c.reason, c.kind)
+			f, a := fakeCLI(t, nil)
+			f.Run(t, 1, c.code, c.lines...)
+			f.Set(t, "stderr.1", c.stderr)
+			o := agenttest.RunTurn(context.Background(), a, fakeSession(t, a, agent.StartParams{}), 1, "do it")
+			if o.Result.ExitReason != c.reason || agent.KindOf(o.Err) != c.kind {
+				t.Fatalf("turn = %s, %v; want %s, kind %q", o.Result.ExitReason, o.Err, c.reason, c.kind)
 			}
-			if c.text != "" && !strings.Contains(o.err.Error(), c.text) {
-				t.Errorf("error %q lacks %q", o.err, c.text)
-			}
-			if last := o.events[len(o.events)-1]; last.Type != c.reason {
-				t.Errorf("last event = %s, want %s", last.Type, c.reason)
+			if c.text != "" && !strings.Contains(o.Err.Error(), c.text) {
+				t.Errorf("error %q lacks %q", o.Err, c.text)
 			}
 		})
 	}
 }
 
-func TestRunTurn_PromptGoesToStdin(t *testing.T) {
-	dir := t.TempDir()
-	got := filepath.Join(dir, "stdin")
-	a := fakeCLI(t, `cat > `+shellQuote(got)+`; cat "$out"`, initLine, textLine, successLine)
-	s, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prompt := strings.Repeat("a long prompt line with 'quotes' and $(no expansion)\n", 5000) // > 128 KiB: too big for one argv string
-	if _, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: prompt, TurnNumber: 1}); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(got)
-	if string(data) != prompt {
-		t.Errorf("stdin got %d bytes, want the %d-byte prompt", len(data), len(prompt))
-	}
-}
-
-func TestRunTurn_LineLimits(t *testing.T) {
-	big := func(n int) string {
-		// A valid assistant line of n bytes, padded inside its text.
-		head := `{"type":"assistant","message":{"id":"big","model":"m","content":[{"type":"text","text":"`
-		tail := `"}],"usage":{"input_tokens":1,"output_tokens":1}}}`
-		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
-	}
-	t.Run("a line just under 10 MB is read", func(t *testing.T) {
-		o := runOnce(t, fakeCLI(t, `cat "$out"`, initLine, big(proc.DefaultMaxLine-1), successLine), context.Background())
-		if o.err != nil {
-			t.Fatalf("turn failed: %v", o.err)
-		}
-		if len(o.of(agent.EventMalformed)) != 0 {
-			t.Errorf("malformed events: %v", types(o.events))
-		}
-	})
-	t.Run("a longer line fails the turn with port_exit", func(t *testing.T) {
-		o := runOnce(t, fakeCLI(t, `cat "$out"`, initLine, big(proc.DefaultMaxLine+100), successLine), context.Background())
-		if agent.KindOf(o.err) != agent.ErrPortExit {
-			t.Fatalf("turn = %v, want port_exit", o.err)
-		}
-	})
-	t.Run("malformed lines do not end the turn", func(t *testing.T) {
-		o := runOnce(t, fakeCLI(t, `cat "$out"`, initLine, "not json", `{"type":`, textLine, successLine), context.Background())
-		if o.err != nil || len(o.of(agent.EventMalformed)) != 2 {
-			t.Fatalf("turn = %v, events %v", o.err, types(o.events))
-		}
-	})
-}
-
-func TestRunTurn_SessionIDs(t *testing.T) {
-	dir := t.TempDir()
-	argv := filepath.Join(dir, "argv")
-	body := `printf '%s ' "$@" >> ` + shellQuote(argv) + `; echo >> ` + shellQuote(argv) + `; cat "$out"`
-	lines := []string{`{"type":"system","subtype":"init","session_id":"%s"}`, textLine, successLine}
-
+// A new session's first turn names its id (--session-id), later ones resume the id the
+// CLI announced; a resumed session resumes from its first turn; without persistence
+// every turn is new. The prompt goes to standard input: -p takes no argument.
+func TestRunTurn_SessionFlags(t *testing.T) {
+	lines := []string{initLine, textLine, successLine}
 	t.Run("new session: --session-id, then --resume", func(t *testing.T) {
-		os.Remove(argv)
-		a := fakeCLI(t, body, initLine, textLine, successLine)
-		s, _ := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir()})
+		f, a := fakeCLI(t, nil, lines, lines)
+		s := fakeSession(t, a, agent.StartParams{})
 		first := s.ID
 		for i := 1; i <= 2; i++ {
-			if _, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "p", TurnNumber: i}); err != nil {
-				t.Fatal(err)
-			}
+			agenttest.MustComplete(t, agenttest.RunTurn(context.Background(), a, s, i, "Remember PAPAYA."))
 		}
-		got := strings.Split(strings.TrimSpace(readFile(t, argv)), "\n")
-		if !strings.Contains(got[0], "--session-id "+first) || !strings.Contains(got[1], "--resume cli-session") {
-			t.Errorf("argv = %q; want --session-id %s then --resume with the CLI's id", got, first)
+		argvs := f.Argvs(t)
+		if id, _ := clis.FlagValue(argvs[0], "--session-id"); id != first || slices.Contains(argvs[0], "--resume") {
+			t.Errorf("turn 1 argv %q: want --session-id %s and no --resume", argvs[0], first)
+		}
+		if id, _ := clis.FlagValue(argvs[1], "--resume"); id != "cli-session" || slices.Contains(argvs[1], "--session-id") {
+			t.Errorf("turn 2 argv %q: want --resume with the CLI's id", argvs[1])
 		}
 		if s.ID != "cli-session" {
 			t.Errorf("session id = %q, want the one system/init announced", s.ID)
 		}
+		if argvs[0][0] != "-p" || strings.Contains(strings.Join(argvs[0], " "), "PAPAYA") || f.Stdin(t, 1) != "Remember PAPAYA." {
+			t.Errorf("argv %q, stdin %q: want the prompt on stdin only", argvs[0], f.Stdin(t, 1))
+		}
 	})
 	t.Run("resumed session: --resume from the first turn", func(t *testing.T) {
-		os.Remove(argv)
-		a := fakeCLI(t, body, fmt.Sprintf(lines[0], "old"), lines[1], lines[2])
-		s, _ := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), ResumeSessionID: "old"})
-		if _, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "p", TurnNumber: 1}); err != nil {
-			t.Fatal(err)
-		}
-		if got := readFile(t, argv); !strings.Contains(got, "--resume old") || strings.Contains(got, "--session-id") {
-			t.Errorf("argv = %q, want --resume old", got)
+		f, a := fakeCLI(t, nil, []string{strings.Replace(initLine, "cli-session", "old", 1), textLine, successLine})
+		s := fakeSession(t, a, agent.StartParams{ResumeSessionID: "old"})
+		agenttest.MustComplete(t, agenttest.RunTurn(context.Background(), a, s, 1, "p"))
+		argv := f.Argvs(t)[0]
+		if id, _ := clis.FlagValue(argv, "--resume"); id != "old" || slices.Contains(argv, "--session-id") {
+			t.Errorf("argv = %q, want --resume old", argv)
 		}
 	})
 	t.Run("without session persistence every turn is new", func(t *testing.T) {
-		os.Remove(argv)
-		a := fakeCLI(t, body, textLine, successLine) // no init line: ids stay ours
-		a.(*cli.Runner[state]).Dialect.(*dialect).opts.SessionPersistence = false
-		s, _ := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir()})
+		f, a := fakeCLI(t, map[string]any{"session_persistence": false}, lines[1:], lines[1:]) // no init line: ids stay ours
+		s := fakeSession(t, a, agent.StartParams{})
 		for i := 1; i <= 2; i++ {
-			if _, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "p", TurnNumber: i}); err != nil {
-				t.Fatal(err)
-			}
+			agenttest.MustComplete(t, agenttest.RunTurn(context.Background(), a, s, i, "p"))
 		}
-		got := readFile(t, argv)
-		if strings.Contains(got, "--resume") || strings.Count(got, "--session-id") != 2 || strings.Count(got, "--no-session-persistence") != 2 {
-			t.Errorf("argv = %q, want two fresh --session-id turns", got)
+		for i, argv := range f.Argvs(t) {
+			if slices.Contains(argv, "--resume") || !slices.Contains(argv, "--session-id") || !slices.Contains(argv, "--no-session-persistence") {
+				t.Errorf("turn %d argv = %q, want a fresh --session-id", i+1, argv)
+			}
 		}
 	})
 }
 
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestRunTurn_UsageAndCostAccumulateAcrossTurns(t *testing.T) {
-	a := fakeCLI(t, `cat "$out"`, initLine, textLine,
-		`{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{"input_tokens":10,"output_tokens":4},"model_usage_since_last_result":{"m":{"costUSD":0.25}}}`)
-	s, _ := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir()})
-	var res agent.TurnResult
+	lines := []string{initLine, textLine,
+		`{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{"input_tokens":10,"output_tokens":4},"model_usage_since_last_result":{"m":{"costUSD":0.25}}}`}
+	_, a := fakeCLI(t, nil, lines, lines, lines)
+	s := fakeSession(t, a, agent.StartParams{})
+	var o agenttest.Outcome
 	for i := 1; i <= 3; i++ {
-		var err error
-		if res, err = a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "p", TurnNumber: i}); err != nil {
-			t.Fatal(err)
-		}
+		o = agenttest.RunTurn(context.Background(), a, s, i, "p")
+		agenttest.MustComplete(t, o)
 	}
-	if want := (agent.Usage{Input: 30, Output: 12, Total: 42}); res.Usage != want || res.CostUSD != 0.75 {
-		t.Errorf("after 3 turns: usage %+v cost %v, want %+v and 0.75", res.Usage, res.CostUSD, want)
+	if want := (agent.Usage{Input: 30, Output: 12, Total: 42}); o.Result.Usage != want || o.Result.CostUSD != 0.75 {
+		t.Errorf("after 3 turns: usage %+v cost %v, want %+v and 0.75", o.Result.Usage, o.Result.CostUSD, want)
 	}
 }
 
-func TestRunTurn_StopSessionStopsTheTurn(t *testing.T) {
-	a := fakeCLI(t, `cat "$out"; exec sleep 600`, initLine)
-	s, _ := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir()})
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "p", TurnNumber: 1, OnEvent: func(e agent.Event) {
-			if e.Type == agent.EventSessionStarted {
-				close(started)
+// The daemon's generated .sortie/mcp.json, which holds the operator's servers, is the
+// only --mcp-config; without it, the operator's mcp_config is passed as it is.
+func TestStartSession_MCPConfigs(t *testing.T) {
+	operator := filepath.Join(t.TempDir(), "operator-mcp.json")
+	if err := os.WriteFile(operator, []byte(`{"mcpServers":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		operator  string
+		generated string
+		want      []string
+	}{
+		{"none", "", "", nil},
+		{"the operator's alone", operator, "", []string{operator}},
+		{"the generated file", operator, "/ws/.sortie/mcp.json", []string{"/ws/.sortie/mcp.json"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, a := fakeCLI(t, map[string]any{"mcp_config": c.operator}, []string{initLine, textLine, successLine})
+			s := fakeSession(t, a, agent.StartParams{MCPConfigPath: c.generated})
+			agenttest.MustComplete(t, agenttest.RunTurn(context.Background(), a, s, 1, "p"))
+			if got := clis.FlagValues(f.Argvs(t)[0], "--mcp-config"); !slices.Equal(got, c.want) {
+				t.Errorf("--mcp-config values = %q, want %q", got, c.want)
 			}
-		}})
-		done <- err
-	}()
-	<-started
-	if err := a.StopSession(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; agent.KindOf(err) != agent.ErrTurnCancelled {
-		t.Fatalf("turn = %v, want turn_cancelled", err)
-	}
-	if _, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "p", TurnNumber: 2}); agent.KindOf(err) != agent.ErrTurnCancelled {
-		t.Errorf("turn after StopSession = %v, want turn_cancelled", err)
-	}
-}
-
-func TestStartSession_Workspace(t *testing.T) {
-	a := fakeCLI(t, "true")
-	file := filepath.Join(t.TempDir(), "f")
-	os.WriteFile(file, nil, 0o644)
-	for _, ws := range []string{"", "relative/path", filepath.Join(t.TempDir(), "missing"), file} {
-		if _, err := a.StartSession(context.Background(), agent.StartParams{Workspace: ws}); agent.KindOf(err) != agent.ErrInvalidWorkspace {
-			t.Errorf("workspace %q: %v, want invalid_workspace_cwd", ws, err)
-		}
-	}
-}
-
-func TestStartSession_SSHNeedsOnlyTheSSHClient(t *testing.T) {
-	a, err := New(agent.Config{Kind: Kind, Command: "claude-not-installed-here"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", t.TempDir()) // neither claude nor ssh
-	_, err = a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), SSHHost: "builder-1"})
-	if agent.KindOf(err) != agent.ErrNotFound || !strings.Contains(err.Error(), "ssh") {
-		t.Fatalf("StartSession without ssh = %v, want agent_not_found naming ssh", err)
-	}
-	bin := t.TempDir()
-	os.WriteFile(filepath.Join(bin, "ssh"), []byte("#!/bin/sh\n"), 0o755)
-	t.Setenv("PATH", bin)
-	if _, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), SSHHost: "builder-1"}); err != nil {
-		t.Fatalf("StartSession with ssh but no local claude = %v, want success (claude is looked up remotely)", err)
+		})
 	}
 }
 

@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 )
 
 // sharedTestdata holds sortie 1.9's transcripts of older CLI versions, third-party
 // data beside the repository (/work/shared/testdata/README.md): read in place when
 // present, as in CI, never copied. The package's own transcripts, captured from the
-// pinned CLI, are in testdata/ (transcripts_test.go and contract_test.go record them).
+// pinned CLI, are in testdata/ (transcripts_test.go records them).
 const sharedTestdata = "../../../../shared/testdata/sortie-1.9/internal/agent/claude/testdata"
 
 // ownLines returns the lines of one of the package's own transcripts.
@@ -103,24 +104,6 @@ func readLines(t *testing.T, path string) []string {
 	return out
 }
 
-func ofType(events []agent.Event, typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, e := range events {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func types(events []agent.Event) []agent.EventType {
-	out := make([]agent.EventType, len(events))
-	for i, e := range events {
-		out[i] = e.Type
-	}
-	return out
-}
-
 // TestTranslate_CapturedSession reads a session of the pinned CLI with a Read and a
 // Bash call (testdata/session_tools.jsonl, see transcripts_test.go): one token_usage per
 // request with the input accumulated, the result raising the turn to its totals, both
@@ -131,12 +114,12 @@ func TestTranslate_CapturedSession(t *testing.T) {
 	if tr.sessionID != "00000000-0000-4000-8000-000000000002" {
 		t.Errorf("session id = %q", tr.sessionID)
 	}
-	if got := ofType(events, agent.EventSessionStarted); len(got) != 1 {
+	if got := agenttest.OfType(events, agent.EventSessionStarted); len(got) != 1 {
 		t.Fatalf("session_started events = %d, want 1", len(got))
 	}
-	usage := ofType(events, agent.EventTokenUsage)
+	usage := agenttest.OfType(events, agent.EventTokenUsage)
 	if len(usage) != 4 {
-		t.Fatalf("token_usage events = %d, want one per request and one for the result: %v", len(usage), types(events))
+		t.Fatalf("token_usage events = %d, want one per request and one for the result: %v", len(usage), agenttest.Types(events))
 	}
 	// The model reported 1000, 2000 and 3000 input tokens for its three requests.
 	for i, want := range []int64{1000, 3000, 6000} {
@@ -176,12 +159,12 @@ func TestTranslate_ReferenceFullSession(t *testing.T) {
 	if tr.sessionID != "full-session-id-001" {
 		t.Errorf("session id = %q", tr.sessionID)
 	}
-	if got := ofType(events, agent.EventSessionStarted); len(got) != 1 {
+	if got := agenttest.OfType(events, agent.EventSessionStarted); len(got) != 1 {
 		t.Fatalf("session_started events = %d, want 1", len(got))
 	}
-	usage := ofType(events, agent.EventTokenUsage)
+	usage := agenttest.OfType(events, agent.EventTokenUsage)
 	if len(usage) < 3 {
-		t.Fatalf("token_usage events = %d, want one per assistant message at least: %v", len(usage), types(events))
+		t.Fatalf("token_usage events = %d, want one per assistant message at least: %v", len(usage), agenttest.Types(events))
 	}
 	// Per-message usage is cumulative: 1000, 3000, 6000 input.
 	for i, want := range []int64{1000, 3000, 6000} {
@@ -237,7 +220,7 @@ func TestTranslate_ToolResultsInUserEvents(t *testing.T) {
 // step (its result is on the line after its tool_use).
 func checkToolResults(t *testing.T, events []agent.Event, names []string) {
 	t.Helper()
-	tools := ofType(events, agent.EventToolResult)
+	tools := agenttest.OfType(events, agent.EventToolResult)
 	var got []string
 	for _, tool := range tools {
 		got = append(got, tool.ToolName)
@@ -246,7 +229,7 @@ func checkToolResults(t *testing.T, events []agent.Event, names []string) {
 		}
 	}
 	if !slices.Equal(got, names) {
-		t.Fatalf("tool_result events for %q, want %q: %v", got, names, types(events))
+		t.Fatalf("tool_result events for %q, want %q: %v", got, names, agenttest.Types(events))
 	}
 }
 
@@ -290,13 +273,13 @@ func TestTranslate_ToolErrors(t *testing.T) {
 		t.Run(c.name+"/"+c.file, func(t *testing.T) {
 			events, _ := run(t, c.lines(t, c.file)...)
 			var failed []agent.Event
-			for _, e := range ofType(events, agent.EventToolResult) {
+			for _, e := range agenttest.OfType(events, agent.EventToolResult) {
 				if e.ToolError {
 					failed = append(failed, e)
 				}
 			}
 			if len(failed) != 1 {
-				t.Fatalf("failed tool_result events = %+v, want one: %v", failed, types(events))
+				t.Fatalf("failed tool_result events = %+v, want one: %v", failed, agenttest.Types(events))
 			}
 			if failed[0].ToolName != c.tool || failed[0].Message != c.message {
 				t.Errorf("tool_result = %+v\nwant tool %s, error, message %q", failed[0], c.tool, c.message)
@@ -350,7 +333,7 @@ func TestTranslate_SingleEvents(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			events, _ := run(t, c.line(t))
 			if len(events) == 0 || events[0].Type != c.want {
-				t.Fatalf("events = %v, want first %s", types(events), c.want)
+				t.Fatalf("events = %v, want first %s", agenttest.Types(events), c.want)
 			}
 			if c.message != "" && events[0].Message != c.message {
 				t.Errorf("message = %q, want %q", events[0].Message, c.message)
@@ -424,7 +407,7 @@ func TestTranslate_MalformedLines(t *testing.T) {
 				"\xff\xfe not utf-8",
 			)
 			if len(events) != 5 {
-				t.Fatalf("events = %v, want 5 malformed", types(events))
+				t.Fatalf("events = %v, want 5 malformed", agenttest.Types(events))
 			}
 			for i, e := range events {
 				if e.Type != agent.EventMalformed {
@@ -459,7 +442,7 @@ func TestTranslate_UnknownTypesAreIgnored(t *testing.T) {
 		`{"type":"future_thing","payload":[1,2,3]}`,
 		`{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{"input_tokens":1,"output_tokens":2}}`,
 	)
-	if got := types(events); len(got) != 2 || got[0] != agent.EventSessionStarted || got[1] != agent.EventTokenUsage {
+	if got := agenttest.Types(events); len(got) != 2 || got[0] != agent.EventSessionStarted || got[1] != agent.EventTokenUsage {
 		t.Errorf("events = %v, want session_started, token_usage", got)
 	}
 	if tr.result == nil {
@@ -479,9 +462,9 @@ func TestTranslate_UsageCountedOncePerMessageAndRaisedToResult(t *testing.T) {
 		`{"type":"assistant","message":{"id":"msg_2","model":"claude-x","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":200,"output_tokens":1}}}`,
 		`{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.5,"duration_api_ms":93,"usage":{"input_tokens":300,"output_tokens":50,"cache_read_input_tokens":7},"model_usage_since_last_result":{"claude-x":{"costUSD":0.2}}}`,
 	)
-	usage := ofType(events, agent.EventTokenUsage)
+	usage := agenttest.OfType(events, agent.EventTokenUsage)
 	if len(usage) != 3 {
-		t.Fatalf("token_usage events = %d, want 3 (msg_1 once, msg_2, the result): %v", len(usage), types(events))
+		t.Fatalf("token_usage events = %d, want 3 (msg_1 once, msg_2, the result): %v", len(usage), agenttest.Types(events))
 	}
 	if usage[0].Usage.Input != 100 || usage[1].Usage.Input != 300 {
 		t.Errorf("per-message inputs = %d, %d, want 100, 300", usage[0].Usage.Input, usage[1].Usage.Input)
@@ -529,7 +512,7 @@ func TestTranslate_SyntheticErrorMessagesAreNotifications(t *testing.T) {
 		`{"type":"assistant","message":{"id":"x","model":"<synthetic>","role":"assistant","usage":{"input_tokens":0,"output_tokens":0},"content":[{"type":"text","text":"API Error: Request rejected (429) · rate limited"}]},"error":"rate_limit"}`,
 		`{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: Request rejected (429) · rate limited","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}`,
 	)
-	if got := types(events); len(got) != 2 || got[0] != agent.EventNotification || got[1] != agent.EventNotification {
+	if got := agenttest.Types(events); len(got) != 2 || got[0] != agent.EventNotification || got[1] != agent.EventNotification {
 		t.Fatalf("events = %v, want two notifications", got)
 	}
 	if !strings.Contains(events[0].Message, "status 429") || !strings.Contains(events[1].Message, "API Error") {
@@ -559,8 +542,8 @@ func TestTranslate_OpenToolsEndAsFailed(t *testing.T) {
 }
 
 // The transcripts in testdata were captured from the pinned CLI with
-// `go test -run TestContract_Capture -args -update`; the fake model's script for each
-// is in contract_test.go, so the expected figures here are the ones it reported.
+// `go test -run TestTranscripts_Capture -args -update`; the fake model's script for each
+// is in transcripts_test.go, so the expected figures here are the ones it reported.
 func TestTranslate_CapturedToolCall(t *testing.T) {
 	events, tr := run(t, readLines(t, "testdata/two_blocks_tool_call.jsonl")...)
 	want := agent.Usage{Input: 300, Output: 50, Total: 350, CacheRead: 7}
@@ -569,10 +552,10 @@ func TestTranslate_CapturedToolCall(t *testing.T) {
 	}
 	// One event for the first message (two lines, one per block), one for the
 	// second, one raising the turn to the result's totals.
-	if n := len(ofType(events, agent.EventTokenUsage)); n != 3 {
-		t.Errorf("token_usage events = %d, want 3: %v", n, types(events))
+	if n := len(agenttest.OfType(events, agent.EventTokenUsage)); n != 3 {
+		t.Errorf("token_usage events = %d, want 3: %v", n, agenttest.Types(events))
 	}
-	tools := ofType(events, agent.EventToolResult)
+	tools := agenttest.OfType(events, agent.EventToolResult)
 	if len(tools) != 1 || tools[0].ToolName != "Bash" || tools[0].ToolError {
 		t.Errorf("tool_result events = %+v", tools)
 	}
@@ -583,7 +566,7 @@ func TestTranslate_CapturedToolCall(t *testing.T) {
 
 func TestTranslate_CapturedToolError(t *testing.T) {
 	events, _ := run(t, readLines(t, "testdata/tool_error.jsonl")...)
-	tools := ofType(events, agent.EventToolResult)
+	tools := agenttest.OfType(events, agent.EventToolResult)
 	if len(tools) != 1 || !tools[0].ToolError {
 		t.Fatalf("tool_result events = %+v", tools)
 	}
@@ -598,7 +581,7 @@ func TestTranslate_CapturedAPIError(t *testing.T) {
 		t.Fatalf("result = %+v, want an error result", tr.result)
 	}
 	var retry bool
-	for _, e := range ofType(events, agent.EventNotification) {
+	for _, e := range agenttest.OfType(events, agent.EventNotification) {
 		retry = retry || strings.Contains(e.Message, "status 429")
 	}
 	if !retry {

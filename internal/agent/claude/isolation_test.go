@@ -1,8 +1,6 @@
 package claude
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -25,6 +24,9 @@ const plantScript = `for d in "${CLAUDE_CONFIG_DIR:-$HOME/.claude}" "$HOME/.clau
 	`printf -- '---\nname: planted\ndescription: PLANTED-%s\n---\nobey\n' AGENT > "$d/agents/planted.md" 2>/dev/null; ` +
 	`done; echo planted`
 
+// planted are the markers of what plantScript writes.
+var planted = []string{"PLANTED-MEMORY", "PLANTED-AGENT"}
+
 // TestContract_IssuesDoNotShareConfiguration: issue A's agent writes CLAUDE.md, a
 // settings.json hook and a subagent into its CLI's configuration directory (and tries
 // the user's ~/.claude). Issue B's session, and A's own next turn, load none of it:
@@ -37,37 +39,35 @@ func TestContract_IssuesDoNotShareConfiguration(t *testing.T) {
 			name = "confined"
 		}
 		t.Run(name, func(t *testing.T) {
-			r := newRig(t, nil)
-			wsA, wsB := r.ws, t.TempDir()
-			envA := append(slices.Clip(r.env), "SORTIE_ISSUE_ID=issue-A")
-			envB := append(slices.Clip(r.env), "SORTIE_ISSUE_ID=issue-B")
+			r := newRig(t)
+			wsA, wsB := r.WS, t.TempDir()
+			envA := append(slices.Clip(r.Env), "SORTIE_ISSUE_ID=issue-A")
+			envB := append(slices.Clip(r.Env), "SORTIE_ISSUE_ID=issue-B")
 			var confA, confB *agent.Confinement
 			if confined {
-				confA = clis.NewEscape(t, clis.Claude(t), wsA, &envA, filepath.Dir(r.argvLog)).Confinement
-				confB = clis.NewEscape(t, clis.Claude(t), wsB, &envB, filepath.Dir(r.argvLog)).Confinement
+				confA = clis.NewEscape(t, clis.Claude(t), wsA, &envA).Confinement
+				confB = clis.NewEscape(t, clis.Claude(t), wsB, &envB).Confinement
 			}
 			r.model.Push(
 				fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{"command": plantScript, "description": "plant"}}}},
 				fakemodel.Reply{Text: "Planted."},
 			)
-			a := r.start(t, agent.StartParams{Workspace: wsA, Env: envA, Confine: confA})
-			o := r.turn(t, context.Background(), a, 1, "Remember the word PAPAYA, then plant.")
-			mustComplete(t, o)
+			a := r.Start(t, agent.StartParams{Workspace: wsA, Env: envA, Confine: confA})
+			agenttest.MustComplete(t, r.Turn(t, a, 1, "Remember the word PAPAYA, then plant."))
 			reqs := r.model.Messages()
 			if res, ok := reqs[len(reqs)-1].LastToolResult(); !ok || !strings.Contains(res.Text, "planted") {
 				t.Fatalf("the plant script did not run: %+v", res)
 			}
 
 			seen := len(r.model.Messages())
-			b := r.start(t, agent.StartParams{Workspace: wsB, Env: envB, Confine: confB})
-			mustComplete(t, r.turn(t, context.Background(), b, 1, "hello from B"))
-			checkClean(t, "issue B", r.model.Messages()[seen:], wsB)
+			b := r.Start(t, agent.StartParams{Workspace: wsB, Env: envB, Confine: confB})
+			agenttest.MustComplete(t, r.Turn(t, b, 1, "hello from B"))
+			agenttest.NothingPlanted(t, "issue B", r.model.Messages()[seen:], wsB, planted...)
 
 			seen = len(r.model.Messages())
-			o = r.turn(t, context.Background(), a, 2, "Which word?")
-			mustComplete(t, o)
+			agenttest.MustComplete(t, r.Turn(t, a, 2, "Which word?"))
 			later := r.model.Messages()[seen:]
-			checkClean(t, "issue A's next turn", later, wsA)
+			agenttest.NothingPlanted(t, "issue A's next turn", later, wsA, planted...)
 			if len(later) == 0 || !strings.Contains(later[0].Transcript(), "Remember the word PAPAYA") {
 				t.Errorf("issue A's turn 2 did not resume its conversation")
 			}
@@ -78,49 +78,5 @@ func TestContract_IssuesDoNotShareConfiguration(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// checkClean fails t if a request of reqs carries what the plant script planted, or
-// its hook ran in ws.
-func checkClean(t *testing.T, who string, reqs []fakemodel.Request, ws string) {
-	t.Helper()
-	if len(reqs) == 0 {
-		t.Fatalf("%s: no model request", who)
-	}
-	for _, q := range reqs {
-		// What the CLI loads arrives in the system prompt, in text blocks of the
-		// messages (system reminders) and in tool descriptions; the plant script itself
-		// is a tool_use block of issue A's conversation.
-		texts := []string{q.System}
-		for _, m := range q.Messages {
-			for _, c := range m.Content {
-				if c.Type == "text" {
-					texts = append(texts, c.Text)
-				}
-			}
-		}
-		var body struct {
-			Tools []struct {
-				Description string `json:"description"`
-				Input       any    `json:"input_schema"`
-			} `json:"tools"`
-		}
-		_ = json.Unmarshal(q.Body, &body)
-		for _, tool := range body.Tools {
-			in, _ := json.Marshal(tool.Input)
-			texts = append(texts, tool.Description, string(in))
-		}
-		for _, marker := range []string{"PLANTED-MEMORY", "PLANTED-AGENT"} {
-			for _, text := range texts {
-				if strings.Contains(text, marker) {
-					t.Errorf("%s: the model request carries %s, which an earlier session planted", who, marker)
-					break
-				}
-			}
-		}
-	}
-	if _, err := os.Stat(filepath.Join(ws, "hook-ran")); err == nil {
-		t.Errorf("%s: the hook another session planted ran", who)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -101,6 +102,36 @@ var transcripts = []transcript{
 		extra:  []string{"--include-partial-messages"},
 	},
 	{
+		// Two content blocks of one message (text, then a Bash call) with their usage.
+		file: "two_blocks_tool_call.jsonl",
+		script: func(string) []fakemodel.Reply {
+			return []fakemodel.Reply{
+				{Text: "Writing it.", ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{"command": "printf x > x.txt", "description": "write x"}}},
+					Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 20, CacheReadInputTokens: 7}},
+				{Text: "Done.", Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 30}},
+			}
+		},
+		prompt: "write x.txt",
+	},
+	{
+		// A Bash call that fails with coloured stderr.
+		file: "tool_error.jsonl",
+		script: func(string) []fakemodel.Reply {
+			return []fakemodel.Reply{
+				{ToolUses: []fakemodel.ToolUse{{Name: "Bash", Input: map[string]any{"command": "printf '\\033[31mboom\\033[0m\\n' >&2; exit 3", "description": "fail"}}},
+					Usage: fakemodel.Usage{InputTokens: 50, OutputTokens: 10}},
+				{Text: "It failed.", Usage: fakemodel.Usage{InputTokens: 80, OutputTokens: 5}},
+			}
+		},
+		prompt: "run the failing command",
+	},
+	{
+		// A 429 the CLI retries, then gives up on.
+		file:   "api_error_429.jsonl",
+		script: func(string) []fakemodel.Reply { return []fakemodel.Reply{{Status: 429, RetryAfter: "0", Times: 2}} },
+		prompt: "hello",
+	},
+	{
 		// Resuming a session the CLI has no record of: error_during_execution.
 		file: "resume_unknown.jsonl",
 		script: func(string) []fakemodel.Reply {
@@ -124,7 +155,7 @@ func TestTranscripts_Capture(t *testing.T) {
 			}
 			lines := readLines(t, path)
 			events, tr := run(t, lines...)
-			if m := ofType(events, agent.EventMalformed); len(m) > 0 || tr.result == nil {
+			if m := agenttest.OfType(events, agent.EventMalformed); len(m) > 0 || tr.result == nil {
 				t.Fatalf("%s: malformed events %v or no result", path, m)
 			}
 		})
@@ -157,4 +188,13 @@ func recordTranscript(t *testing.T, c transcript) []byte {
 		t.Fatal(err)
 	}
 	return scrub(out, ws, home)
+}
+
+// scrub replaces the capture's temp paths so that committed transcripts do not depend
+// on the machine that captured them.
+func scrub(b []byte, ws, home string) []byte {
+	// The CLI also names the workspace in paths with / and . turned into -.
+	dashed := strings.NewReplacer("/", "-", ".", "-", "_", "-")
+	s := strings.NewReplacer(ws, "/workspace", home, "/home/agent", dashed.Replace(ws), "-workspace").Replace(string(b))
+	return []byte(s)
 }

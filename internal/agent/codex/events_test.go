@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 )
 
 // replayed is what the translator made of a captured transcript.
@@ -61,7 +62,7 @@ func replay(t *testing.T, file string) replayed {
 	return r
 }
 
-func (r replayed) of(typ agent.EventType) []agent.Event { return ofType(r.events, typ) }
+func (r replayed) of(typ agent.EventType) []agent.Event { return agenttest.OfType(r.events, typ) }
 
 func TestTranscript_TwoTurnsCountEachUpdateOnce(t *testing.T) {
 	r := replay(t, "two_turns.jsonl")
@@ -235,8 +236,8 @@ func TestTranslate_Usage(t *testing.T) {
 			feed(t, tr, c.before...)
 			tr.setTurn("tu")
 			feed(t, tr, c.after...)
-			if tr.usage != c.want || len(ofType(events, agent.EventTokenUsage)) != c.n {
-				t.Errorf("usage = %+v with %d events, want %+v with %d", tr.usage, len(ofType(events, agent.EventTokenUsage)), c.want, c.n)
+			if tr.usage != c.want || len(agenttest.OfType(events, agent.EventTokenUsage)) != c.n {
+				t.Errorf("usage = %+v with %d events, want %+v with %d", tr.usage, len(agenttest.OfType(events, agent.EventTokenUsage)), c.want, c.n)
 			}
 		})
 	}
@@ -280,8 +281,8 @@ func TestTranslate_ServerRequests(t *testing.T) {
 			} else if string(replies[0].Result) != c.result {
 				t.Errorf("result = %s, want %s", replies[0].Result, c.result)
 			}
-			if c.event != "" && len(ofType(events, c.event)) != 1 {
-				t.Errorf("events = %v, want one %s", types(events), c.event)
+			if c.event != "" && len(agenttest.OfType(events, c.event)) != 1 {
+				t.Errorf("events = %v, want one %s", agenttest.Types(events), c.event)
 			}
 			if (tr.input != nil) != c.input {
 				t.Errorf("input request = %+v, want %v", tr.input, c.input)
@@ -298,7 +299,7 @@ func TestTranslate_ToolResults(t *testing.T) {
 		`{"method":"item/completed","params":{"item":{"type":"mcpToolCall","id":"m1","server":"s","tool":"t","status":"completed","error":null,"durationMs":3}}}`,
 		`{"method":"item/completed","params":{"item":{"type":"fileChange","id":"f1","changes":[{"path":"a.go"}],"status":"completed"}}}`,
 	)
-	tools := ofType(events, agent.EventToolResult)
+	tools := agenttest.OfType(events, agent.EventToolResult)
 	if len(tools) != 3 {
 		t.Fatalf("tool_result = %+v", tools)
 	}
@@ -318,8 +319,8 @@ func TestTranslate_MalformedLines(t *testing.T) {
 		var events []agent.Event
 		tr := newTestTranslator(&events)
 		feed(t, tr, l)
-		if len(ofType(events, agent.EventMalformed)) != 1 {
-			t.Errorf("%s: events %v, want one malformed", l, types(events))
+		if len(agenttest.OfType(events, agent.EventMalformed)) != 1 {
+			t.Errorf("%s: events %v, want one malformed", l, agenttest.Types(events))
 		}
 	}
 }

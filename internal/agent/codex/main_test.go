@@ -7,7 +7,6 @@ import (
 	"os"
 	"testing"
 
-	"sortie/internal/agent"
 	"sortie/internal/testkit/clis"
 )
 
@@ -18,14 +17,11 @@ import (
 const mcpServerEnv = "CODEX_CONTRACT_MCP_SERVER"
 
 func TestMain(m *testing.M) {
-	if code, ok := clis.ConfineMain(); ok {
-		os.Exit(code)
-	}
 	if os.Getenv(mcpServerEnv) == "1" {
 		serveMCP()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	clis.Main(m, nil)
 }
 
 func serveMCP() {
@@ -86,22 +82,4 @@ func serveMCP() {
 		}
 		out.Encode(reply)
 	}
-}
-
-func ofType(events []agent.Event, typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, e := range events {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func types(events []agent.Event) []agent.EventType {
-	out := make([]agent.EventType, len(events))
-	for i, e := range events {
-		out[i] = e.Type
-	}
-	return out
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -66,7 +67,7 @@ func TestContract_Capture(t *testing.T) {
 			}
 			lines := readLines(t, path)
 			events, tr := run(t, lines...)
-			if m := ofType(events, agent.EventMalformed); len(m) > 0 || tr.result == nil {
+			if m := agenttest.OfType(events, agent.EventMalformed); len(m) > 0 || tr.result == nil {
 				t.Fatalf("%s: malformed events %v or no result", path, m)
 			}
 		})

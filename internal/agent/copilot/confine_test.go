@@ -1,7 +1,6 @@
 package copilot
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -16,18 +15,18 @@ import (
 // the usage file in its private directory.
 func TestContract_ConfinedCLIWorksInItsWorkspaceOnly(t *testing.T) {
 	r := newRig(t, nil)
-	e := clis.NewEscape(t, r.cli, r.ws, &r.env, filepath.Dir(r.argvLog))
+	e := clis.NewEscape(t, r.cli, r.WS, &r.Env, filepath.Dir(r.argvFile))
 	r.model.Push(
 		fakemodel.Reply{Text: "Trying.", ToolUses: []fakemodel.ToolUse{{Name: "bash",
 			Input: map[string]any{"command": e.Script, "description": "try"}}},
 			Usage: fakemodel.Usage{InputTokens: 10, OutputTokens: 2}},
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("tried")}, Usage: fakemodel.Usage{InputTokens: 20, OutputTokens: 3}},
 	)
-	s := r.start(t, agent.StartParams{Confine: e.Confinement})
-	o := r.turn(t, context.Background(), s, 1, "Try things.")
+	s := r.Start(t, agent.StartParams{Confine: e.Confinement})
+	o := r.Turn(t, s, 1, "Try things.")
 	mustComplete(t, o)
 	e.Check(t)
-	if o.res.Usage.Output != 5 {
-		t.Errorf("usage = %+v, want the model's 5 output tokens", o.res.Usage)
+	if o.Result.Usage.Output != 5 {
+		t.Errorf("usage = %+v, want the model's 5 output tokens", o.Result.Usage)
 	}
 }

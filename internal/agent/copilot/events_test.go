@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 )
 
 // legacy is where sortie 1.9's transcripts of an older CLI lie, third-party data beside
@@ -133,13 +134,23 @@ func TestTranslate_MalformedLinesAreTruncated(t *testing.T) {
 	long := strings.Repeat("é", 2000)
 	events, _ := run(t, long, "\xff\xfe not utf-8")
 	if len(events) != 2 {
-		t.Fatalf("events = %v", types(events))
+		t.Fatalf("events = %v", agenttest.Types(events))
 	}
 	if n := utf8.RuneCountInString(events[0].Message); n != maxMalformed+1 || !strings.HasSuffix(events[0].Message, "…") {
 		t.Errorf("malformed message has %d characters, want %d and an ellipsis", n, maxMalformed+1)
 	}
 	if !utf8.ValidString(events[1].Message) {
 		t.Errorf("malformed message %q is not valid UTF-8", events[1].Message)
+	}
+}
+
+// TestTranslate_LongMessageIsCut: a message of almost 10 MB, which the runner reads
+// whole, becomes a notification of maxSummary characters and an ellipsis.
+func TestTranslate_LongMessageIsCut(t *testing.T) {
+	line := fmt.Sprintf(`{"type":"assistant.message","data":{"messageId":"m","content":%q,"toolRequests":[]}}`, strings.Repeat("y", 10<<20-200))
+	events, _ := run(t, line)
+	if n := agenttest.OfType(events, agent.EventNotification); len(n) != 1 || utf8.RuneCountInString(n[0].Message) != maxSummary+1 {
+		t.Errorf("events %v: want one notification of %d characters", agenttest.Types(events), maxSummary+1)
 	}
 }
 
@@ -151,7 +162,7 @@ func TestTranslate_OutputTokensAreCumulativeAndInputIsZero(t *testing.T) {
 	for _, n := range []int{5, 0, 7} {
 		tr.line(fmt.Appendf(nil, `{"type":"assistant.message","data":{"messageId":"m","content":"x","outputTokens":%d}}`, n))
 	}
-	usage := ofType(events, agent.EventTokenUsage)
+	usage := agenttest.OfType(events, agent.EventTokenUsage)
 	var got []agent.Usage
 	for _, e := range usage {
 		got = append(got, e.Usage)
@@ -185,7 +196,7 @@ func TestTranslate_ToolCallsCorrelateByID(t *testing.T) {
 	tr.openTools()
 
 	var got []string
-	for _, e := range ofType(events, agent.EventToolResult) {
+	for _, e := range agenttest.OfType(events, agent.EventToolResult) {
 		got = append(got, fmt.Sprintf("%s %dms error=%t", e.ToolName, e.ToolDurationMS, e.ToolError))
 	}
 	want := []string{"view 250ms error=false", "bash 400ms error=true", "unknown 0ms error=false", "create 1000ms error=true"}
@@ -214,7 +225,7 @@ func TestTranslate_ResultNamesTheSessionAndItsOutcome(t *testing.T) {
 func TestTranscripts_PinnedCLI(t *testing.T) {
 	notes := func(events []agent.Event) []string {
 		var out []string
-		for _, e := range ofType(events, agent.EventNotification) {
+		for _, e := range agenttest.OfType(events, agent.EventNotification) {
 			if e.Message != "" {
 				out = append(out, e.Message)
 			}
@@ -223,7 +234,7 @@ func TestTranscripts_PinnedCLI(t *testing.T) {
 	}
 	tools := func(events []agent.Event) []string {
 		var out []string
-		for _, e := range ofType(events, agent.EventToolResult) {
+		for _, e := range agenttest.OfType(events, agent.EventToolResult) {
 			out = append(out, fmt.Sprintf("%s error=%t", e.ToolName, e.ToolError))
 		}
 		return out
@@ -245,7 +256,7 @@ func TestTranscripts_PinnedCLI(t *testing.T) {
 			}
 			// The pinned CLI puts no outputTokens on assistant.message: the stream alone
 			// counts nothing, and the adapter takes the figures from the usage file.
-			if u := ofType(events, agent.EventTokenUsage); len(u) != 0 || tr.model != model {
+			if u := agenttest.OfType(events, agent.EventTokenUsage); len(u) != 0 || tr.model != model {
 				t.Errorf("token_usage = %+v, model %q; want none from the stream, and the message's model", u, tr.model)
 			}
 		}, false},
@@ -254,7 +265,7 @@ func TestTranscripts_PinnedCLI(t *testing.T) {
 			if got := tools(events); !slices.Equal(got, want) {
 				t.Errorf("tool results = %q, want %q", got, want)
 			}
-			if n := len(ofType(events, agent.EventOtherMessage)); n < 10 {
+			if n := len(agenttest.OfType(events, agent.EventOtherMessage)); n < 10 {
 				t.Errorf("other_message events = %d; the CLI's bookkeeping events should be there", n)
 			}
 		}, false},
@@ -302,7 +313,7 @@ func TestTranscripts_PinnedCLI(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			events, tr := run(t, readLines(t, filepath.Join("testdata", c.file))...)
-			if m := ofType(events, agent.EventMalformed); len(m) > 0 {
+			if m := agenttest.OfType(events, agent.EventMalformed); len(m) > 0 {
 				t.Fatalf("malformed: %+v", m)
 			}
 			if tr.result == nil || len(tr.sessionID) != 36 || tr.resultFailed() != c.failed {
@@ -351,7 +362,7 @@ func TestTranscripts_OlderCLI(t *testing.T) {
 				t.Errorf("session = %q, want %q", tr.sessionID, c.session)
 			}
 			var tools []string
-			for _, e := range ofType(events, agent.EventToolResult) {
+			for _, e := range agenttest.OfType(events, agent.EventToolResult) {
 				tools = append(tools, e.ToolName)
 				if e.ToolError {
 					t.Errorf("%s reported an error", e.ToolName)

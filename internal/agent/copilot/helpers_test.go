@@ -50,24 +50,6 @@ func run(t testing.TB, lines ...string) ([]agent.Event, *translator) {
 	return events, tr
 }
 
-func ofType(events []agent.Event, typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, e := range events {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func types(events []agent.Event) []agent.EventType {
-	out := make([]agent.EventType, len(events))
-	for i, e := range events {
-		out[i] = e.Type
-	}
-	return out
-}
-
 func writeFile(t testing.TB, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

@@ -1,8 +1,6 @@
 package copilot
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -40,35 +39,35 @@ func TestContract_IssuesDoNotShareTheHome(t *testing.T) {
 			r := newRig(t, nil)
 			planted := filepath.Join(cliCache, "copilot", "pkg", "planted")
 			t.Cleanup(func() { os.Remove(planted) })
-			wsA, wsB := r.ws, t.TempDir()
-			envA := append(slices.Clip(r.env), "SORTIE_ISSUE_ID=A-"+name)
-			envB := append(slices.Clip(r.env), "SORTIE_ISSUE_ID=B-"+name)
+			wsA, wsB := r.WS, t.TempDir()
+			envA := append(slices.Clip(r.Env), "SORTIE_ISSUE_ID=A-"+name)
+			envB := append(slices.Clip(r.Env), "SORTIE_ISSUE_ID=B-"+name)
 			var confA, confB *agent.Confinement
 			if confined {
-				confA = clis.NewEscape(t, r.cli, wsA, &envA, filepath.Dir(r.argvLog)).Confinement
-				confB = clis.NewEscape(t, r.cli, wsB, &envB, filepath.Dir(r.argvLog)).Confinement
+				confA = clis.NewEscape(t, r.cli, wsA, &envA, filepath.Dir(r.argvFile)).Confinement
+				confB = clis.NewEscape(t, r.cli, wsB, &envB, filepath.Dir(r.argvFile)).Confinement
 			}
 			r.model.Push(
 				fakemodel.Reply{ToolUses: []fakemodel.ToolUse{{Name: "bash", Input: map[string]any{"command": plantScript, "description": "plant"}}}},
 				fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("planted")}},
 			)
 			r.model.SetDefault(fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("ok")}})
-			a := r.start(t, agent.StartParams{Workspace: wsA, Env: envA, Confine: confA})
-			mustComplete(t, r.turn(t, context.Background(), a, 1, "Remember the word PAPAYA, then plant."))
+			a := r.Start(t, agent.StartParams{Workspace: wsA, Env: envA, Confine: confA})
+			mustComplete(t, r.Turn(t, a, 1, "Remember the word PAPAYA, then plant."))
 			reqs := r.model.Messages()
 			if res, ok := reqs[1].LastToolResult(); !ok || !strings.Contains(res.Text, "planted") {
 				t.Fatalf("the plant script did not run: %+v", res)
 			}
 
 			seen := len(r.model.Messages())
-			b := r.start(t, agent.StartParams{Workspace: wsB, Env: envB, Confine: confB})
-			mustComplete(t, r.turn(t, context.Background(), b, 1, "hello from B"))
-			checkClean(t, "issue B", r.model.Messages()[seen:], wsB)
+			b := r.Start(t, agent.StartParams{Workspace: wsB, Env: envB, Confine: confB})
+			mustComplete(t, r.Turn(t, b, 1, "hello from B"))
+			agenttest.NothingPlanted(t, "issue B", r.model.Messages()[seen:], wsB, "PLANTED-INSTRUCTIONS")
 
 			seen = len(r.model.Messages())
-			mustComplete(t, r.turn(t, context.Background(), a, 2, "Which word?"))
+			mustComplete(t, r.Turn(t, a, 2, "Which word?"))
 			later := r.model.Messages()[seen:]
-			checkClean(t, "issue A's next turn", later, wsA)
+			agenttest.NothingPlanted(t, "issue A's next turn", later, wsA, "PLANTED-INSTRUCTIONS")
 			if len(later) == 0 || !strings.Contains(later[0].Transcript(), "Remember the word PAPAYA") {
 				t.Errorf("issue A's turn 2 did not resume its session")
 			}
@@ -82,44 +81,5 @@ func TestContract_IssuesDoNotShareTheHome(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// checkClean fails t if a request of reqs carries what the plant script planted, or
-// its hook ran in ws.
-func checkClean(t *testing.T, who string, reqs []fakemodel.Request, ws string) {
-	t.Helper()
-	if len(reqs) == 0 {
-		t.Fatalf("%s: no model request", who)
-	}
-	for _, q := range reqs {
-		// What the CLI loads arrives in the system prompt and in text blocks of the
-		// messages; the plant script itself is a tool_use block of issue A's session.
-		texts := []string{q.System}
-		for _, m := range q.Messages {
-			for _, c := range m.Content {
-				if c.Type == "text" {
-					texts = append(texts, c.Text)
-				}
-			}
-		}
-		var body struct {
-			Tools []struct {
-				Description string `json:"description"`
-			} `json:"tools"`
-		}
-		_ = json.Unmarshal(q.Body, &body)
-		for _, tool := range body.Tools {
-			texts = append(texts, tool.Description)
-		}
-		for _, text := range texts {
-			if strings.Contains(text, "PLANTED-INSTRUCTIONS") {
-				t.Errorf("%s: the model request carries the instructions an earlier session planted", who)
-				break
-			}
-		}
-	}
-	if _, err := os.Stat(filepath.Join(ws, "hook-ran")); err == nil {
-		t.Errorf("%s: the hook an earlier session planted ran", who)
 	}
 }

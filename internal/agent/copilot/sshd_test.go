@@ -3,7 +3,7 @@ package copilot
 // SSH mode end to end: a real sshd on 127.0.0.1 with throw-away keys
 // (internal/testkit/sshd), the pinned copilot CLI on the "remote" side in BYOK mode and
 // the fake model API behind it (spec: copilot-cli-adapter.md, "SSH remote execution").
-// ssh_test.go checks the same paths against a fake ssh client.
+// ssh_test.go checks the dialect over SSH against a fake ssh client.
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
-	"sortie/internal/agent/proc/proctest"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 	"sortie/internal/testkit/sshd"
@@ -39,17 +39,6 @@ func sshRemoteCopilot(t *testing.T, fm *fakemodel.Server) *sshd.Agent {
 	return sshd.NewAgent(t, cli, clis.CopilotEnv(nil, fm.URL, home, cliCache))
 }
 
-// newSSHAdapter is the adapter running command on the remote side.
-func newSSHAdapter(t *testing.T, command string) *adapter {
-	t.Helper()
-	// agent.read_timeout_ms, as in newRig: a loaded machine starts the CLI slowly.
-	a, err := New(agent.Config{Kind: Kind, Command: command, ReadTimeout: 60 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a.(*adapter)
-}
-
 // The prompt and every CLI argument reach the remote copilot byte for byte, it runs in
 // the workspace, and the turn completes under the session id the remote CLI reported.
 func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
@@ -60,36 +49,28 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 		fakemodel.Reply{ToolUses: []fakemodel.ToolUse{done("recorded the working directory")}},
 	)
 	remoteCopilot := sshRemoteCopilot(t, fm)
-	a := newSSHAdapter(t, remoteCopilot.Command)
-	root := t.TempDir()
-	workspace := filepath.Join(root, "ws 'it''s' \"q\" $(touch PWNED) `touch PWNED`; & é")
-	if err := os.Mkdir(workspace, 0o755); err != nil {
+	// agent.read_timeout_ms, as in newRig: a loaded machine starts the CLI slowly.
+	ad, err := New(agent.Config{Kind: Kind, Command: remoteCopilot.Command, ReadTimeout: 60 * time.Second})
+	if err != nil {
 		t.Fatal(err)
 	}
+	a := ad.(*adapter)
+	workspace := sshd.HostileWorkspace(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), patience)
 	defer cancel()
-	s, err := a.StartSession(ctx, agent.StartParams{Workspace: workspace, SSHHost: fx.Host()})
-	if err != nil {
-		t.Fatalf("StartSession(SSHHost %q): %v", fx.Host(), err)
-	}
-	t.Cleanup(func() { a.StopSession(context.Background(), s) })
-	var o turnOutcome
-	o.res, o.err = a.RunTurn(ctx, s, agent.TurnParams{Prompt: sshHostile, TurnNumber: 1,
-		OnEvent: func(e agent.Event) { o.events = append(o.events, e) }})
+	s := agenttest.StartSession(t, a, agent.StartParams{Workspace: workspace, SSHHost: fx.Host()})
+	o := agenttest.RunTurn(ctx, a, s, 1, sshHostile)
+	agenttest.CheckTurn(t, 1, s, o, false)
 	mustComplete(t, o)
-	if len(s.ID) != 36 || o.res.SessionID != s.ID {
-		t.Errorf("session id %q, result %q; want the remote CLI's UUID from its result event", s.ID, o.res.SessionID)
+	if len(s.ID) != 36 || o.Result.SessionID != s.ID {
+		t.Errorf("session id %q, result %q; want the remote CLI's UUID from its result event", s.ID, o.Result.SessionID)
 	}
 
 	wantArgv := []string{"--prompt=" + sshHostile, "--output-format", "json", "-s", "--autopilot", "--no-ask-user",
 		"--max-autopilot-continues", strconv.Itoa(DefaultMaxAutopilotContinues), "--allow-all"}
 	if got := remoteCopilot.Argv(t); !slices.Equal(got, wantArgv) {
 		t.Errorf("remote argv:\n got %q\nwant %q (no --usage-output-file: that file would be on the remote host)", got, wantArgv)
-	}
-	// sshd sets SSH_CONNECTION to "client-ip client-port server-ip server-port".
-	if conn := remoteCopilot.Conn(); !strings.HasSuffix(conn, " 127.0.0.1 "+strconv.Itoa(fx.Port)) {
-		t.Errorf("the remote command's SSH_CONNECTION = %q, want it to end with the test sshd's 127.0.0.1 %d", conn, fx.Port)
 	}
 
 	reqs := fm.Messages()
@@ -99,51 +80,5 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 	if tr := reqs[0].Transcript(); !strings.Contains(tr, sshHostile) {
 		t.Errorf("the first request lacks the prompt byte for byte:\n%s", tr)
 	}
-	where, err := os.ReadFile(filepath.Join(workspace, "where.txt"))
-	if err != nil {
-		t.Fatalf("the bash tool did not write where.txt in the workspace: %v (tool results: %+v)", err, reqs[1].ToolResults())
-	}
-	if got := strings.TrimSuffix(string(where), "\n"); got != workspace {
-		t.Errorf("remote pwd = %q, want the workspace %q", got, workspace)
-	}
-	for _, d := range []string{workspace, root, remoteCopilot.Dir} {
-		if _, err := os.Stat(filepath.Join(d, "PWNED")); err == nil {
-			t.Errorf("a hostile string ran a command: %s exists", filepath.Join(d, "PWNED"))
-		}
-	}
-}
-
-// Cancelling a turn stops the CLI on the remote host too, not only the local ssh:
-// without a terminal the remote shell gets no hangup, so the adapter kills the remote
-// process group it announced.
-func TestSSH_CancelStopsTheRemoteAgent(t *testing.T) {
-	fx := sshd.Start(t)
-	fm := fakemodel.Start(t, fakemodel.Reply{Stall: true})
-	a := newSSHAdapter(t, sshRemoteCopilot(t, fm).Command)
-	a.Grace = time.Second
-	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: fx.Host()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.StopSession(context.Background(), s) })
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	out := make(chan turnOutcome, 1)
-	go func() {
-		var o turnOutcome
-		o.res, o.err = a.RunTurn(ctx, s, agent.TurnParams{Prompt: "hang", TurnNumber: 1})
-		out <- o
-	}()
-	fm.WaitStall(t, patience)
-	if len(proctest.WithEnv(t, fm.URL)) == 0 {
-		t.Fatal("no remote copilot process found while the model stalls; the check below would prove nothing")
-	}
-	cancel()
-	o := <-out
-	if agent.KindOf(o.err) != agent.ErrTurnCancelled || o.res.ExitReason != agent.EventTurnCancelled {
-		t.Fatalf("RunTurn = %s, %v; want turn_cancelled", o.res.ExitReason, o.err)
-	}
-	if left := proctest.WithEnv(t, fm.URL); len(left) > 0 {
-		t.Errorf("remote copilot processes still running after the cancelled turn returned: %v", left)
-	}
+	remoteCopilot.CheckRanIn(t, fx, workspace)
 }

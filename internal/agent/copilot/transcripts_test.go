@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/testkit/clis"
 )
 
@@ -72,13 +73,13 @@ func TestTranscripts_OutputTokensOnAssistantMessages(t *testing.T) {
 		t.Run(c.file, func(t *testing.T) {
 			lines, messages, total := withOutputTokens(t, ownLines(t, c.file), 7)
 			events, tr := run(t, lines...)
-			if m := ofType(events, agent.EventMalformed); len(m) > 0 {
+			if m := agenttest.OfType(events, agent.EventMalformed); len(m) > 0 {
 				t.Fatalf("malformed: %+v", m)
 			}
 			if u := tr.usage(); u != (agent.Usage{Output: total, Total: total}) {
 				t.Errorf("usage = %+v, want %d output tokens and no input", u, total)
 			}
-			usage := ofType(events, agent.EventTokenUsage)
+			usage := agenttest.OfType(events, agent.EventTokenUsage)
 			if len(usage) != messages {
 				t.Errorf("token_usage events = %d, want one per assistant.message (%d)", len(usage), messages)
 			}
@@ -88,7 +89,7 @@ func TestTranscripts_OutputTokensOnAssistantMessages(t *testing.T) {
 				}
 			}
 			var tools []string
-			for _, e := range ofType(events, agent.EventToolResult) {
+			for _, e := range agenttest.OfType(events, agent.EventToolResult) {
 				name := e.ToolName
 				if e.ToolError {
 					name += "!"
@@ -184,8 +185,8 @@ func TestTranscripts_CaptureAuthFailure(t *testing.T) {
 func TestTranscripts_AuthFailureTextIsMalformed(t *testing.T) {
 	lines := ownLines(t, authFailure)
 	events, tr := run(t, lines...)
-	if len(events) != len(lines) || len(ofType(events, agent.EventMalformed)) != len(lines) {
-		t.Fatalf("events = %v, want one malformed event per line (%d)", types(events), len(lines))
+	if len(events) != len(lines) || len(agenttest.OfType(events, agent.EventMalformed)) != len(lines) {
+		t.Fatalf("events = %v, want one malformed event per line (%d)", agenttest.Types(events), len(lines))
 	}
 	if events[0].Message != "Error: No authentication information found." {
 		t.Errorf("first malformed message = %q", events[0].Message)

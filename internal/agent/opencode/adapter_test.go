@@ -1,92 +1,98 @@
 package opencode
 
+// The dialect against a fake CLI (clis.Fake) printing chosen event lines: how a turn's
+// events and exit decide its outcome, and each turn's arguments. The runner's own
+// lifecycle is tested in package cli.
+
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"sortie/internal/agent"
-	"sortie/internal/agent/cli"
+	"sortie/internal/agent/agenttest"
+	"sortie/internal/testkit/clis"
 )
 
-// fakeCLI is an adapter whose agent.command is a shell script standing in for the CLI.
-func fakeCLI(t *testing.T, body string) agent.Adapter {
+const stepLine = `{"type":"step_finish","sessionID":"ses_f","part":{"reason":"stop","tokens":{"input":3,"output":1}}}`
+
+// fakeCLI is a fake opencode whose runs 1..len(runs) print runs[i] and exit 0, the
+// adapter running it, and a session of it resuming resume ("" for a new one).
+func fakeCLI(t *testing.T, resume string, runs ...[]string) (*clis.Fake, agent.Adapter, *agent.Session) {
 	t.Helper()
-	script := writeScript(t, "fake-opencode", "#!/bin/sh\n"+body+"\n")
-	a, err := New(agent.Config{Kind: Kind, Command: script, Options: map[string]any{"state_dir": t.TempDir()}})
+	f := clis.NewFake(t, "opencode")
+	for i, lines := range runs {
+		f.Run(t, i+1, 0, lines...)
+	}
+	a, err := New(agent.Config{Kind: Kind, Command: f.Path, Options: map[string]any{"state_dir": t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.(*cli.Runner[state]).Grace = time.Second
-	return a
+	s := agenttest.StartSession(t, a, agent.StartParams{Workspace: t.TempDir(), ResumeSessionID: resume,
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}})
+	return f, a, s
 }
 
-func runFake(t *testing.T, a agent.Adapter, resume string) turnOutcome {
-	t.Helper()
-	s, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), ResumeSessionID: resume, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.StopSession(context.Background(), s)
-	var o turnOutcome
-	o.res, o.err = a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "hi", TurnNumber: 1, OnEvent: func(e agent.Event) { o.events = append(o.events, e) }})
-	if len(o.events) == 0 || o.events[len(o.events)-1].Type != o.res.ExitReason {
-		t.Fatalf("last event %v does not match the exit reason %s", describe(o.events), o.res.ExitReason)
-	}
-	return o
-}
-
-func TestRunTurn_ExitMapping(t *testing.T) {
-	step := `{"type":"step_finish","sessionID":"ses_f","part":{"reason":"stop","tokens":{"input":3,"output":1}}}`
+// TestRunTurn_EventsDecide: the CLI's events, not its exit status alone, say how a turn
+// ended.
+func TestRunTurn_EventsDecide(t *testing.T) {
 	cases := []struct {
 		name   string
-		body   string
+		code   int
+		lines  []string
+		stderr string
 		resume string
 		reason agent.EventType
 		kind   agent.ErrorKind
 		msg    string
 	}{
-		{"clean exit without output", "cat >/dev/null; exit 0", "", agent.EventTurnFailed, agent.ErrTurnFailed, "exited 0 without any output"},
-		{"clean exit with garbage", "echo not-json; exit 0", "", agent.EventTurnFailed, agent.ErrTurnFailed, "without a single OpenCode event"},
-		{"output then exit 0", "echo '" + step + "'", "", agent.EventTurnCompleted, "", ""},
-		{"error line, exit 0", `echo '{"type":"error","sessionID":"ses_f","error":{"name":"UnknownError","data":{"message":"boom"}}}'`, "", agent.EventTurnFailed, agent.ErrTurnFailed, "UnknownError: boom"},
-		{"not found", "exit 127", "", agent.EventTurnFailed, agent.ErrNotFound, "the CLI was not found"},
-		{"unknown session", "printf '\\033[91mError: \\033[0mSession not found\\n' >&2; exit 1", "ses_gone", agent.EventTurnFailed, agent.ErrPortExit, "stderr: Error: Session not found (OpenCode has no session ses_gone"},
-		{"killed", "kill -9 $$", "", agent.EventTurnCancelled, agent.ErrTurnCancelled, "killed by signal"},
+		{"clean exit without output", 0, nil, "", "", agent.EventTurnFailed, agent.ErrTurnFailed, "exited 0 without any output"},
+		{"clean exit with garbage", 0, []string{"not-json"}, "", "", agent.EventTurnFailed, agent.ErrTurnFailed, "without a single OpenCode event"},
+		{"output then exit 0", 0, []string{stepLine}, "", "", agent.EventTurnCompleted, "", ""},
+		{"error line, exit 0", 0, []string{`{"type":"error","sessionID":"ses_f","error":{"name":"UnknownError","data":{"message":"boom"}}}`},
+			"", "", agent.EventTurnFailed, agent.ErrTurnFailed, "UnknownError: boom"},
+		{"error line, exit 1", 1, []string{`{"type":"error","sessionID":"ses_f","error":{"name":"APIError","data":{"message":"boom"}}}`},
+			"", "", agent.EventTurnFailed, agent.ErrTurnFailed, "exit status 1; APIError: boom"},
+		{"unknown session", 1, nil, "\x1b[91mError: \x1b[0mSession not found\n", "ses_gone", agent.EventTurnFailed, agent.ErrPortExit,
+			"stderr: Error: Session not found (OpenCode has no session ses_gone"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := runFake(t, fakeCLI(t, c.body), c.resume)
-			if o.res.ExitReason != c.reason || agent.KindOf(o.err) != c.kind {
-				t.Fatalf("turn = %s, %v; want %s with kind %q", o.res.ExitReason, o.err, c.reason, c.kind)
+			f, a, s := fakeCLI(t, c.resume)
+			f.Run(t, 1, c.code, c.lines...)
+			f.Set(t, "stderr.1", c.stderr)
+			o := agenttest.RunTurn(context.Background(), a, s, 1, "hi")
+			if o.Result.ExitReason != c.reason || agent.KindOf(o.Err) != c.kind {
+				t.Fatalf("turn = %s, %v; want %s with kind %q", o.Result.ExitReason, o.Err, c.reason, c.kind)
 			}
-			if c.msg != "" && !strings.Contains(o.err.Error(), c.msg) {
-				t.Errorf("error %q does not say %q", o.err, c.msg)
+			if c.msg != "" && !strings.Contains(o.Err.Error(), c.msg) {
+				t.Errorf("error %q does not say %q", o.Err, c.msg)
+			}
+			if len(c.lines) > 0 && strings.Contains(c.lines[0], "ses_f") && s.ID != "ses_f" {
+				t.Errorf("session id = %q, want the one the CLI reported, failed turn or not", s.ID)
 			}
 		})
 	}
 }
 
-func TestRunTurn_StopSessionCancelsTheTurn(t *testing.T) {
-	a := fakeCLI(t, `echo '{"type":"step_start","sessionID":"ses_f"}'; exec sleep 60`)
-	s, err := a.StartSession(context.Background(), agent.StartParams{Workspace: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}})
-	if err != nil {
-		t.Fatal(err)
+// A new session's first turn is titled after the workspace (no model request for a
+// title) and later ones continue the session the CLI reported; without a permission
+// configuration turns run with --auto; the prompt goes to standard input.
+func TestRunTurn_SessionFlags(t *testing.T) {
+	f, a, s := fakeCLI(t, "", []string{stepLine}, []string{stepLine})
+	for n, prompt := range []string{"Remember the word PAPAYA.", "- which word?"} {
+		agenttest.MustComplete(t, agenttest.RunTurn(context.Background(), a, s, n+1, prompt))
+		if got := f.Stdin(t, n+1); got != prompt {
+			t.Errorf("turn %d stdin = %q, want the prompt", n+1, got)
+		}
 	}
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.RunTurn(context.Background(), s, agent.TurnParams{Prompt: "hi", OnEvent: func(e agent.Event) {
-			if e.Type == agent.EventSessionStarted {
-				close(started)
-			}
-		}})
-		done <- err
-	}()
-	<-started
-	a.StopSession(context.Background(), s)
-	if err := <-done; agent.KindOf(err) != agent.ErrTurnCancelled {
-		t.Fatalf("RunTurn = %v, want turn_cancelled", err)
+	argvs := f.Argvs(t)
+	if want := []string{"run", "--format", "json", "--title=sortie " + filepath.Base(s.Workspace), "--auto"}; !slices.Equal(argvs[0], want) {
+		t.Errorf("turn 1 argv %q, want %q", argvs[0], want)
+	}
+	if want := []string{"run", "--format", "json", "--session", "ses_f", "--auto"}; !slices.Equal(argvs[1], want) {
+		t.Errorf("turn 2 argv %q, want %q", argvs[1], want)
 	}
 }

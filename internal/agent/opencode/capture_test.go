@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,8 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
+	"sortie/internal/agent/remote"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
@@ -55,7 +56,7 @@ func TestContract_Capture(t *testing.T) {
 				t.Fatalf("%s has %d lines", path, len(lines))
 			}
 			events, _ := replay(lines...)
-			if m := ofType(events, agent.EventMalformed); len(m) > 0 {
+			if m := agenttest.OfType(events, agent.EventMalformed); len(m) > 0 {
 				t.Fatalf("%s: malformed events %v", path, describe(m))
 			}
 		})
@@ -67,8 +68,12 @@ func capture(t *testing.T, path string, opts map[string]any, script []fakemodel.
 	cli := clis.OpenCode(t)
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	// bash: the CLI's stdout goes to the transcript after it exits, with its status.
-	wrapper := writeScript(t, "opencode-capture", fmt.Sprintf("#!/bin/bash\ntmp=$(mktemp)\n%s \"$@\" > \"$tmp\"\nrc=$?\ncat \"$tmp\"\ncat \"$tmp\" >> %s\nrm -f \"$tmp\"\nexit $rc\n",
-		shellQuote(cli), shellQuote(out)))
+	wrapper := filepath.Join(t.TempDir(), "opencode-capture")
+	body := fmt.Sprintf("#!/bin/bash\ntmp=$(mktemp)\n%s \"$@\" > \"$tmp\"\nrc=$?\ncat \"$tmp\"\ncat \"$tmp\" >> %s\nrm -f \"$tmp\"\nexit $rc\n",
+		remote.Quote(cli), remote.Quote(out))
+	if err := os.WriteFile(wrapper, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	o := map[string]any{}
 	for k, v := range opts {
 		o[k] = v
@@ -78,16 +83,16 @@ func capture(t *testing.T, path string, opts map[string]any, script []fakemodel.
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.adapter = a
-	s := r.start(t, agent.StartParams{})
+	r.Adapter = a
+	s := r.Start(t, agent.StartParams{})
 	for i, p := range turns {
-		r.turn(t, context.Background(), s, i+1, p)
+		r.Turn(t, s, i+1, p)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	scrubbed := strings.NewReplacer(r.ws, "/workspace", r.state, "/state", r.home, "/home/agent", r.model.URL, "http://127.0.0.1:0").Replace(string(b))
+	scrubbed := strings.NewReplacer(r.WS, "/workspace", r.state, "/state", r.home, "/home/agent", r.model.URL, "http://127.0.0.1:0").Replace(string(b))
 	if err := os.WriteFile(path, []byte(scrubbed), 0o644); err != nil {
 		t.Fatal(err)
 	}

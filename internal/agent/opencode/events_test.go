@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 )
 
 func TestTranslator_UnreadableLinesAreMalformedAndUnknownTypesOther(t *testing.T) {
@@ -29,7 +30,7 @@ func TestTranslator_UsageOnlyGrows(t *testing.T) {
 	tr := newTranslator(func(e agent.Event) { events = append(events, e) }, agent.Usage{Input: 1000, Output: 100, Total: 1100}, 0.5, "m")
 	tr.line([]byte(`{"type":"step_finish","sessionID":"ses_1","part":{"reason":"tool-calls","tokens":{"input":-50,"output":-5,"reasoning":3,"cache":{"read":-1}},"cost":-1}}`))
 	tr.line([]byte(`{"type":"step_finish","sessionID":"ses_1","part":{"reason":"stop","tokens":{"input":10,"output":2,"reasoning":1,"cache":{"read":4,"write":9}},"cost":0.25}}`))
-	usage := ofType(events, agent.EventTokenUsage)
+	usage := agenttest.OfType(events, agent.EventTokenUsage)
 	want := []agent.Usage{{Input: 1000, Output: 103, Total: 1103}, {Input: 1010, Output: 106, Total: 1116, CacheRead: 4}}
 	if len(usage) != 2 || usage[0].Usage != want[0] || usage[1].Usage != want[1] {
 		t.Fatalf("token_usage = %+v, want %+v", usage, want)
@@ -46,7 +47,7 @@ func TestTranslator_ToolResults(t *testing.T) {
 		[]byte(`{"type":"tool_use","sessionID":"s","part":{"tool":"edit","state":{"status":"error","error":"oldString not found","time":{"start":5,"end":3}}}}`),
 		[]byte(`{"type":"tool_use","sessionID":"s","part":{"state":{"status":"error","error":"The user rejected permission to use this specific tool call."}}}`),
 	)
-	tools := ofType(events, agent.EventToolResult)
+	tools := agenttest.OfType(events, agent.EventToolResult)
 	want := []struct {
 		name string
 		err  bool
@@ -75,7 +76,7 @@ func TestTranslator_TextAndErrors(t *testing.T) {
 		[]byte(`{"type":"error","sessionID":"s","error":{"name":"UnknownError","data":{"message":"boom"}}}`),
 		[]byte(`{"type":"error","sessionID":"s"}`),
 	)
-	notes := ofType(events, agent.EventNotification)
+	notes := agenttest.OfType(events, agent.EventNotification)
 	got := make([]string, len(notes))
 	for i, n := range notes {
 		got[i] = n.Message

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/agent/cli"
-	"sortie/internal/agent/proc/proctest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 	"sortie/internal/testkit/sshd"
@@ -46,21 +46,11 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 		fakemodel.Reply{Text: "recorded"},
 	)
 	a, remoteCLI := sshAdapter(t, fm)
-	root := t.TempDir()
-	workspace := filepath.Join(root, "ws 'it''s' \"q\" $(touch PWNED) `touch PWNED`; & é")
-	if err := os.Mkdir(workspace, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: workspace, SSHHost: fx.Host()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.StopSession(context.Background(), s)
-	var events []agent.Event
-	res, err := a.RunTurn(t.Context(), s, agent.TurnParams{Prompt: sshHostile, TurnNumber: 1, OnEvent: func(e agent.Event) { events = append(events, e) }})
-	if err != nil || res.ExitReason != agent.EventTurnCompleted {
-		t.Fatalf("RunTurn = %s, %v; events %v", res.ExitReason, err, describe(events))
-	}
+	workspace := sshd.HostileWorkspace(t)
+	s := agenttest.StartSession(t, a, agent.StartParams{Workspace: workspace, SSHHost: fx.Host()})
+	o := agenttest.RunTurn(t.Context(), a, s, 1, sshHostile)
+	agenttest.CheckTurn(t, 1, s, o, false)
+	agenttest.MustComplete(t, o)
 	if !strings.HasPrefix(s.ID, "ses_") {
 		t.Errorf("session id = %q, want the remote CLI's", s.ID)
 	}
@@ -72,62 +62,7 @@ func TestSSH_TurnRunsRemotelyInWorkspace(t *testing.T) {
 	if len(reqs) != 2 || reqs[0].Messages[0].Text() != sshHostile {
 		t.Fatalf("requests = %d; the first user message must be the prompt byte for byte", len(reqs))
 	}
-	where, err := os.ReadFile(filepath.Join(workspace, "where.txt"))
-	if err != nil || strings.TrimSpace(string(where)) != workspace {
-		t.Errorf("remote pwd = %q, %v; want the workspace %q", where, err, workspace)
-	}
-	if matches, _ := filepath.Glob(filepath.Join(root, "*", "PWNED")); len(matches) > 0 {
-		t.Errorf("a hostile string ran a command: %v", matches)
-	}
-	if _, err := os.Stat(filepath.Join(root, "PWNED")); err == nil {
-		t.Errorf("a hostile string ran a command in %s", root)
-	}
-}
-
-func TestSSH_MissingRemoteBinaryIsAgentNotFound(t *testing.T) {
-	fx := sshd.Start(t)
-	a, err := New(agent.Config{Kind: Kind, Command: filepath.Join(fx.Dir, "no-such-opencode")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: fx.Host()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.StopSession(context.Background(), s)
-	res, err := a.RunTurn(t.Context(), s, agent.TurnParams{Prompt: "hello"})
-	if agent.KindOf(err) != agent.ErrNotFound || res.ExitReason != agent.EventTurnFailed {
-		t.Fatalf("RunTurn = %s, %v; want turn_failed with agent_not_found", res.ExitReason, err)
-	}
-}
-
-// Cancelling a turn stops the CLI on the remote host too, not only the local ssh.
-func TestSSH_CancelStopsTheRemoteAgent(t *testing.T) {
-	fx := sshd.Start(t)
-	fm := fakemodel.Start(t, fakemodel.Reply{Stall: true})
-	a, _ := sshAdapter(t, fm)
-	s, err := a.StartSession(t.Context(), agent.StartParams{Workspace: t.TempDir(), SSHHost: fx.Host()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.StopSession(context.Background(), s)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.RunTurn(ctx, s, agent.TurnParams{Prompt: "hang", TurnNumber: 1})
-		done <- err
-	}()
-	fm.WaitStall(t, time.Minute)
-	if len(proctest.WithEnv(t, fm.URL)) == 0 {
-		t.Fatal("no remote opencode process found while the model stalls; the check below would prove nothing")
-	}
-	cancel()
-	if err := <-done; agent.KindOf(err) != agent.ErrTurnCancelled {
-		t.Fatalf("RunTurn = %v, want turn_cancelled", err)
-	}
-	if left := proctest.WithEnv(t, fm.URL); len(left) > 0 {
-		t.Errorf("remote opencode processes still running after the cancelled turn returned: %v", left)
-	}
+	remoteCLI.CheckRanIn(t, fx, workspace)
 }
 
 // TestSSH_ConfigurationNeverOnACommandLine: the inline configuration (MCP servers'

@@ -1,11 +1,11 @@
 package opencode
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 	"sortie/internal/testkit/fakemodel"
 )
 
@@ -33,13 +33,13 @@ func TestContract_SubagentsDeniedByDefault(t *testing.T) {
 			r := newRig(t, tc.opts, task, sub, done)
 			if strings.HasPrefix(tc.name, "workspace") {
 				// What an agent could write into its workspace for the next turn.
-				writeFile(t, r.ws+"/opencode.json", `{"permission":{"task":"allow"},"agent":{"build":{"permission":{"task":"allow"}}}}`)
+				writeFile(t, r.WS+"/opencode.json", `{"permission":{"task":"allow"},"agent":{"build":{"permission":{"task":"allow"}}}}`)
 			}
-			s := r.start(t, agent.StartParams{})
-			o := r.turn(t, context.Background(), s, 1, "Use a subagent.")
-			mustComplete(t, o)
+			s := r.Start(t, agent.StartParams{})
+			o := r.Turn(t, s, 1, "Use a subagent.")
+			agenttest.MustComplete(t, o)
 			if got := len(r.model.Messages()); got != tc.requests {
-				t.Fatalf("model requests = %d, want %d; events: %v", got, tc.requests, describe(o.events))
+				t.Fatalf("model requests = %d, want %d; events: %v", got, tc.requests, describe(o.Events))
 			}
 			if tc.requests == 2 {
 				// No subagent request: a denied tool is not offered at all (1.18.33), and

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agent/agenttest"
 )
 
 // Parser tests over transcripts the real CLI (1.18.33) wrote (TestContract_Capture).
@@ -30,13 +31,13 @@ func TestTranscripts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			events, tr := replay(readLines(t, filepath.Join("testdata", c.file))...)
-			if m := ofType(events, agent.EventMalformed); len(m) > 0 {
+			if m := agenttest.OfType(events, agent.EventMalformed); len(m) > 0 {
 				t.Fatalf("malformed: %v", describe(m))
 			}
 			if tr.usage != c.usage {
 				t.Errorf("usage = %+v, want %+v", tr.usage, c.usage)
 			}
-			usage := ofType(events, agent.EventTokenUsage)
+			usage := agenttest.OfType(events, agent.EventTokenUsage)
 			if len(usage) != c.steps {
 				t.Errorf("token_usage events = %d, want %d", len(usage), c.steps)
 			}
@@ -47,7 +48,7 @@ func TestTranscripts(t *testing.T) {
 				}
 				prev = u.CostUSD
 			}
-			tools := ofType(events, agent.EventToolResult)
+			tools := agenttest.OfType(events, agent.EventToolResult)
 			if len(tools) != len(c.tools) {
 				t.Fatalf("tool_result events = %v, want %v", describe(tools), c.tools)
 			}
@@ -65,7 +66,7 @@ func TestTranscripts(t *testing.T) {
 			if tr.rejected != c.rejected || tr.lastReason != c.lastSteps {
 				t.Errorf("rejected %q, last step reason %q; want %q, %q", tr.rejected, tr.lastReason, c.rejected, c.lastSteps)
 			}
-			started := ofType(events, agent.EventSessionStarted)
+			started := agenttest.OfType(events, agent.EventSessionStarted)
 			if len(started) != 1 || !strings.HasPrefix(tr.sessionID, "ses_") {
 				t.Errorf("session_started = %v, session %q: want one, for the CLI's ses_ id", describe(started), tr.sessionID)
 			}
