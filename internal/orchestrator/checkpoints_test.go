@@ -85,11 +85,13 @@ func checkpointConfig(t *testing.T) *config.Config {
 func TestCheckpoint_UnansweredCheckpointParksTheIssueUntilAnAPIAnswerResumesIt(t *testing.T) {
 	var alertsMu sync.Mutex
 	var alerts []Alert
+	alerted := make(chan struct{}, 16) // alerts go out off the loop's goroutine
 	h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true,
 		alert: func(_ context.Context, a Alert) error {
 			alertsMu.Lock()
 			alerts = append(alerts, a)
 			alertsMu.Unlock()
+			alerted <- struct{}{}
 			return nil
 		}})
 	h.trk.Put(issue("CP-1", "Todo"))
@@ -126,6 +128,11 @@ func TestCheckpoint_UnansweredCheckpointParksTheIssueUntilAnAPIAnswerResumesIt(t
 	}
 	if !asked {
 		t.Errorf("tracker comments = %+v, want the checkpoint with its options and how to answer", is.Comments)
+	}
+	select {
+	case <-alerted:
+	case <-time.After(waitLimit):
+		t.Fatal("no alert was sent for the parked issue")
 	}
 	alertsMu.Lock()
 	if len(alerts) != 1 || alerts[0].Event != holdAwaiting || !strings.Contains(alerts[0].Message, "/sortie choose") {
