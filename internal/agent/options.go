@@ -189,6 +189,9 @@ type Option struct {
 	// and FieldAt build it. nil: the key is accepted, and read by someone else (the
 	// daemon reads mock.mcp_config, the mock reads mock.issues itself).
 	Set func(dst any, at string, v any) error
+	// Path marks a key whose value is a path: ReadOptions makes a relative one
+	// absolute against WORKFLOW.md's directory (ResolveOptionPath) before Set reads it.
+	Path bool
 	// Retired, when not empty, marks a key the adapter no longer reads and says what to
 	// write instead. The key is treated as unknown, with this text in place of the list
 	// of known keys.
@@ -285,6 +288,31 @@ func (s OptionSet) Parse(at string, raw map[string]any, dst any) (warnings []str
 		return warnings, &OptionError{Problems: problems}
 	}
 	return warnings, nil
+}
+
+// ReadOptions reads a whole block, raw at the path at (the adapter's kind), into a new
+// O: the declared defaults (Defaults), then the block's keys (Parse), the value of a
+// Path key made absolute against dir, WORKFLOW.md's directory.
+func ReadOptions[O any](s OptionSet, at string, raw map[string]any, dir string) (O, []string, error) {
+	var o O
+	s.Defaults(&o)
+	if dir != "" {
+		resolved := maps.Clone(raw)
+		for k, v := range raw {
+			if opt, ok := s.Lookup(k); ok && opt.Path {
+				if p, isString := v.(string); isString {
+					resolved[k] = ResolveOptionPath(dir, strings.TrimSpace(p))
+				}
+			}
+		}
+		raw = resolved
+	}
+	warnings, err := s.Parse(at, raw, &o)
+	if err != nil {
+		var zero O
+		return zero, warnings, err
+	}
+	return o, warnings, nil
 }
 
 // OptionError is what OptionSet.Parse refused in a block: a problem per key, each

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -308,5 +309,35 @@ func TestOptionSet_DeclarationMistakesPanic(t *testing.T) {
 			}()
 			f()
 		})
+	}
+}
+
+func TestReadOptions_DefaultsThenTheBlockWithPathsResolved(t *testing.T) {
+	type opts struct {
+		Config string
+		Note   string
+		Keep   bool
+	}
+	set := OptionSet{Keys: []Option{
+		{Key: "config", Path: true, Set: Field(OptionString, func(o *opts) *string { return &o.Config })},
+		{Key: "note", Set: Field(OptionString, func(o *opts) *string { return &o.Note })},
+		{Key: "keep", Default: true, Set: Field(OptionBool, func(o *opts) *bool { return &o.Keep })},
+	}}
+	raw := map[string]any{"config": " rel/c.json ", "note": "rel/n"}
+	o, warnings, err := ReadOptions[opts](set, "x", raw, "/srv/wf")
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("ReadOptions = %v, %v", warnings, err)
+	}
+	if o != (opts{Config: "/srv/wf/rel/c.json", Note: "rel/n", Keep: true}) {
+		t.Errorf("options = %+v: want the default kept, the Path key resolved against the directory, the other as written", o)
+	}
+	if raw["config"] != " rel/c.json " {
+		t.Errorf("the caller's block was changed: %q", raw["config"])
+	}
+	if o, _, _ := ReadOptions[opts](set, "x", map[string]any{"config": "/abs/c.json"}, "/srv/wf"); o.Config != "/abs/c.json" {
+		t.Errorf("absolute path = %q, want it as written", o.Config)
+	}
+	if _, _, err := ReadOptions[opts](set, "x", map[string]any{"config": 3}, "/srv/wf"); err == nil || !strings.Contains(err.Error(), "x.config: must be a string") {
+		t.Errorf("a path that is not a string: %v", err)
 	}
 }

@@ -18,16 +18,6 @@ import (
 	"sortie/internal/agent/cli"
 )
 
-// Kind is the agent.kind that selects this adapter.
-const Kind = "claude-code"
-
-// DefaultCommand is the CLI the adapter runs when agent.command is empty.
-const DefaultCommand = "claude"
-
-func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
-}
-
 // dialect is what running Claude Code takes besides the shared runner (package cli).
 type dialect struct {
 	opts        options

@@ -7,6 +7,17 @@ import (
 	"sortie/internal/agent"
 )
 
+// Kind is the agent.kind that selects this adapter.
+const Kind = "claude-code"
+
+// DefaultCommand is the CLI the adapter runs when agent.command is empty.
+const DefaultCommand = "claude"
+
+// The kind is registered with its options: what WORKFLOW.md may say of it.
+func init() {
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
+}
+
 // options is the validated `claude-code:` block of WORKFLOW.md. Every field maps to a
 // Claude Code CLI flag (docs/agents/claude-code.md has the table).
 type options struct {
@@ -53,7 +64,7 @@ var optionSpecs = agent.OptionSet{Keys: []agent.Option{
 		Set: agent.Field(agent.OptionToolList, func(o *options) *string { return &o.DisallowedTools })},
 	{Key: "system_prompt", Doc: "--append-system-prompt",
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.SystemPrompt })},
-	{Key: "mcp_config", Doc: "--mcp-config, relative to WORKFLOW.md's directory; the daemon merges it into .sortie/mcp.json",
+	{Key: "mcp_config", Path: true, Doc: "--mcp-config, relative to WORKFLOW.md's directory; the daemon merges it into .sortie/mcp.json",
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
 	{Key: "session_persistence", Default: true, Doc: "false: --no-session-persistence",
 		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.SessionPersistence })},
@@ -64,13 +75,10 @@ var optionSpecs = agent.OptionSet{Keys: []agent.Option{
 // parseOptions validates the block by optionSpecs: a wrong type or value is an error
 // naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	var o options
-	optionSpecs.Defaults(&o)
-	warnings, err := optionSpecs.Parse(Kind, raw, &o)
+	o, warnings, err := agent.ReadOptions[options](optionSpecs, Kind, raw, workflowDir)
 	if err != nil {
-		return options{}, warnings, err
+		return o, warnings, err
 	}
-	o.MCPConfig = agent.ResolveOptionPath(workflowDir, o.MCPConfig)
 	if o.Model != "" && o.Model == o.FallbackModel {
 		// The spec's own example block sets both to one model; the CLI refuses that, so
 		// the fallback is dropped rather than the daemon stopped.

@@ -31,22 +31,12 @@ import (
 	"sortie/internal/runas"
 )
 
-// Kind is the agent.kind that selects this adapter.
-const Kind = "codex"
-
-// DefaultCommand is what runs when neither agent.command nor codex.command is set.
-const DefaultCommand = "codex app-server"
-
 // DefaultTurnTimeout is how long a turn may go without a message from the app-server
 // when codex.turn_timeout_ms is unset (Symphony's default).
 const DefaultTurnTimeout = time.Hour
 
 // versionTimeout is the least time Version gives the CLI.
 const versionTimeout = 30 * time.Second
-
-func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, EnvFrom: EnvFrom, Options: optionSpecs}, New)
-}
 
 // optOut are the notifications the adapter asks the app-server not to send: streaming
 // deltas, which it does not read, would otherwise cost a line per token.

@@ -8,6 +8,17 @@ import (
 	"sortie/internal/agent"
 )
 
+// Kind is the agent.kind that selects this adapter.
+const Kind = "codex"
+
+// DefaultCommand is what runs when neither agent.command nor codex.command is set.
+const DefaultCommand = "codex app-server"
+
+// The kind is registered with its options: what WORKFLOW.md may say of it.
+func init() {
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, EnvFrom: EnvFrom, Options: optionSpecs}, New)
+}
+
 // options is the validated `codex:` block of WORKFLOW.md (docs/agents/codex.md has the
 // table). The timeouts are 0 when unset; the adapter applies the defaults.
 type options struct {
@@ -63,7 +74,7 @@ var optionSpecs = agent.OptionSet{Keys: []agent.Option{
 		Set: agent.Field(turnSandboxPolicy, func(o *options) *map[string]any { return &o.TurnSandboxPolicy })},
 	{Key: "config", Doc: "thread config overrides, passed through",
 		Set: agent.Field(optionMap, func(o *options) *map[string]any { return &o.Config })},
-	{Key: "codex_home", Doc: "the directory of the issues' CODEX_HOMEs, relative to WORKFLOW.md's directory",
+	{Key: "codex_home", Path: true, Doc: "the directory of the issues' CODEX_HOMEs, relative to WORKFLOW.md's directory",
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.CodexHome })},
 	{Key: "use_login", Doc: "copy the agent user's ~/.codex/auth.json into CODEX_HOME",
 		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.UseLogin })},
@@ -79,13 +90,7 @@ var optionSpecs = agent.OptionSet{Keys: []agent.Option{
 // parseOptions validates the block by optionSpecs: a wrong type or value is an error
 // naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	var o options
-	warnings, err := optionSpecs.Parse(Kind, raw, &o)
-	if err != nil {
-		return options{}, warnings, err
-	}
-	o.CodexHome = agent.ResolveOptionPath(workflowDir, o.CodexHome)
-	return o, warnings, nil
+	return agent.ReadOptions[options](optionSpecs, Kind, raw, workflowDir)
 }
 
 // turnSandboxPolicy is a mapping with a type, passed through as the protocol's

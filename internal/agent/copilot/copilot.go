@@ -25,12 +25,6 @@ import (
 	"sortie/internal/agent/remote"
 )
 
-// Kind is the agent.kind that selects this adapter.
-const Kind = "copilot-cli"
-
-// DefaultCommand is the CLI the adapter runs when agent.command is empty.
-const DefaultCommand = "copilot"
-
 // canaryTimeout bounds `copilot --version` at session start (spec: 5 seconds).
 const canaryTimeout = 5 * time.Second
 
@@ -40,10 +34,6 @@ const canaryTimeout = 5 * time.Second
 // argument longer goes to the CLI's standard input instead, which it reads as the
 // prompt when there is no --prompt.
 const maxArg = 120 << 10
-
-func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
-}
 
 // dialect is what running Copilot CLI takes besides the shared runner (package cli).
 type dialect struct {

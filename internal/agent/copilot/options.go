@@ -7,6 +7,17 @@ import (
 	"sortie/internal/agent"
 )
 
+// Kind is the agent.kind that selects this adapter.
+const Kind = "copilot-cli"
+
+// DefaultCommand is the CLI the adapter runs when agent.command is empty.
+const DefaultCommand = "copilot"
+
+// The kind is registered with its options: what WORKFLOW.md may say of it.
+func init() {
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
+}
+
 // DefaultMaxAutopilotContinues is --max-autopilot-continues when the block leaves it out
 // (the CLI's own default, 5, would stop most real tasks half-way).
 const DefaultMaxAutopilotContinues = 50
@@ -45,7 +56,7 @@ var optionSpecs = agent.OptionSet{Keys: []agent.Option{
 		Set: agent.Field(asToolList, func(o *options) *string { return &o.AvailableTools })},
 	{Key: "excluded_tools", Doc: "--excluded-tools=",
 		Set: agent.Field(asToolList, func(o *options) *string { return &o.ExcludedTools })},
-	{Key: "mcp_config", Doc: "--additional-mcp-config @<path>, relative to WORKFLOW.md's directory; the daemon merges it into .sortie/mcp.json",
+	{Key: "mcp_config", Path: true, Doc: "--additional-mcp-config @<path>, relative to WORKFLOW.md's directory; the daemon merges it into .sortie/mcp.json",
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
 	{Key: "disable_builtin_mcps", Doc: "--disable-builtin-mcps",
 		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.DisableBuiltinMCPs })},
@@ -58,14 +69,7 @@ var optionSpecs = agent.OptionSet{Keys: []agent.Option{
 // parseOptions validates the block by optionSpecs: a wrong type or value is an error
 // naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	var o options
-	optionSpecs.Defaults(&o)
-	warnings, err := optionSpecs.Parse(Kind, raw, &o)
-	if err != nil {
-		return options{}, warnings, err
-	}
-	o.MCPConfig = agent.ResolveOptionPath(workflowDir, o.MCPConfig)
-	return o, warnings, nil
+	return agent.ReadOptions[options](optionSpecs, Kind, raw, workflowDir)
 }
 
 // scoped reports whether any tool-scoping key is set, which replaces --allow-all.

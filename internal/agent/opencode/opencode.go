@@ -27,17 +27,6 @@ import (
 	"sortie/internal/agent/cli"
 )
 
-// Kind is the agent.kind that selects this adapter, and the name of its block in
-// WORKFLOW.md.
-const Kind = "opencode"
-
-// DefaultCommand is the CLI the adapter runs when agent.command is empty.
-const DefaultCommand = "opencode"
-
-func init() {
-	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
-}
-
 // dialect is what running OpenCode takes besides the shared runner (package cli).
 type dialect struct {
 	opts        options

@@ -10,6 +10,18 @@ import (
 	"sortie/internal/agent"
 )
 
+// Kind is the agent.kind that selects this adapter, and the name of its block in
+// WORKFLOW.md.
+const Kind = "opencode"
+
+// DefaultCommand is the CLI the adapter runs when agent.command is empty.
+const DefaultCommand = "opencode"
+
+// The kind is registered with its options: what WORKFLOW.md may say of it.
+func init() {
+	agent.Register(Kind, agent.Meta{RequiresCommand: true, DefaultCommand: DefaultCommand, Env: EnvNames, Options: optionSpecs}, New)
+}
+
 // options is the validated `opencode:` block of WORKFLOW.md (docs/agents/opencode.md
 // has the table).
 type options struct {
@@ -62,27 +74,23 @@ var optionSpecs = agent.OptionSet{Keys: []agent.Option{
 		Set: agent.Field(asPermission, func(o *options) *any { return &o.Permission })},
 	{Key: "config", Doc: "inline OpenCode configuration, merged under the adapter's own",
 		Set: agent.Field(asInlineConfig, func(o *options) *map[string]any { return &o.Config })},
-	{Key: "config_file", Doc: "an OpenCode configuration file (JSON or JSONC), OPENCODE_CONFIG, relative to WORKFLOW.md's directory",
+	{Key: "config_file", Path: true, Doc: "an OpenCode configuration file (JSON or JSONC), OPENCODE_CONFIG, relative to WORKFLOW.md's directory",
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.ConfigFile })},
-	{Key: "mcp_config", Doc: "the operator's MCP servers, relative to WORKFLOW.md's directory; the daemon merges them into .sortie/mcp.json",
+	{Key: "mcp_config", Path: true, Doc: "the operator's MCP servers, relative to WORKFLOW.md's directory; the daemon merges them into .sortie/mcp.json",
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
 	{Key: "subagents", Doc: "let the agent start OpenCode subagents (the task tool), whose usage budgets do not count",
 		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.Subagents })},
-	{Key: "state_dir", Doc: "OpenCode's isolated configuration, data and state, relative to WORKFLOW.md's directory",
+	{Key: "state_dir", Path: true, Doc: "OpenCode's isolated configuration, data and state, relative to WORKFLOW.md's directory",
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.StateDir })},
 }}
 
 // parseOptions validates the block by optionSpecs: a wrong type or value is an error
 // naming the key, an unknown key a warning. A local config_file is read here.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	var o options
-	warnings, err := optionSpecs.Parse(Kind, raw, &o)
+	o, warnings, err := agent.ReadOptions[options](optionSpecs, Kind, raw, workflowDir)
 	if err != nil {
-		return options{}, warnings, err
+		return o, warnings, err
 	}
-	o.ConfigFile = agent.ResolveOptionPath(workflowDir, o.ConfigFile)
-	o.MCPConfig = agent.ResolveOptionPath(workflowDir, o.MCPConfig)
-	o.StateDir = agent.ResolveOptionPath(workflowDir, o.StateDir)
 	if o.ConfigFile != "" {
 		perm, err := readConfigFile(o.ConfigFile)
 		switch {
