@@ -192,10 +192,11 @@ type stateDirs struct {
 // whatever is in it (an opencode.json, a plugin, a tool, an AGENTS.md an earlier turn's
 // agent could have written when it ran unconfined) is removed, and only a link to
 // git's own configuration (XDG_CONFIG_HOME/git, read-only to a confined CLI) is put
-// back. OpenCode's credentials (`opencode auth login`, auth.json) are copied into the
-// data directory (0600) when the operator's file is newer than the copy, so a token
-// the CLI refreshes in its copy is kept until the operator logs in again.
-func prepareState(dir string, env []string, owner *runas.User) (stateDirs, error) {
+// back. With login (opencode.use_login), OpenCode's credentials (`opencode auth login`,
+// auth.json) are copied into the data directory (0600) when the operator's file is
+// newer than the copy, so a token the CLI refreshes in its copy is kept until the
+// operator logs in again; without it, a copy left there goes.
+func prepareState(dir string, env []string, owner *runas.User, login bool) (stateDirs, error) {
 	var out stateDirs
 	var spec statedir.Spec
 	for _, k := range slices.Sorted(maps.Keys(isolatedDirs)) {
@@ -228,10 +229,9 @@ func prepareState(dir string, env []string, owner *runas.User) (stateDirs, error
 			}
 		}
 	}
-	if base := orig("XDG_DATA_HOME", ".local/share"); base != "" {
-		if auth := filepath.Join(base, "opencode", "auth.json"); !within(auth, dir) {
-			spec.Login = &statedir.Login{From: auth, To: isolatedDirs["XDG_DATA_HOME"] + "/opencode/auth.json"}
-		}
+	spec.Login = &statedir.Login{To: isolatedDirs["XDG_DATA_HOME"] + "/opencode/auth.json"}
+	if auth := loginFile(env); login && auth != "" && !within(auth, dir) {
+		spec.Login.From = auth
 	}
 	if err := statedir.Prepare(dir, owner, spec); err != nil {
 		return out, fmt.Errorf("preparing OpenCode's isolated directory: %w", err)
@@ -316,4 +316,33 @@ func remoteProgram(content []byte, configFile string, program []string) (words [
 		return words, ""
 	}
 	return append([]string{"sh", "-c", readContent, "sh"}, words...), string(content) + "\n"
+}
+
+// loginFile is where `opencode auth login` keeps the credentials of the user whose
+// environment is env: $XDG_DATA_HOME/opencode/auth.json, else
+// ~/.local/share/opencode/auth.json; "" without either.
+func loginFile(env []string) string {
+	base := agent.EnvValue(env, "XDG_DATA_HOME")
+	if !filepath.IsAbs(base) {
+		home := agent.EnvValue(env, "HOME")
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(base, "opencode", "auth.json")
+}
+
+// loginNote is said when the agent's user has an `opencode auth login` that Sortie
+// does not copy (opencode.use_login is off); "" when there is none.
+func loginNote(env []string) string {
+	auth := loginFile(env)
+	if auth == "" {
+		return ""
+	}
+	if _, err := os.Lstat(auth); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s is not copied to agents (the agent could read it): give the provider's API key in the daemon's "+
+		"environment (agent.env), or set %s.use_login: true to copy the login into each issue's data directory", Kind, auth, Kind)
 }

@@ -108,7 +108,7 @@ func TestIssueDir_AdoptsTheDirectoryOfTheLayoutBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := prepareState(dir, env, nil); err != nil {
+	if _, err := prepareState(dir, env, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "data", "opencode", "opencode.db")); err != nil || string(b) != "sessions" {
@@ -140,7 +140,7 @@ func TestPrepareState_NothingOutsideTheIssueIsWritable(t *testing.T) {
 	git := filepath.Join(home, ".config", "git")
 	writeFile(t, filepath.Join(git, "config"), "[user]\n\tname = op\n")
 	dir := filepath.Join(t.TempDir(), "issues", "x")
-	got, err := prepareState(dir, []string{"HOME=" + home}, nil)
+	got, err := prepareState(dir, []string{"HOME=" + home}, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestPrepareState_RemovesWhatTheAgentPlanted(t *testing.T) {
 	auth := filepath.Join(home, ".local", "share", "opencode", "auth.json")
 	writeFile(t, auth, `{}`)
 	dir := filepath.Join(t.TempDir(), "issues", "x")
-	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
+	if _, err := prepareState(dir, []string{"HOME=" + home}, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config", "opencode")
@@ -191,7 +191,7 @@ func TestPrepareState_RemovesWhatTheAgentPlanted(t *testing.T) {
 	}
 	sessions := filepath.Join(dir, "data", "opencode", "opencode.db")
 	writeFile(t, sessions, "sessions")
-	if _, err := prepareState(dir, []string{"HOME=" + home}, nil); err != nil {
+	if _, err := prepareState(dir, []string{"HOME=" + home}, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range planted {
@@ -211,4 +211,38 @@ func mcpEntriesIn(p string) (map[string]any, error) {
 		return nil, err
 	}
 	return mcpEntries(servers)
+}
+
+// Without opencode.use_login the operator's credentials are not copied where the agent
+// can read them, and a copy left from when it was on goes.
+func TestPrepareState_LoginOnlyWithUseLogin(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"HOME=" + home}
+	writeFile(t, filepath.Join(home, ".local", "share", "opencode", "auth.json"), `{"k":1}`)
+	dir := filepath.Join(t.TempDir(), "issues", "x")
+	copied := filepath.Join(dir, "data", "opencode", "auth.json")
+	if _, err := prepareState(dir, env, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(copied); err == nil {
+		t.Fatal("auth.json copied without opencode.use_login")
+	}
+	if n := loginNote(env); !strings.Contains(n, "opencode.use_login: true") {
+		t.Errorf("loginNote = %q, want it to say how to give the login", n)
+	}
+	if _, err := prepareState(dir, env, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(copied); err != nil {
+		t.Fatalf("auth.json not copied with opencode.use_login: %v", err)
+	}
+	if _, err := prepareState(dir, env, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(copied); err == nil {
+		t.Error("the copy made with opencode.use_login survived once it was turned off")
+	}
+	if n := loginNote([]string{"HOME=" + t.TempDir()}); n != "" {
+		t.Errorf("loginNote without a login = %q", n)
+	}
 }

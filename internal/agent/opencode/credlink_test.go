@@ -16,7 +16,7 @@ func TestPrepareState_RefusesCredentialsThatAreNotTheAgentsOwnFile(t *testing.T)
 		func(home string) string { return filepath.Join(home, ".local", "share", "opencode", "auth.json") },
 		func(home string) (string, error) {
 			dir := filepath.Join(t.TempDir(), "issues", "x")
-			_, err := prepareState(dir, []string{"HOME=" + home}, nil)
+			_, err := prepareState(dir, []string{"HOME=" + home}, nil, true)
 			return filepath.Join(dir, "data", "opencode", "auth.json"), err
 		})
 }

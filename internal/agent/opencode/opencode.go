@@ -52,6 +52,9 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n := loginNote(cli.Environ(cfg.Env)); n != "" && !opts.UseLogin {
+		warnings = append(warnings, n)
+	}
 	c := cli.Config{Config: cfg, Name: "opencode", DefaultCommand: DefaultCommand, VersionTimeout: 30 * time.Second}
 	return cli.New(c, &dialect{opts: opts, workflowDir: cfg.WorkflowDir}, warnings), nil
 }
@@ -76,7 +79,10 @@ func (d *dialect) Start(_ context.Context, s *cli.Session[state], p agent.StartP
 		return &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 	}
 	st.base = s.Env
-	dirs, err := prepareState(st.stateDir, s.Env, s.Owner)
+	if n := loginNote(s.Env); n != "" && !d.opts.UseLogin {
+		s.Notes = append(s.Notes, n)
+	}
+	dirs, err := prepareState(st.stateDir, s.Env, s.Owner, d.opts.UseLogin)
 	if err != nil {
 		return &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 	}
@@ -147,7 +153,7 @@ func (d *dialect) Turn(_ context.Context, s *cli.Session[state], p agent.TurnPar
 	if st.stateDir != "" {
 		// Whatever the previous turn's agent left in the configuration directory goes
 		// before this turn's CLI could load it.
-		if _, err := prepareState(st.stateDir, st.base, s.Owner); err != nil {
+		if _, err := prepareState(st.stateDir, st.base, s.Owner, d.opts.UseLogin); err != nil {
 			return cli.Invocation{}, &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 		}
 	}

@@ -45,6 +45,9 @@ type options struct {
 	// requests the CLI's output does not show, so budgets do not count them. false
 	// (the default) denies the tool.
 	Subagents bool
+	// UseLogin copies the agent user's `opencode auth login` credentials (auth.json)
+	// into each issue's data directory, where the agent can read them. Off by default.
+	UseLogin bool
 	// MCPConfig is the operator's claude-style {"mcpServers":{...}} file, absolute.
 	// The daemon merges it into .sortie/mcp.json; the adapter reads it only when a
 	// session has no generated file.
@@ -78,6 +81,8 @@ var optionSpecs = agent.OptionSet{Keys: []agent.Option{
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.ConfigFile })},
 	{Key: "mcp_config", Path: true, Doc: "the operator's MCP servers, relative to WORKFLOW.md's directory; the daemon merges them into .sortie/mcp.json",
 		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
+	{Key: "use_login", Doc: "copy the agent user's `opencode auth login` credentials (auth.json) into each issue's data directory, where the agent can read them",
+		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.UseLogin })},
 	{Key: "subagents", Doc: "let the agent start OpenCode subagents (the task tool), whose usage budgets do not count",
 		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.Subagents })},
 	{Key: "state_dir", Path: true, Doc: "OpenCode's isolated configuration, data and state, relative to WORKFLOW.md's directory",
