@@ -141,6 +141,9 @@ type Config struct {
 	VersionTimeout time.Duration
 	// VersionHint follows a failed `--version` run's message: why a CLI may not run.
 	VersionHint string
+	// VersionRequired makes a `--version` run that prints nothing a failure (copilot's
+	// canary, by its spec); otherwise the version is only unknown.
+	VersionRequired bool
 }
 
 // Runner is the agent.Adapter of one CLI: its lifecycle, with the dialect D for what
@@ -155,18 +158,19 @@ type Runner[S any] struct {
 	Grace time.Duration
 	Now   func() time.Time
 
-	warnings       []string
-	readTimeout    time.Duration
-	env            []string // the environment of runs outside a session (agent.Config.Env)
-	versionTimeout time.Duration
-	versionHint    string
+	warnings        []string
+	readTimeout     time.Duration
+	env             []string // the environment of runs outside a session (agent.Config.Env)
+	versionTimeout  time.Duration
+	versionHint     string
+	versionRequired bool
 }
 
 // New builds the runner of cfg with dialect d and the warnings its options drew.
 func New[S any](cfg Config, d Dialect[S], warnings []string) *Runner[S] {
 	return &Runner[S]{Kind: cfg.Kind, Name: cfg.Name, Program: cfg.Program(cfg.DefaultCommand), Dialect: d, warnings: warnings,
 		Grace: proc.DefaultGrace, Now: time.Now, readTimeout: cfg.ReadTimeoutOrDefault(), env: cfg.Env,
-		versionTimeout: cfg.VersionTimeout, versionHint: cfg.VersionHint}
+		versionTimeout: cfg.VersionTimeout, versionHint: cfg.VersionHint, versionRequired: cfg.VersionRequired}
 }
 
 // Session is one session's state: the runner's, and the dialect's own in State.
@@ -207,6 +211,17 @@ type Session[S any] struct {
 // Remote reports whether the session runs on an SSH host.
 func (s *Session[S]) Remote() bool { return s.target != nil }
 
+// Argv is the arguments of the process that runs the CLI with args: the CLI's own
+// words and args, or, over SSH, ssh's, the remote command line being one of them.
+func (s *Session[S]) Argv(args []string) []string {
+	if s.target != nil {
+		// The remote shell runs in the remote user's home; the local directory only has
+		// to exist for ssh to start.
+		return remote.Command(*s.target, s.strict, s.Workspace, s.Program, args)
+	}
+	return append(slices.Clone(s.Program[1:]), args...)
+}
+
 // Warnings implements agent.Warner: what the CLI's block of WORKFLOW.md drew.
 func (r *Runner[S]) Warnings() []string { return r.warnings }
 
@@ -222,13 +237,13 @@ func (r *Runner[S]) Version(ctx context.Context) (string, error) {
 }
 
 // RunVersion runs `<exe> --version` with env (nil: this process's) as the user of cred
-// (nil: the daemon's). A CLI that prints nothing fails it; one whose first line is not a
-// version still runs, and its version is "". It never waits for a child of the CLI
+// (nil: the daemon's). With Config.VersionRequired a CLI that prints nothing fails it;
+// one whose first line is not a version still runs, and its version is "". It never waits for a child of the CLI
 // that holds its output open.
 func (r *Runner[S]) RunVersion(ctx context.Context, exe string, env []string, cred *syscall.Credential) (string, error) {
 	var stderr bytes.Buffer
 	out, err := r.output(ctx, exe, env, cred, &stderr, "--version")
-	if err == nil && len(bytes.TrimSpace(out)) == 0 {
+	if err == nil && r.versionRequired && len(bytes.TrimSpace(out)) == 0 {
 		err = fmt.Errorf("printed no version")
 	}
 	if err != nil {

@@ -38,6 +38,7 @@ type testDialect struct {
 	startErr error    // returned by Start
 	turnErr  error    // returned by Turn
 	seen     *Session[testState]
+	turns    int // Turn calls: what a turn prepares, before its process starts
 }
 
 func (d *testDialect) Start(_ context.Context, s *Session[testState], _ agent.StartParams) error {
@@ -47,6 +48,7 @@ func (d *testDialect) Start(_ context.Context, s *Session[testState], _ agent.St
 }
 
 func (d *testDialect) Turn(_ context.Context, s *Session[testState], p agent.TurnParams, emit func(agent.Event)) (Invocation, error) {
+	d.turns++
 	if d.turnErr != nil {
 		return Invocation{}, d.turnErr
 	}
@@ -386,7 +388,8 @@ func TestStopSession_CancelsTheTurnAndLaterTurns(t *testing.T) {
 }
 
 func TestRunTurn_OneTurnAtATime(t *testing.T) {
-	f, r := fake(t, &testDialect{}, []string{"working"})
+	d := &testDialect{}
+	f, r := fake(t, d, []string{"working"})
 	f.Set(t, "then.1", "exec sleep 600")
 	s := start(t, r, agent.StartParams{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -399,6 +402,18 @@ func TestRunTurn_OneTurnAtATime(t *testing.T) {
 	agenttest.CheckTurn(t, 2, s, second, true)
 	wantTurn(t, second, agent.EventStartupFailed, agent.ErrResponse, "a turn of this session is already running")
 	wantTurn(t, first, agent.EventTurnCancelled, agent.ErrTurnCancelled, "turn cancelled")
+	if d.turns != 1 {
+		// The dialect resets the CLI's state for a turn: never under a running CLI.
+		t.Errorf("the dialect prepared %d turns, want 1: the second was prepared while the first's CLI ran", d.turns)
+	}
+	if r.StopSession(context.Background(), s); d.turns != 1 {
+		t.Fatal("StopSession prepared a turn")
+	}
+	after := agenttest.RunTurn(context.Background(), r, s, 3, "p")
+	wantTurn(t, after, agent.EventTurnCancelled, agent.ErrTurnCancelled, "session already stopped")
+	if d.turns != 1 {
+		t.Errorf("the dialect prepared a turn after StopSession")
+	}
 }
 
 func TestRunTurn_ForeignSession(t *testing.T) {
@@ -469,7 +484,7 @@ func TestVersion(t *testing.T) {
 	}{
 		{"first line", "2.1.3 (Fake CLI).\nRun 'fake update' to update.\n", "2.1.3 (Fake CLI)", ""},
 		{"no version line", "Usage: fake [options]\n", "", ""},
-		{"empty output", "\n", "", "--version" + versionHint},
+		{"empty output", "\n", "", ""},
 		{"cannot run", "", "", "--version" + versionHint + "; stderr: node: not found"},
 	}
 	for _, c := range cases {
@@ -489,6 +504,15 @@ func TestVersion(t *testing.T) {
 			}
 		})
 	}
+	t.Run("empty output, a version required", func(t *testing.T) {
+		f := clis.NewFake(t, "fake")
+		f.Set(t, "version", "\n")
+		r := New(Config{Config: agent.Config{Kind: "fake-cli", Command: f.Path}, Name: "fake", VersionHint: versionHint,
+			VersionRequired: true}, &testDialect{}, nil)
+		if v, err := r.Version(context.Background()); agent.KindOf(err) != agent.ErrNotFound || !strings.Contains(err.Error(), "--version"+versionHint) {
+			t.Errorf("Version = %q, %v; want agent_not_found: a CLI that must name its version printed nothing", v, err)
+		}
+	})
 	t.Run("a child holding the pipe", func(t *testing.T) {
 		agenttest.VersionDoesNotWaitForChildren(t, func(t *testing.T, command string) agent.Adapter {
 			return newRunner(t, command, &testDialect{})

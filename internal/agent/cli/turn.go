@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"sortie/internal/agent"
@@ -22,39 +21,41 @@ func (r *Runner[S]) RunTurn(ctx context.Context, as *agent.Session, p agent.Turn
 	if s.target != nil {
 		t.name = "ssh to " + s.target.Host
 	}
+	// The turn is the session's before the dialect touches its state (a reset of the
+	// CLI's directory under a running CLI, say): a second turn, or one after
+	// StopSession, fails here.
+	release, err := s.guard.Reserve(r.Kind)
+	if err != nil {
+		return t.fail(startFailure(err), err)
+	}
+	defer release()
 	inv, err := r.Dialect.Turn(ctx, s, p, t.emit)
 	if err != nil {
 		return t.fail(agent.EventStartupFailed, err)
 	}
 	t.tr = inv.Translator
-	c := proc.Command{Path: s.Exe, Args: append(slices.Clone(s.Program[1:]), inv.Args...), Dir: s.Workspace, Env: s.Env,
+	c := proc.Command{Path: s.Exe, Args: s.Argv(inv.Args), Dir: s.Workspace, Env: s.Env,
 		Grace: r.Grace, Wrap: s.launch.Wrap, Confine: s.launch.Confine, SweepCgroup: s.launch.SweepCgroup,
 		Credential: s.cred, CgroupFD: s.cgroup}
 	if inv.Stdin != "" {
 		c.Stdin = strings.NewReader(inv.Stdin)
 	}
-	if s.target != nil {
-		// The remote shell runs in the remote user's home; the local directory only has
-		// to exist for ssh to start.
-		c.Args = remote.Command(*s.target, s.strict, s.Workspace, s.Program, inv.Args)
-	}
 	pr, err := s.guard.Start(ctx, c, r.Kind)
 	if err != nil {
-		reason := agent.EventStartupFailed
-		if agent.KindOf(err) == agent.ErrTurnCancelled {
-			reason = agent.EventTurnCancelled
-		}
-		return t.fail(reason, err)
+		return t.fail(startFailure(err), err)
 	}
 	defer s.guard.Finish()
 	s.Turns++
 	t.pid, as.PID = pr.PID(), pr.PID()
 	defer func() { as.PID = 0 }()
-	waited := false
-	defer func() { // whatever happens below, nothing of the turn outlives RunTurn
+	waited, remoteStopped := false, false
+	defer func() { // whatever happens below (a translator's panic too), nothing of the turn outlives RunTurn
 		if !waited {
 			pr.Stop()
 			pr.Wait()
+		}
+		if s.target != nil && !remoteStopped {
+			remote.StopAnnounced(s.Exe, s.Env, *s.target, s.strict, pr.Stderr().String(), r.Grace)
 		}
 	}()
 
@@ -87,6 +88,7 @@ func (r *Runner[S]) RunTurn(ctx context.Context, as *agent.Session, p agent.Turn
 		// Whatever the turn's end, nothing of it may go on running on the host: without
 		// a terminal the remote group gets no hangup when ssh ends, and the agent would
 		// go on changing the workspace while the issue is retried.
+		remoteStopped = true
 		remote.StopAnnounced(s.Exe, s.Env, *s.target, s.strict, pr.Stderr().String(), r.Grace)
 	}
 	return t.end(exit, readErr, pr.Stderr().String())
@@ -153,4 +155,13 @@ func (t *turn[S]) fail(reason agent.EventType, err error) (agent.TurnResult, err
 
 func (t *turn[S]) resultOf(reason agent.EventType) agent.TurnResult {
 	return agent.TurnResult{SessionID: t.s.ID, ExitReason: reason, Usage: t.s.Usage, CostUSD: t.s.CostUSD, PID: t.pid}
+}
+
+// startFailure is the terminal event of a turn whose process did not start:
+// turn_cancelled for a stopped session or a cancelled context, startup_failed else.
+func startFailure(err error) agent.EventType {
+	if agent.KindOf(err) == agent.ErrTurnCancelled {
+		return agent.EventTurnCancelled
+	}
+	return agent.EventStartupFailed
 }

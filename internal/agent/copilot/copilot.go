@@ -22,7 +22,6 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/cli"
-	"sortie/internal/agent/remote"
 )
 
 // canaryTimeout bounds `copilot --version` at session start (spec: 5 seconds).
@@ -81,7 +80,7 @@ func New(cfg agent.Config) (agent.Adapter, error) {
 		warnings = append(warnings, w)
 	}
 	d := &dialect{opts: opts, workflowDir: cfg.WorkflowDir, now: time.Now, gh: "gh"}
-	d.run = cli.New(cli.Config{Config: cfg, Name: "copilot", DefaultCommand: DefaultCommand, VersionTimeout: canaryTimeout,
+	d.run = cli.New(cli.Config{Config: cfg, Name: "copilot", DefaultCommand: DefaultCommand, VersionTimeout: canaryTimeout, VersionRequired: true,
 		VersionHint: " (the CLI does not run; the npm package needs Node.js 22 or later)"}, d, warnings)
 	return d.run, nil
 }
@@ -173,7 +172,7 @@ func (d *dialect) Turn(_ context.Context, s *cli.Session[state], p agent.TurnPar
 		os.Remove(ta.usageFile)
 	}
 	inv := cli.Invocation{Args: d.opts.args(ta)}
-	if longestArg(s, inv.Args) > maxArg {
+	if longest(s.Argv(inv.Args)) > maxArg {
 		ta.prompt = ""
 		inv.Args, inv.Stdin = d.opts.args(ta), p.Prompt
 	}
@@ -183,14 +182,10 @@ func (d *dialect) Turn(_ context.Context, s *cli.Session[state], p agent.TurnPar
 	return inv, nil
 }
 
-// longestArg is the longest argument of the command that runs the CLI with args: over
-// SSH, the remote command line, which is one argument of ssh.
-func longestArg(s *cli.Session[state], args []string) int {
-	if s.Remote() {
-		return len(remote.RemoteLine(s.Workspace, s.Program, args))
-	}
+// longest is the length of the longest of args.
+func longest(args []string) int {
 	n := 0
-	for _, a := range append(s.Program[1:len(s.Program):len(s.Program)], args...) {
+	for _, a := range args {
 		n = max(n, len(a))
 	}
 	return n

@@ -11,9 +11,32 @@ import (
 // that process from another goroutine. The zero Guard is ready to use; it must not be
 // copied after first use.
 type Guard struct {
-	mu      sync.Mutex
-	running *Process // nil between Finish and the next Start
-	stopped bool
+	mu       sync.Mutex
+	running  *Process // nil between Finish and the next Start
+	reserved bool     // a turn holds the session before its process starts (Reserve)
+	stopped  bool
+}
+
+// Reserve claims the session for a turn before its process starts, so that what the
+// turn prepares (a reset of the CLI's state) never runs beside another turn's process
+// or after StopSession. It fails as Start does, also while another reservation holds.
+// Start then starts the reserving turn's process; release, called once the turn is
+// over, ends the reservation.
+func (g *Guard) Reserve(name string) (release func(), err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.stopped:
+		return nil, agent.Errorf(agent.ErrTurnCancelled, "%s: session already stopped", name)
+	case g.running != nil || g.reserved:
+		return nil, agent.Errorf(agent.ErrResponse, "%s: a turn of this session is already running", name)
+	}
+	g.reserved = true
+	return func() {
+		g.mu.Lock()
+		g.reserved = false
+		g.mu.Unlock()
+	}, nil
 }
 
 // Start starts c unless the session is stopped (a turn_cancelled error, "<name>:

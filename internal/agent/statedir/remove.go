@@ -13,10 +13,14 @@ import (
 
 // Remove removes dir, an issue's state directory, with everything in it, reached as
 // Prepare reaches it (no link the agent's user could have planted is followed); owner
-// is the agent's user (nil for the daemon's). A missing dir is not an error. Nothing
+// is the agent's user (nil for the daemon's). A missing dir is not an error, nor is
+// dir "" (no directory: a layout without a cache directory to put it in). Nothing
 // outside dir is removed: a dir that is a link, or not private to the agent's user, is
 // an error and nothing is removed.
 func Remove(dir string, owner *runas.User) error {
+	if dir == "" {
+		return nil
+	}
 	o, err := open(dir, owner, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -31,3 +31,11 @@ func TestRemove(t *testing.T) {
 		t.Errorf("Remove below a missing directory: %v, want nil", err)
 	}
 }
+
+// A layout without a cache directory has no directory to remove (opencode's legacy one
+// without HOME or XDG_CACHE_HOME): nothing to do, no error for every ended issue.
+func TestRemove_NoDirectory(t *testing.T) {
+	if err := Remove("", nil); err != nil {
+		t.Errorf(`Remove("") = %v, want nil`, err)
+	}
+}
