@@ -20,6 +20,7 @@ type opened struct {
 	parent *os.File
 	name   string
 	path   string // parent's path, with no link in it, joined with name
+	made   bool   // open made the directory: it is empty, and nothing but Sortie had it
 }
 
 // Close closes the directory and its parent.
@@ -44,7 +45,8 @@ func open(dir string, owner *runas.User, create bool) (*opened, error) {
 	}
 	o := &opened{parent: parent, name: filepath.Base(dir)}
 	o.path = filepath.Join(parent.Name(), o.name)
-	d, err := openLeaf(parent, o.name, owner, create)
+	d, made, err := openLeaf(parent, o.name, owner, create)
+	o.made = made
 	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 		err = fmt.Errorf("%s is not a directory (a link?); Sortie does not follow it: remove it, and Sortie makes the directory anew", dir)
 	} else if err != nil {
@@ -65,17 +67,17 @@ func open(dir string, owner *runas.User, create bool) (*opened, error) {
 }
 
 // openLeaf opens the directory name in parent without following a link. With create
-// a missing one is made, 0700 and the agent user's.
-func openLeaf(parent *os.File, name string, owner *runas.User, create bool) (*os.File, error) {
+// a missing one is made, 0700 and the agent user's, and made says so.
+func openLeaf(parent *os.File, name string, owner *runas.User, create bool) (d *os.File, made bool, err error) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	pfd := int(parent.Fd())
 	fd, err := unix.Openat(pfd, name, flags, 0)
 	if errors.Is(err, unix.ENOENT) && create {
 		err = unix.Mkdirat(pfd, name, 0o700)
 		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return nil, err
+			return nil, false, err
 		}
-		made := err == nil
+		made = err == nil
 		if fd, err = unix.Openat(pfd, name, flags, 0); err == nil && made {
 			err = give(fd, owner)
 			if err != nil {
@@ -84,9 +86,9 @@ func openLeaf(parent *os.File, name string, owner *runas.User, create bool) (*os
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return os.NewFile(uintptr(fd), filepath.Join(parent.Name(), name)), nil
+	return os.NewFile(uintptr(fd), filepath.Join(parent.Name(), name)), made, nil
 }
 
 // give makes the directory Sortie just made the agent user's, 0700.

@@ -4,12 +4,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"sortie/internal/agent"
 	"sortie/internal/runas"
@@ -86,16 +87,17 @@ func Prepare(dir string, owner *runas.User, spec Spec) error {
 	}
 	defer o.Close()
 	old := make([][]byte, len(spec.Files))
-	for i, f := range spec.Files {
-		// By descriptor, never through a link, a FIFO or a hard link: the agent's to plant.
-		old[i], _, _ = agent.ReadOwnedFile(filepath.Join(o.path, filepath.FromSlash(f.Name)), owner, maxOld)
-	}
-	keep := spec.Keep
-	if spec.Login != nil && spec.Login.From != "" {
-		keep = append(slices.Clip(keep), spec.Login.To)
-	}
-	if err := reset(o.root, ".", keep); err != nil {
-		return fmt.Errorf("resetting %s: %w", dir, err)
+	if !o.made { // a directory just made holds nothing to read or remove
+		for i, f := range spec.Files {
+			old[i] = readOld(o.root, f.Name, owner)
+		}
+		keep := spec.Keep
+		if spec.Login != nil && spec.Login.From != "" {
+			keep = append(slices.Clip(keep), spec.Login.To)
+		}
+		if err := reset(o.root, ".", keep); err != nil {
+			return fmt.Errorf("resetting %s: %w", dir, err)
+		}
 	}
 	for _, d := range spec.Dirs {
 		if err := makeDir(o.root, d, owner); err != nil {
@@ -103,7 +105,7 @@ func Prepare(dir string, owner *runas.User, spec Spec) error {
 		}
 	}
 	for i, f := range spec.Files {
-		if err := writeFile(o.root, f.Name, f.Content(old[i]), owner); err != nil {
+		if err := writeFile(o.root, f.Name, f.Content(old[i]), owner, o.made); err != nil {
 			return fmt.Errorf("writing %s in %s: %w", f.Name, dir, err)
 		}
 	}
@@ -119,7 +121,7 @@ func Prepare(dir string, owner *runas.User, spec Spec) error {
 			return fmt.Errorf("linking %s in %s to %s: %w", name, dir, target, err)
 		}
 	}
-	if spec.Login != nil {
+	if spec.Login != nil && (spec.Login.From != "" || !o.made) {
 		return copyLogin(o.root, dir, *spec.Login, owner)
 	}
 	return nil
@@ -199,7 +201,16 @@ func makeDir(root *os.Root, name string, owner *runas.User) error {
 
 // writeFile writes data to name in root (0600, owner's) through a temporary file and
 // a rename. Whatever was at name, a link included, is replaced, never written through.
-func writeFile(root *os.Root, name string, data []byte, owner *runas.User) error {
+// In a directory just made (fresh), nothing is at name and no CLI runs yet: the file is
+// written in place, O_EXCL keeping it from writing through anything that appeared
+// meanwhile (then it takes the usual way).
+func writeFile(root *os.Root, name string, data []byte, owner *runas.User, fresh bool) error {
+	if fresh {
+		err := writeNew(root, name, data, owner)
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
 	tmp := path.Join(path.Dir(name), ".sortie-"+rand.Text())
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -251,8 +262,57 @@ func copyLogin(root *os.Root, dir string, l Login, owner *runas.User) error {
 	if fi, err := root.Lstat(l.To); err == nil && fi.Mode().IsRegular() && !mtime.After(fi.ModTime()) {
 		return nil
 	}
-	if err := writeFile(root, l.To, data, owner); err != nil {
+	if err := writeFile(root, l.To, data, owner, false); err != nil {
 		return fmt.Errorf("copying %s into %s: %w", l.From, dir, err)
 	}
 	return nil
+}
+
+// writeNew creates name in root (0600, owner's) with data; it fails with fs.ErrExist
+// when anything is at name. A file it could not finish is removed.
+func writeNew(root *os.Root, name string, data []byte, owner *runas.User) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && owner != nil {
+		err = f.Chown(int(owner.UID), int(owner.GID))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = root.Remove(name)
+	}
+	return err
+}
+
+// readOld is what the file name below root (the state directory Prepare holds) held
+// before the reset, for File.Content: only a regular file of the agent user's with one
+// name, at most maxOld bytes, never reached through a link (the checked entry is the
+// one read); nil for anything else. The agent may have planted what is there.
+func readOld(root *os.Root, name string, owner *runas.User) []byte {
+	lfi, err := root.Lstat(name)
+	if err != nil || !lfi.Mode().IsRegular() || lfi.Size() > maxOld {
+		return nil
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !os.SameFile(lfi, fi) {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink != 1 || int(st.Uid) != agent.AgentUID(owner) {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxOld))
+	if err != nil {
+		return nil
+	}
+	return b
 }
