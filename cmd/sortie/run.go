@@ -22,6 +22,7 @@ import (
 	"sortie/internal/agent/proc"
 	"sortie/internal/agent/remote"
 	"sortie/internal/agent/supervise"
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
 	"sortie/internal/mcp"
 	"sortie/internal/metrics"
@@ -30,7 +31,6 @@ import (
 	"sortie/internal/prompt"
 	"sortie/internal/runas"
 	"sortie/internal/server"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/server/dashboard"
 	"sortie/internal/tracker"
 )

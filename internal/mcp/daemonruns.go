@@ -3,8 +3,8 @@ package mcp
 import (
 	"context"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/mcp/tools"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/store"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
 	"sortie/internal/mcp/tools"
-	"sortie/internal/server/agentsock"
 )
 
 // Session environment of the sidecar, written by the daemon into the env block of

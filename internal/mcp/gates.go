@@ -5,9 +5,9 @@ import (
 	"strings"
 	"sync"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/mcp/tools"
 	"sortie/internal/prompt"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/workflow/engine"
 )
 

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/mcp/tools"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/workflow/engine"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
 	"sortie/internal/mcp/tools"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/store/sqlite"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/workflow"
 	"sortie/internal/workflow/engine"
 )

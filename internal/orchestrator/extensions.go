@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/agentsock"
 	"sortie/internal/prompt"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/workspace"
 )
 

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
 	"sortie/internal/mcp"
 	"sortie/internal/prompt"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/store"
 )
 

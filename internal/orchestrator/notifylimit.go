@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
-	"sortie/internal/server/agentsock"
 )
 
 // The scopes of notify_operator's rate limit, as ToolService.NotifyRateLimited and the

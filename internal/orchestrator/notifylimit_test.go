@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/clock"
 	"sortie/internal/config"
-	"sortie/internal/server/agentsock"
 )
 
 // limitedNotify is a ToolService whose Deliver counts what it sends, on a fake clock

@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"sortie/internal/agent/proc"
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 // runPeers binds a local run's capability token to the run's own processes

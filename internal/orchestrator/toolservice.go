@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/clock"
 	"sortie/internal/config"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/tracker"
 	"sortie/internal/workflow/engine"
 )

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 	"sortie/internal/tracker"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/testkit/fakelinear"
 	"sortie/internal/testkit/faketracker"
 	"sortie/internal/tracker"

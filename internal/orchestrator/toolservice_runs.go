@@ -3,7 +3,7 @@ package orchestrator
 import (
 	"context"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 	"sortie/internal/store"
 )
 

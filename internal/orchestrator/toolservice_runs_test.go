@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/store"
 	"sortie/internal/store/sqlite"
 )

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/workflow/engine"
 )
 

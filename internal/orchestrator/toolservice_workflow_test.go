@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
-	"sortie/internal/server/agentsock"
 	"sortie/internal/workflow/engine"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 func TestDecodeArgs_StrictAgainstTheSchema(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 // DefaultCallTimeout bounds one Tier 2 call, daemon and tracker or notification backend

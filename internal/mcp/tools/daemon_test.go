@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 // fakeDaemon is the daemon's side of the agent socket for tests: it answers tracker

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 // acceptingDaemon answers every call with success, so the fuzzer explores argument

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 // NameLinearGraphQL is the linear_graphql tool's name.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 type linearDaemon struct {

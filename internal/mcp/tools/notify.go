@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 // Limits of notify_operator's arguments, in characters.

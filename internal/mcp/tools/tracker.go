@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 )
 
 // Tracker operations (spec/agent-extensions.md, tracker_api).

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"sortie/internal/server/agentsock"
+	"sortie/internal/agentsock"
 	"sortie/internal/workflow/engine"
 )
 
