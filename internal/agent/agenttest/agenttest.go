@@ -92,7 +92,7 @@ type Harness struct {
 	// session's processes.
 	Env func(t *testing.T, ws string, m Model) []string
 	// Sidecar is the sortie-tools server CaseMCP writes into .sortie/mcp.json, with
-	// SORTIE_WORKSPACE added to its Env: package agenttest/sidecar serves the real one
+	// SORTIE_WORKSPACE added to its Env: package mcptest serves the real one
 	// from the test binary. Zero skips CaseMCP.
 	Sidecar MCPServer
 	// SessionIDs is when the adapter's session id is known.

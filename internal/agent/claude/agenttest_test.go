@@ -6,13 +6,13 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/agenttest"
-	"sortie/internal/agent/agenttest/sidecar"
+	"sortie/internal/mcp/mcptest"
 	"sortie/internal/testkit/clis"
 )
 
 // The test binary is also the sortie-tools sidecar the agenttest suite's MCP case
 // writes into .sortie/mcp.json; this runs before TestMain.
-func init() { sidecar.Main() }
+func init() { mcptest.Main() }
 
 // TestAgentContract runs the contract suite every adapter passes (internal/agent/agenttest)
 // against the real claude CLI and the fake Anthropic API.
@@ -37,7 +37,7 @@ func TestAgentContract(t *testing.T) {
 			// for the sidecar to start on a loaded machine.
 			return append(env, "ENABLE_TOOL_SEARCH=false", "MCP_TIMEOUT=60000")
 		},
-		Sidecar:    sidecar.Server(t),
+		Sidecar:    mcptest.Server(t),
 		SessionIDs: agenttest.IDAtStart,
 	})
 }

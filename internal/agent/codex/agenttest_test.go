@@ -7,13 +7,13 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/agenttest"
-	"sortie/internal/agent/agenttest/sidecar"
+	"sortie/internal/mcp/mcptest"
 	"sortie/internal/testkit/clis"
 )
 
 // The test binary is also the sortie-tools sidecar the agenttest suite's MCP case
 // writes into .sortie/mcp.json; this runs before TestMain.
-func init() { sidecar.Main() }
+func init() { mcptest.Main() }
 
 // TestAgentContract runs the contract suite every adapter passes (internal/agent/agenttest)
 // against the real codex CLI and the fake Responses API.
@@ -43,7 +43,7 @@ func TestAgentContract(t *testing.T) {
 		Env: func(t *testing.T, ws string, m agenttest.Model) []string {
 			return clis.CodexEnv(os.Environ(), homes.Of(t, m))
 		},
-		Sidecar:           sidecar.Server(t),
+		Sidecar:           mcptest.Server(t),
 		SessionIDs:        agenttest.IDFromFirstTurn,
 		ProcessPerSession: true,
 		Unsupported: map[string]string{

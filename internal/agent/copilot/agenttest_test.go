@@ -8,14 +8,14 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/agenttest"
-	"sortie/internal/agent/agenttest/sidecar"
+	"sortie/internal/mcp/mcptest"
 	"sortie/internal/testkit/clis"
 	"sortie/internal/testkit/fakemodel"
 )
 
 // The test binary is also the sortie-tools sidecar the agenttest suite's MCP case
 // writes into .sortie/mcp.json; this runs before TestMain.
-func init() { sidecar.Main() }
+func init() { mcptest.Main() }
 
 // TestAgentContract runs the contract suite every adapter passes (internal/agent/agenttest)
 // against the real copilot CLI in BYOK mode and the fake Anthropic API.
@@ -44,7 +44,7 @@ func TestAgentContract(t *testing.T) {
 		Env: func(t *testing.T, ws string, m agenttest.Model) []string {
 			return clis.CopilotEnv(os.Environ(), m.(*agenttest.Anthropic).Server.URL, homes.Of(t, m), cliCache)
 		},
-		Sidecar:          sidecar.Server(t),
+		Sidecar:          mcptest.Server(t),
 		SessionIDs:       agenttest.IDFromFirstTurn,
 		BookkeepingTools: []string{"task_complete"},
 		Unsupported: map[string]string{

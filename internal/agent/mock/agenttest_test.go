@@ -15,12 +15,12 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/agenttest"
-	"sortie/internal/agent/agenttest/sidecar"
+	"sortie/internal/mcp/mcptest"
 )
 
 // The test binary is also the sortie-tools sidecar the agenttest suite's MCP case
 // writes into .sortie/mcp.json; this runs before TestMain.
-func init() { sidecar.Main() }
+func init() { mcptest.Main() }
 
 // promptsEnv names the directory where the harness's wrapper keeps a copy of each
 // turn file, which is how the scripted "model" reads back the prompts it was given.
@@ -51,7 +51,7 @@ func TestAgentContract(t *testing.T) {
 			sm.mu.Unlock()
 			return append(withoutKey(os.Environ(), IssueEnv), promptsEnv+"="+sm.prompts)
 		},
-		Sidecar:    sidecar.Server(t),
+		Sidecar:    mcptest.Server(t),
 		SessionIDs: agenttest.IDAtStart,
 		Unsupported: map[string]string{
 			agenttest.CaseShellTool: "the mock's shell steps run commands but emit no tool_result events, and its tool_calls " +

@@ -6,13 +6,13 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/agenttest"
-	"sortie/internal/agent/agenttest/sidecar"
+	"sortie/internal/mcp/mcptest"
 	"sortie/internal/testkit/clis"
 )
 
 // The test binary is also the sortie-tools sidecar the agenttest suite's MCP case
 // writes into .sortie/mcp.json; this runs before TestMain.
-func init() { sidecar.Main() }
+func init() { mcptest.Main() }
 
 // TestAgentContract runs the contract suite every adapter passes (internal/agent/agenttest)
 // against the real opencode CLI and the fake Anthropic API.
@@ -37,7 +37,7 @@ func TestAgentContract(t *testing.T) {
 		Env: func(t *testing.T, ws string, m agenttest.Model) []string {
 			return clis.OpenCodeEnv(os.Environ(), homes.Of(t, m), sharedCache)
 		},
-		Sidecar:     sidecar.Server(t),
+		Sidecar:     mcptest.Server(t),
 		SessionIDs:  agenttest.IDFromFirstTurn,
 		IssueStates: func(t *testing.T, m agenttest.Model) string { return states.Of(t, m) },
 		// opencode 1.18.33 retries a 500 with backoff whatever X-Should-Retry says (four

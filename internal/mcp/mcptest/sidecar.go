@@ -1,9 +1,9 @@
-// Package sidecar lets a contract test binary serve the real sortie-tools MCP sidecar
+// Package mcptest lets a contract test binary serve the real sortie-tools MCP sidecar
 // (package mcp, as `sortie mcp-server` runs it) over stdio, so that an agent CLI under
 // test starts it from .sortie/mcp.json without a sortie binary being built. It serves
 // the session's local tools (sortie_status from SORTIE_WORKSPACE); there is no daemon,
 // so nothing the agent socket grants is offered.
-package sidecar
+package mcptest
 
 import (
 	"context"
