@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -27,23 +26,7 @@ func printedLoginLink(t *testing.T, d *daemon) string {
 func TestLoginLink_OneTimeCode(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "issues.json", `[]`)
-	port := freePort(t)
-	wf := writeFile(t, dir, "WORKFLOW.md", `---
-tracker:
-  kind: file
-  path: issues.json
-  active_states: [Todo]
-  terminal_states: [Done]
-agent:
-  kind: mock
-db_path: ./sortie.db
-server: {port: `+strconv.Itoa(port)+`}
----
-Work.
-`)
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	d := startDaemon(t, testEnv(t.TempDir()), wf)
-	waitHTTP(t, d, base+"/livez")
+	d, base := startServingDaemon(t, dir)
 	token := daemonToken(t, filepath.Join(dir, "sortie.db"))
 	link := printedLoginLink(t, d)
 	if !strings.HasPrefix(link, base+"/login?code=") || strings.Contains(d.stderrText(), token) {

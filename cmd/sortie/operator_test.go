@@ -17,23 +17,7 @@ func TestOperatorToken_EveryAPIRouteNeedsItOnLoopbackToo(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "issues.json", `[{"id": "1", "identifier": "OP-1", "title": "t", "state": "Backlog"}]`)
-	port := freePort(t)
-	wf := writeFile(t, dir, "WORKFLOW.md", `---
-tracker:
-  kind: file
-  path: issues.json
-  active_states: [Todo]
-  terminal_states: [Done]
-agent:
-  kind: mock
-db_path: ./sortie.db
-server: {port: `+strconv.Itoa(port)+`}
----
-Work.
-`)
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	d := startDaemon(t, testEnv(t.TempDir()), wf)
-	waitHTTP(t, d, base+"/livez")
+	d, base := startServingDaemon(t, dir)
 
 	tokenFile := filepath.Join(dir, "sortie.db"+operatorTokenSuffix)
 	fi, err := os.Stat(tokenFile)
@@ -76,8 +60,33 @@ Work.
 			t.Errorf("GET %s needs a token; it must not (supervisors probe it)", path)
 		}
 	}
-	r := runSortie(t, dir, testEnv(t.TempDir()), "status", "--login-url", wf)
+	r := runSortie(t, dir, testEnv(t.TempDir()), "status", "--login-url", filepath.Join(dir, "WORKFLOW.md"))
 	if want := base + "/login?token=" + token + "\n"; r.code != exitOK || r.stdout != want {
 		t.Errorf("sortie status --login-url = %q (exit %d), want %q\n%s", r.stdout, r.code, want, r)
 	}
+}
+
+// startServingDaemon starts a daemon with the mock agent, the file tracker's
+// issues.json in dir (which the test wrote) and the HTTP server on a free port, its
+// database in dir, and returns it once /livez answers, with the server's base URL.
+func startServingDaemon(t *testing.T, dir string) (*daemon, string) {
+	t.Helper()
+	port := freePort(t)
+	wf := writeFile(t, dir, "WORKFLOW.md", `---
+tracker:
+  kind: file
+  path: issues.json
+  active_states: [Todo]
+  terminal_states: [Done]
+agent:
+  kind: mock
+db_path: ./sortie.db
+server: {port: `+strconv.Itoa(port)+`}
+---
+Work.
+`)
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	d := startDaemon(t, testEnv(t.TempDir()), wf)
+	waitHTTP(t, d, base+"/livez")
+	return d, base
 }
