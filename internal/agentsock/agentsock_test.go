@@ -45,6 +45,12 @@ func (h *fakeHandler) Info() SessionInfo {
 func listen(t *testing.T) (*Server, *fakeHandler) {
 	t.Helper()
 	h := &fakeHandler{}
+	return listenWith(t, h), h
+}
+
+// listenWith is a server with handler h on a socket of its own.
+func listenWith(t *testing.T, h Handler) *Server {
+	t.Helper()
 	// A short directory: t.TempDir() paths can exceed the socket path limit.
 	dir, err := os.MkdirTemp("", "as")
 	if err != nil {
@@ -56,7 +62,7 @@ func listen(t *testing.T) (*Server, *fakeHandler) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, h
+	return s
 }
 
 func TestSocket_Permissions(t *testing.T) {

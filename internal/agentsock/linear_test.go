@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,17 +30,8 @@ func TestLinearGraphQL_UnsupportedWithoutAHandler(t *testing.T) {
 }
 
 func TestLinearGraphQL_ForwardsWithTheTokensSession(t *testing.T) {
-	dir, err := os.MkdirTemp("", "as")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	h := &linearHandler{}
-	s, err := Listen(filepath.Join(dir, "agent.sock"), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := listenWith(t, h)
 	c := Dial(s.Path(), s.Grant(Session{IssueID: "uuid-1", Identifier: "ENG-1"}))
 	data, err := c.LinearGraphQL(context.Background(), LinearGraphQLRequest{Query: "{ viewer { id } }", Variables: json.RawMessage(`{"a":1}`)})
 	if err != nil || string(data) != `{"data":{"viewer":{"id":"u"}}}` {
@@ -59,17 +48,8 @@ func TestLinearGraphQL_ForwardsWithTheTokensSession(t *testing.T) {
 }
 
 func TestLinearGraphQL_ACallAtTheDocumentedBoundsGetsThrough(t *testing.T) {
-	dir, err := os.MkdirTemp("", "as")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	h := &linearHandler{}
-	s, err := Listen(filepath.Join(dir, "agent.sock"), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := listenWith(t, h)
 	c := Dial(s.Path(), s.Grant(Session{IssueID: "uuid-1", Identifier: "ENG-1"}))
 	// linear_graphql's bounds (docs/agent-tools.md): a 16 KiB query, here of control
 	// characters JSON escapes to six bytes each, and 32 KiB of variables, of characters
@@ -84,7 +64,7 @@ func TestLinearGraphQL_ACallAtTheDocumentedBoundsGetsThrough(t *testing.T) {
 	if h.got.Query != query || string(h.got.Variables) != variables {
 		t.Fatalf("the handler got a %d-byte query and %d bytes of variables, want %d and %d", len(h.got.Query), len(h.got.Variables), len(query), len(variables))
 	}
-	_, err = c.LinearGraphQL(context.Background(), LinearGraphQLRequest{Query: strings.Repeat("<", MaxLinearGraphQLBody)})
+	_, err := c.LinearGraphQL(context.Background(), LinearGraphQLRequest{Query: strings.Repeat("<", MaxLinearGraphQLBody)})
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != "invalid_input" {
 		t.Fatalf("a body over MaxLinearGraphQLBody: got %v, want invalid_input", err)

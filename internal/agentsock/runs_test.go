@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,25 +32,10 @@ func (h *historyHandler) Spend(_ context.Context, sess Session) (Spend, *Error) 
 	return sp, nil
 }
 
-func listenHistory(t *testing.T, h Handler) *Server {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "as")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s, err := Listen(filepath.Join(dir, "state", "agent.sock"), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 // TestRuns_EachTokenReadsItsOwnIssue: the run history and spend over the socket are
 // those of the token's issue; the request cannot name another.
 func TestRuns_EachTokenReadsItsOwnIssue(t *testing.T) {
-	s := listenHistory(t, &historyHandler{})
+	s := listenWith(t, &historyHandler{})
 	ctx := context.Background()
 	a := Dial(s.Path(), s.Grant(Session{IssueID: "A", RunID: 1}))
 	b := Dial(s.Path(), s.Grant(Session{IssueID: "B", RunID: 3}))
@@ -88,7 +71,7 @@ func TestRuns_EachTokenReadsItsOwnIssue(t *testing.T) {
 }
 
 func TestRuns_RefusesBadCalls(t *testing.T) {
-	s := listenHistory(t, &historyHandler{})
+	s := listenWith(t, &historyHandler{})
 	ctx := context.Background()
 	a := Dial(s.Path(), s.Grant(Session{IssueID: "A"}))
 	var e *Error
@@ -111,7 +94,7 @@ func TestRuns_RefusesBadCalls(t *testing.T) {
 	}
 
 	// A daemon without run history says so.
-	plain := listenHistory(t, &fakeHandler{})
+	plain := listenWith(t, &fakeHandler{})
 	c := Dial(plain.Path(), plain.Grant(Session{IssueID: "A"}))
 	if _, err := c.Runs(ctx, 1); !errors.As(err, &e) || e.Kind != "unsupported_operation" {
 		t.Errorf("runs from a daemon without history: %v, want unsupported_operation", err)
@@ -123,7 +106,7 @@ func TestRuns_RefusesBadCalls(t *testing.T) {
 
 // The wire form of a run carries the fields the tools read and no more.
 func TestRuns_RecordCarriesNoDaemonPaths(t *testing.T) {
-	s := listenHistory(t, &historyHandler{})
+	s := listenWith(t, &historyHandler{})
 	status, got := rawPost(t, s.Path(), "/v1/runs", s.Grant(Session{IssueID: "A"}), `{"limit": 1}`)
 	want := `{"ok":true,"data":[{"id":2,"attempt":2,"agent_kind":"mock","status":"failed","started_at":"0001-01-01T00:00:00Z",` +
 		`"ended_at":"0001-01-01T00:00:00Z","error":"turn timeout","tokens":{"input":0,"output":0,"total":0,"cache_read":0},"cost_usd":0}]}`

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,21 +29,6 @@ func (h *workflowHandler) Workflow(_ context.Context, s Session, tool string, ar
 		return WorkflowResult{IsError: true, Body: json.RawMessage(`{"error":"no session","kind":"invalid_input"}`)}, nil
 	}
 	return WorkflowResult{Body: json.RawMessage(`{"session_token":"t1"}`), Meta: map[string]any{"session_token": "t1"}}, nil
-}
-
-func listenWith(t *testing.T, h Handler) *Server {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "as")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s, err := Listen(filepath.Join(dir, "agent.sock"), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 func TestWorkflow_RoundTripCarriesTheSession(t *testing.T) {
