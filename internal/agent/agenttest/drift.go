@@ -174,9 +174,26 @@ exit 1
 // it, the error must name the login; when it starts, one turn of a fake CLI runs. Then
 // no file below the session's home and workspace but the planted one may hold the
 // planted content.
+//
+// A control comes first: an ordinary login, a regular file of the agent's user, must be
+// copied below the session's home or workspace, so that the walk that finds no planted
+// copy is known to look where a copy lands.
 func PlantedLoginNeverCopied(t *testing.T, build AdapterFor, env []string, login func(home string) string) {
 	t.Helper()
+	cases := map[string]func(t *testing.T, secret, path string){"control: an ordinary login": func(t *testing.T, secret, path string) {
+		b, err := os.ReadFile(secret)
+		if err == nil {
+			err = os.WriteFile(path, b, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}}
 	for name, plant := range plantings {
+		cases[name] = plant
+	}
+	for name, plant := range cases {
+		control := strings.HasPrefix(name, "control")
 		t.Run(name, func(t *testing.T) {
 			secret := filepath.Join(t.TempDir(), "shadow")
 			if err := os.WriteFile(secret, []byte(plantedSecret), 0o600); err != nil {
@@ -201,6 +218,9 @@ func PlantedLoginNeverCopied(t *testing.T, build AdapterFor, env []string, login
 			ctx, cancel := context.WithTimeout(context.Background(), driftPatience)
 			defer cancel()
 			s, err := a.StartSession(ctx, p)
+			if err != nil && control {
+				t.Fatalf("StartSession refused an ordinary login: %v", err)
+			}
 			if err != nil && !strings.Contains(err.Error(), path) {
 				t.Errorf("StartSession refused the session with an error that does not name the planted login %s: %v", path, err)
 			}
@@ -209,15 +229,29 @@ func PlantedLoginNeverCopied(t *testing.T, build AdapterFor, env []string, login
 				driftTurn(t, a, s)
 				stopDriftSession(t, a, s)
 			}
-			filepath.WalkDir(root, func(f string, d fs.DirEntry, err error) error {
+			copied := false
+			err = filepath.WalkDir(root, func(f string, d fs.DirEntry, err error) error {
 				if err != nil || d.IsDir() || f == path {
-					return nil
+					return err
 				}
-				if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), "SECRET") {
-					t.Errorf("%s holds the content of the login planted at %s (%s)", f, path, name)
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return err
+				}
+				if strings.Contains(string(b), "SECRET") {
+					copied = true
+					if !control {
+						t.Errorf("%s holds the content of the login planted at %s (%s)", f, path, name)
+					}
 				}
 				return nil
 			})
+			if err != nil {
+				t.Errorf("reading what the session left: %v", err)
+			}
+			if control && !copied {
+				t.Errorf("the ordinary login at %s was copied nowhere below %s: the check of the planted ones looks in the wrong place", path, root)
+			}
 		})
 	}
 }

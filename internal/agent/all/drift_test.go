@@ -83,7 +83,12 @@ func TestDrift_PlantedLoginNeverCopied(t *testing.T) {
 // A new adapter that runs a CLI is held to the drift checks: it must be listed above.
 func TestDrift_EveryCLIAdapterIsChecked(t *testing.T) {
 	for _, kind := range agent.Kinds() {
-		if m, _ := agent.Lookup(kind); !m.RequiresCommand {
+		m, ok := agent.Lookup(kind)
+		if !ok {
+			t.Errorf("agent.Kinds lists %q, which agent.Lookup does not know", kind)
+			continue
+		}
+		if !m.RequiresCommand {
 			continue // no CLI of its own (the mock)
 		}
 		found := false
