@@ -148,8 +148,7 @@ func (sc sideChannels) check(t *testing.T, results string) {
 	// The daemon this test starts gives its agents a /tmp of their own as root, or from a
 	// user namespace (sandbox.MountNamespaceAvailable, UserNamespaceAvailable).
 	if os.Geteuid() != 0 && !sandbox.UserNamespaceAvailable() {
-		t.Log("the daemon can make no mount namespace here: agents keep the machine's /tmp, so the sockets' paths are not checked")
-		return
+		t.Skip("the daemon can make no mount namespace here: agents keep the machine's /tmp, so the sockets' paths are not checked")
 	}
 	for name, n := range sc.answers {
 		if got := n.Load(); got > 0 {

@@ -80,6 +80,8 @@ Work on {{ .issue.identifier }}.
 		ran = true
 		if strings.Contains(string(b), canaryAnswer) {
 			t.Errorf("the planted filter, run by after_run, got an answer from %s: %q", name, b)
+		} else if !strings.Contains(string(b), "Error: connect") {
+			t.Errorf("the planted filter's connect to %s never ran (node's own refusal is missing): %q", name, b)
 		}
 	}
 	if !ran {

@@ -121,6 +121,9 @@ func (h hookRedTeam) check(t *testing.T, ws string, r result) {
 	if _, err := os.Stat(filepath.Join(ws, "ran.filter")); err != nil {
 		t.Errorf("the planted clean filter did not run (%v): the test no longer shows the confinement holding it", err)
 	}
+	if _, err := os.Stat(filepath.Join(ws, "loot.filter")); err != nil {
+		t.Errorf("the planted filter never tried for the daemon's secrets (%v): the test no longer shows they are out of reach", err)
+	}
 	loot, _ := filepath.Glob(filepath.Join(ws, "loot.*"))
 	for _, l := range loot {
 		b, _ := os.ReadFile(l)
