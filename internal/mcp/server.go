@@ -12,12 +12,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"sortie/internal/agent"
 	"sortie/internal/mcp/tools"
 )
 
 // ServerName is the MCP server's name, in serverInfo and as the reserved key of
 // .sortie/mcp.json's mcpServers.
-const ServerName = "sortie-tools"
+const ServerName = agent.ToolsServer
 
 // NewServer returns the sortie-tools MCP server serving r's tools. version is reported
 // in serverInfo; log receives one debug line per call and every tool panic.

@@ -30,7 +30,6 @@ type state struct {
 	// configDir is the issue's own Claude Code configuration directory, reset before
 	// every turn (configdir.go); "" over SSH or when the operator set CLAUDE_CONFIG_DIR.
 	configDir string
-	reset     bool   // configDir was reset since a CLI last ran in it (Start's reset)
 	login     string // the user's credentials file, copied into configDir (use_login); "" for none
 
 	// Touched only by the goroutine running the current turn.
@@ -71,7 +70,7 @@ func (d *dialect) Start(_ context.Context, s *cli.Session[state], p agent.StartP
 			if err := resetConfigDir(st.configDir, s.Owner, st.login); err != nil {
 				return &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": the issue's configuration directory", Err: err}
 			}
-			st.reset = true
+			s.Prepared = true
 			s.Env = append(s.Env, configEnv+"="+st.configDir)
 			dirs = []string{st.configDir}
 			s.Notes = authNotes(s.Env, st.login)
@@ -96,7 +95,7 @@ func (d *dialect) Turn(_ context.Context, s *cli.Session[state], p agent.TurnPar
 		// Without persistence nothing can be resumed: each turn is a new conversation.
 		s.ID, st.created = agent.NewSessionID(), false
 	}
-	if st.configDir != "" && !st.reset {
+	if st.configDir != "" && !s.Prepared {
 		// Whatever an earlier turn's agent left there, this turn's CLI loads nothing
 		// Sortie did not write. (The first turn's was reset by Start, and no CLI has
 		// run in it since.)
@@ -104,7 +103,6 @@ func (d *dialect) Turn(_ context.Context, s *cli.Session[state], p agent.TurnPar
 			return cli.Invocation{}, &agent.Error{Kind: agent.ErrPortExit, Message: Kind + ": the issue's configuration directory", Err: err}
 		}
 	}
-	st.reset = false
 	t := &turn{translator: newTranslator(d.now, emit, s.Usage, s.CostUSD, st.lastTotal), st: st}
 	return cli.Invocation{Args: d.opts.args(s.ID, st.created, s.MCP), Stdin: p.Prompt, Translator: t}, nil
 }

@@ -189,6 +189,10 @@ type Session[S any] struct {
 	Write, Create, Read []string
 	// Notes are said as notifications at the start of the first turn.
 	Notes []string
+	// Prepared says the dialect prepared the CLI's state (reset its directory) since a
+	// CLI of the session last ran: Start's reset then serves the first turn too. The
+	// runner clears it when a turn's process starts.
+	Prepared bool
 	// Turns is how many turns started a process.
 	Turns int
 	// Usage and CostUSD are the session's cumulative figures.

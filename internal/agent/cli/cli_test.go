@@ -519,3 +519,16 @@ func TestVersion(t *testing.T) {
 		})
 	})
 }
+
+// Prepared carries a dialect's Start-time reset to the first turn, and no further: once
+// a turn's CLI ran, the next turn prepares again.
+func TestRunTurn_PreparedUntilACLIRuns(t *testing.T) {
+	_, r := fake(t, &testDialect{}, []string{"one"}, []string{"two"})
+	s := start(t, r, agent.StartParams{})
+	st := s.Internal.(*Session[testState])
+	st.Prepared = true // as a dialect's Start does after resetting the CLI's state
+	agenttest.MustComplete(t, runTurn(t, context.Background(), r, s, 1))
+	if st.Prepared {
+		t.Error("Prepared survived a turn whose CLI ran: the next turn would skip its reset")
+	}
+}

@@ -46,6 +46,7 @@ func (r *Runner[S]) RunTurn(ctx context.Context, as *agent.Session, p agent.Turn
 	}
 	defer s.guard.Finish()
 	s.Turns++
+	s.Prepared = false
 	t.pid, as.PID = pr.PID(), pr.PID()
 	defer func() { as.PID = 0 }()
 	waited, remoteStopped := false, false

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -167,10 +166,7 @@ func (a *adapter) StartSession(ctx context.Context, p agent.StartParams) (*agent
 	if p.SSHHost != "" {
 		return nil, agent.Errorf(agent.ErrNotFound, "codex: running codex over SSH (worker.ssh_hosts, host %s) is not supported yet; run it locally or use claude-code or copilot-cli", p.SSHHost)
 	}
-	env := p.Env
-	if env == nil {
-		env = os.Environ()
-	}
+	env := cli.Environ(p.Env)
 	var exe string
 	var args []string
 	var err error

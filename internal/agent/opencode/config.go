@@ -15,10 +15,6 @@ import (
 	"sortie/internal/runas"
 )
 
-// ToolsServer is the name of Sortie's own MCP server, which no configuration of the
-// operator's may use.
-const ToolsServer = agent.ToolsServer
-
 // mcpEntries are servers as entries of OpenCode's `mcp` configuration: a stdio server
 // ({command, args, env}) becomes {"type": "local", "command": [command, args...],
 // "environment": env}; an http or sse one ({url, headers}) becomes {"type": "remote"}.

@@ -41,7 +41,7 @@ func TestInlineConfig_SortiesServerWins(t *testing.T) {
 		Config:     map[string]any{"model": "a/b", "mcp": map[string]any{"ops": map[string]any{"type": "remote"}}},
 		Permission: map[string]any{"bash": "ask"},
 	}
-	b, err := o.inlineConfig(map[string]any{ToolsServer: map[string]any{"type": "local"}})
+	b, err := o.inlineConfig(map[string]any{agent.ToolsServer: map[string]any{"type": "local"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,7 @@ func (d *dialect) Start(_ context.Context, s *cli.Session[state], p agent.StartP
 	if err != nil {
 		return &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 	}
+	s.Prepared = true
 	// The CLI (a Bun program) takes its directory from $PWD when set, and the daemon's
 	// would make it open an instance there as well, whose watchers kept the 1.18.33
 	// process from exiting after its turn.
@@ -150,9 +151,9 @@ func (d *dialect) args(sessionID, workspace string) []string {
 // as Sortie left them.
 func (d *dialect) Turn(_ context.Context, s *cli.Session[state], p agent.TurnParams, emit func(agent.Event)) (cli.Invocation, error) {
 	st := &s.State
-	if st.stateDir != "" {
+	if st.stateDir != "" && !s.Prepared {
 		// Whatever the previous turn's agent left in the configuration directory goes
-		// before this turn's CLI could load it.
+		// before this turn's CLI could load it (the first turn's was prepared by Start).
 		if _, err := prepareState(st.stateDir, st.base, s.Owner, d.opts.UseLogin); err != nil {
 			return cli.Invocation{}, &agent.Error{Kind: agent.ErrPortExit, Message: Kind, Err: err}
 		}

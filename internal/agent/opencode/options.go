@@ -188,8 +188,8 @@ func asConfig(v any) (map[string]any, error) {
 func asInlineConfig(v any) (map[string]any, error) {
 	m, err := asConfig(v)
 	if err == nil {
-		if _, ok := mcpOf(m)[ToolsServer]; ok {
-			return nil, fmt.Errorf("mcp.%s: the server name is reserved for Sortie's own tools; rename it", ToolsServer)
+		if _, ok := mcpOf(m)[agent.ToolsServer]; ok {
+			return nil, fmt.Errorf("mcp.%s: the server name is reserved for Sortie's own tools; rename it", agent.ToolsServer)
 		}
 	}
 	return m, err
@@ -266,8 +266,8 @@ func readConfigFile(path string) (permission any, err error) {
 	if err := json.Unmarshal(stripJSONC(b), &doc); err != nil {
 		return nil, fmt.Errorf("%s: not an OpenCode configuration (JSON or JSONC): %v", path, err)
 	}
-	if _, ok := mcpOf(doc)[ToolsServer]; ok {
-		return nil, fmt.Errorf("%s: mcp.%s: the server name is reserved for Sortie's own tools; rename it", path, ToolsServer)
+	if _, ok := mcpOf(doc)[agent.ToolsServer]; ok {
+		return nil, fmt.Errorf("%s: mcp.%s: the server name is reserved for Sortie's own tools; rename it", path, agent.ToolsServer)
 	}
 	return doc["permission"], nil
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"sortie/internal/agent"
 )
 
 func TestParseOptions_EveryKey(t *testing.T) {
@@ -45,7 +47,7 @@ func TestParseOptions_ErrorsNameTheKey(t *testing.T) {
 		"permission word": {map[string]any{"permission": "yes"}, "opencode.permission: unknown value \"yes\""},
 		"permission list": {map[string]any{"permission": []any{"allow"}}, "opencode.permission: must be allow, ask, deny or a mapping"},
 		"config string":   {map[string]any{"config": "x.json"}, "opencode.config: must be a mapping"},
-		"reserved":        {map[string]any{"config": map[string]any{"mcp": map[string]any{ToolsServer: map[string]any{}}}}, "mcp.sortie-tools: the server name is reserved"},
+		"reserved":        {map[string]any{"config": map[string]any{"mcp": map[string]any{agent.ToolsServer: map[string]any{}}}}, "mcp.sortie-tools: the server name is reserved"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -59,8 +59,7 @@ type Login struct {
 // agent user's own (a link, a hard link, a FIFO, another user's file). Nothing was
 // copied; the rest of the directory was prepared.
 type LoginError struct {
-	From string
-	Err  error // agent.ReadOwnedFile's, which names From and what to fix
+	Err error // agent.ReadOwnedFile's, which names the login and what to fix
 }
 
 func (e *LoginError) Error() string { return "not copying the login: " + e.Err.Error() }
@@ -257,7 +256,7 @@ func copyLogin(root *os.Root, dir string, l Login, owner *runas.User) error {
 		return nil
 	}
 	if err != nil {
-		return &LoginError{From: l.From, Err: err}
+		return &LoginError{Err: err}
 	}
 	if fi, err := root.Lstat(l.To); err == nil && fi.Mode().IsRegular() && !mtime.After(fi.ModTime()) {
 		return nil
