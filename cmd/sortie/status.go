@@ -139,19 +139,15 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	cfg.Server.AuthToken = token
+	if (*printToken || *login) && token == "" {
+		fmt.Fprintf(stderr, "sortie status: no operator token yet: the daemon writes %s on its first start (or set server.auth_token)\n", cfg.DBPath+operatorTokenSuffix)
+		return exitFailure
+	}
 	if *printToken {
-		if token == "" {
-			fmt.Fprintf(stderr, "sortie status: no operator token yet: the daemon writes %s on its first start (or set server.auth_token)\n", cfg.DBPath+operatorTokenSuffix)
-			return exitFailure
-		}
 		fmt.Fprintln(stdout, token)
 		return exitOK
 	}
 	if *login {
-		if token == "" {
-			fmt.Fprintf(stderr, "sortie status: no operator token yet: the daemon writes %s on its first start (or set server.auth_token)\n", cfg.DBPath+operatorTokenSuffix)
-			return exitFailure
-		}
 		base := "http://" + net.JoinHostPort(apiHost(cfg.Server.Host), strconv.Itoa(cfg.Server.Port)) + "/"
 		fmt.Fprintln(stdout, loginURL(base, token))
 		return exitOK

@@ -105,14 +105,11 @@ type Launch struct {
 // Each program start saved is a start of the whole sortie binary per turn.
 func LocalLaunch(p StartParams, exe string, write, dirs []string) Launch {
 	var l Launch
-	switch {
-	case p.Confine != nil && !sandbox.MountNamespaceAvailable() && sandbox.UserNamespaceAvailable():
-		// Not root: the private /tmp (Policy.PrivateTmp) needs a user namespace, which
-		// only a new process can enter: `sortie confine` starts one (sandbox.Main).
-		l.Wrap = p.Confine.Wrap(exe, write, dirs)
-	case p.Confine != nil && sandbox.ThreadConfinable():
+	// Not root, the private /tmp (Policy.PrivateTmp) needs a user namespace, which only
+	// a new process can enter: `sortie confine` starts one (sandbox.Main).
+	if p.Confine != nil && sandbox.ConfineOnThread() {
 		l.Confine = p.Confine.Thread(exe, write, dirs)
-	default:
+	} else {
 		l.Wrap = p.Confine.Wrap(exe, write, dirs)
 	}
 	if s := p.Supervise; s != nil {

@@ -52,13 +52,14 @@ func (o *Orchestrator) confineHook(cfg *config.Config, host string) workspace.Co
 		p := hookPolicy(s, cfg, wsPath, tmp, env)
 		hc := &workspace.HookConfinement{
 			// TMPDIR, and the build caches it would otherwise write in the home
-			// directory (denied to it), in its temporary directory, as for agents.
-			Env:  confinedEnv(env, tmp),
+			// directory (denied to it), in its temporary directory, as for agents:
+			// only what confinedEnv adds, which runHook puts in place of the hook's own.
+			Env:  confinedEnv(env, tmp)[len(env):],
 			Done: func() { _ = os.RemoveAll(tmp) },
 		}
 		// As an agent's: the private /tmp needs a user namespace when the daemon is not
 		// root, which only `sortie confine` can enter (agent.LocalLaunch).
-		if sandbox.ThreadConfinable() && (sandbox.MountNamespaceAvailable() || !sandbox.UserNamespaceAvailable()) {
+		if sandbox.ConfineOnThread() {
 			hc.Thread = func() error { return sandbox.RestrictThread(p) }
 		} else {
 			hc.Wrap = append([]string{s.Self, "confine"}, p.Args()...)

@@ -96,7 +96,7 @@ func ConfineInUserNS(p Policy, argv []string) (code int, ran bool) {
 		os.Unsetenv(userNSEnv) // the second one: what it runs never sees the mark
 		return 0, false
 	}
-	if !p.PrivateTmp || MountNamespaceAvailable() || !UserNamespaceAvailable() {
+	if !p.PrivateTmp || !privateTmpNeedsUserNS() {
 		return 0, false
 	}
 	self, err := os.Executable()

@@ -361,3 +361,19 @@ func StartOnThread(confine, start func() error) error {
 	}()
 	return <-errc
 }
+
+// ConfineOnThread reports whether a confined start (PrivateTmp set, as for every agent
+// and hook) is confined by the thread that starts it (RestrictThread) rather than
+// through `sortie confine`: where the kernel allows that, and unless the private /tmp
+// needs a user namespace (the daemon is not root), which only a new process can enter
+// (ConfineInUserNS).
+func ConfineOnThread() bool {
+	return ThreadConfinable() && !privateTmpNeedsUserNS()
+}
+
+// privateTmpNeedsUserNS reports whether a private /tmp can only be made in a user
+// namespace of a new process: no mount namespace for this process, a user namespace for
+// a new one.
+func privateTmpNeedsUserNS() bool {
+	return !MountNamespaceAvailable() && UserNamespaceAvailable()
+}
