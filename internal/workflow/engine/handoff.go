@@ -163,7 +163,7 @@ func (e *Engine) TraceHandoffRefused(ctx context.Context, c Caller, bs []Blocker
 		ev.ID = id
 		e.mu.Lock()
 		if _, live := e.bindings[sid]; live {
-			e.segments[sid] = append(e.segments[sid], compact(ev))
+			e.appendSegmentLocked(ev)
 		}
 		e.mu.Unlock()
 		if h := e.o.Hooks.Traced; h != nil {

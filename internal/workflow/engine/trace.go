@@ -71,15 +71,21 @@ func (e *Engine) trace(c *call, start time.Time, resp Response) {
 	}
 	ev.ID = id
 	e.mu.Lock()
-	seg := append(e.segments[p.SessionID], compact(ev))
-	if len(seg) > maxSegment {
-		seg = seg[len(seg)-maxSegment:]
-	}
-	e.segments[p.SessionID] = seg
+	e.appendSegmentLocked(ev)
 	e.mu.Unlock()
 	if h := e.o.Hooks.Traced; h != nil {
 		c.later(func() { h(ev) })
 	}
+}
+
+// appendSegmentLocked adds ev to its session's current trace segment, which keeps the
+// newest maxSegment events. e.mu must be held.
+func (e *Engine) appendSegmentLocked(ev store.TraceEvent) {
+	seg := append(e.segments[ev.SessionID], compact(ev))
+	if len(seg) > maxSegment {
+		seg = seg[len(seg)-maxSegment:]
+	}
+	e.segments[ev.SessionID] = seg
 }
 
 // tracePayload is the signed content of a trace token.
