@@ -71,24 +71,25 @@ func (e *Engine) HandoffBlockers(ctx context.Context, issueID, want string) ([]B
 	if !ok {
 		return nil, errors.New("engine: hand-off check: the workflow state keeps no checkpoint history")
 	}
-	sessions, err := e.o.State.LoadWorkflowSessions(ctx)
+	lib := e.o.Library()
+	if lib == nil {
+		return nil, errors.New("no workflow library is loaded")
+	}
+	all, err := e.o.State.LoadWorkflowSessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the issue's workflow sessions: %w", err)
+	}
+	sessions := slices.DeleteFunc(all, func(s store.WorkflowSession) bool { return s.IssueID != issueID })
+	if len(sessions) == 0 && want == "" {
+		return nil, nil // no workflow of the issue's, none required: nothing gates it
 	}
 	rows, err := hist.IssueCheckpoints(ctx, issueID, maxHistory)
 	if err != nil {
 		return nil, fmt.Errorf("reading the issue's checkpoints: %w", err)
 	}
-	lib := e.o.Library()
-	if lib == nil {
-		return nil, errors.New("no workflow library is loaded")
-	}
 	var out []Blocker
 	started := false
 	for _, s := range sessions {
-		if s.IssueID != issueID {
-			continue
-		}
 		started = started || s.Workflow == want
 		w, ok := lib.Workflow(s.Workflow)
 		if !ok {
