@@ -24,9 +24,9 @@ var sessionVariables = []string{"TMUX", "STY", "DBUS_SESSION_BUS_ADDRESS", "DISP
 // reach agents (internal/agent/agentenv), but the sockets' paths are guessable. ""
 // when there is nothing to say: agents are not confined here (another warning says so),
 // run as another user (who may not connect to this user's sockets), or get the
-// namespace.
-func socketWarning(environ []string, confined bool, runAs *runas.User, namespace bool) string {
-	if !confined || runAs != nil || namespace {
+// namespace. namespace is asked last: its first answer may start a probe process.
+func socketWarning(environ []string, confined bool, runAs *runas.User, namespace func() bool) string {
+	if !confined || runAs != nil {
 		return ""
 	}
 	var set []string
@@ -35,7 +35,7 @@ func socketWarning(environ []string, confined bool, runAs *runas.User, namespace
 			set = append(set, name)
 		}
 	}
-	if len(set) == 0 {
+	if len(set) == 0 || namespace() {
 		return ""
 	}
 	slices.Sort(set)
@@ -52,7 +52,7 @@ func socketWarning(environ []string, confined bool, runAs *runas.User, namespace
 // and run here unless worker.ssh_hosts sends them elsewhere.
 func warnSocketReach(cfg *config.Config, s orchestrator.Sandbox, runAs *runas.User, log *slog.Logger) {
 	confined := cfg.Agent.Sandbox.Mode != config.SandboxOff && s.Unavailable == "" && len(cfg.Worker.SSHHosts) == 0
-	namespace := sandbox.MountNamespaceAvailable() || sandbox.UserNamespaceAvailable()
+	namespace := func() bool { return sandbox.MountNamespaceAvailable() || sandbox.UserNamespaceAvailable() }
 	if msg := socketWarning(os.Environ(), confined, runAs, namespace); msg != "" {
 		log.Warn(msg)
 	}
