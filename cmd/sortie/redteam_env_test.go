@@ -8,7 +8,6 @@ package main
 // none of the sockets, while ordinary work still succeeds.
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -125,9 +124,7 @@ func (sc sideChannels) check(t *testing.T, results string) {
 		if err != nil {
 			t.Fatalf("the agent's %s attempt left no result: %v", name, err)
 		}
-		first, rest, _ := strings.Cut(string(b), "\n")
-		var code int
-		fmt.Sscanf(first, "exit %d", &code)
+		code, rest := attackResult(b)
 		return code, rest
 	}
 	_, env := read("side-env")

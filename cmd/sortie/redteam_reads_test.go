@@ -133,9 +133,7 @@ func (r *readsRig) check(t *testing.T, sub string, res result) {
 		if err != nil {
 			t.Fatalf("the agent's %s attempt left no result: %v\n%s", name, err, res)
 		}
-		first, rest, _ := strings.Cut(string(b), "\n")
-		code := -1
-		fmt.Sscanf(first, "exit %d", &code)
+		code, rest := attackResult(b)
 		return code, rest
 	}
 	// What each attack's output must not hold (an error message names the path it

@@ -181,9 +181,7 @@ func checkRedTeam(t *testing.T, results, base, dir string, r result) {
 		if err != nil {
 			t.Fatalf("the agent's %s attempt left no result: %v\n%s", name, err, r)
 		}
-		first, rest, _ := strings.Cut(string(b), "\n")
-		var code int
-		fmt.Sscanf(first, "exit %d", &code)
+		code, rest := attackResult(b)
 		return code, rest
 	}
 	for _, name := range []string{"api-state", "api-answer", "read-db", "read-env-file", "list-daemon-dir", "write-daemon-dir", "write-outside"} {
@@ -307,4 +305,15 @@ func redTeamClaude(t *testing.T, identifier, runAs string) {
 			t.Errorf("claude's Bash ran as %q, want %s (%v)", b, runAs, err)
 		}
 	}
+}
+
+// attackResult parses what an attack step left: "exit N" on the first line, then its
+// output. A first line that is no exit status reads as -1: never as the 0 of a step
+// that succeeded.
+func attackResult(b []byte) (code int, out string) {
+	first, rest, _ := strings.Cut(string(b), "\n")
+	if _, err := fmt.Sscanf(first, "exit %d", &code); err != nil {
+		return -1, rest
+	}
+	return code, rest
 }

@@ -94,9 +94,7 @@ func checkTokenRedTeam(t *testing.T, results func(string) string, r result) {
 		if err != nil {
 			t.Fatalf("%s's %s step left no result: %v\n%s", id, name, err, r)
 		}
-		first, rest, _ := strings.Cut(string(b), "\n")
-		var code int
-		fmt.Sscanf(first, "exit %d", &code)
+		code, rest := attackResult(b)
 		return code, strings.TrimSpace(rest)
 	}
 	if code, out := read("RT-B", "b-own-token"); code != 0 || !strings.Contains(out, `"issue_identifier":"RT-B"`) {
