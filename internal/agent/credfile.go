@@ -66,7 +66,7 @@ restart:
 			created := err == nil
 			next, err = unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err == nil && created {
-				err = giveDir(next, owner)
+				err = GiveDir(next, owner)
 			}
 		}
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EMLINK) {
@@ -131,8 +131,9 @@ func trustedLink(dirfd int, name string, owner *runas.User) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// giveDir makes the directory Sortie just created private to the agent's user.
-func giveDir(fd int, owner *runas.User) error {
+// GiveDir makes the directory Sortie just created, open at fd, private to the agent's
+// user (owner; nil for the daemon's): that user's, 0700.
+func GiveDir(fd int, owner *runas.User) error {
 	if owner != nil {
 		if err := unix.Fchown(fd, int(owner.UID), int(owner.GID)); err != nil {
 			return err

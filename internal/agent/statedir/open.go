@@ -79,7 +79,7 @@ func openLeaf(parent *os.File, name string, owner *runas.User, create bool) (d *
 		}
 		made = err == nil
 		if fd, err = unix.Openat(pfd, name, flags, 0); err == nil && made {
-			err = give(fd, owner)
+			err = agent.GiveDir(fd, owner)
 			if err != nil {
 				unix.Close(fd)
 			}
@@ -91,15 +91,6 @@ func openLeaf(parent *os.File, name string, owner *runas.User, create bool) (d *
 	return os.NewFile(uintptr(fd), filepath.Join(parent.Name(), name)), made, nil
 }
 
-// give makes the directory Sortie just made the agent user's, 0700.
-func give(fd int, owner *runas.User) error {
-	if owner != nil {
-		if err := unix.Fchown(fd, int(owner.UID), int(owner.GID)); err != nil {
-			return err
-		}
-	}
-	return unix.Fchmod(fd, 0o700)
-}
 
 // checkPrivate refuses the directory d (at dir) unless it is the agent user's alone:
 // another user (who could have made it beforehand in a shared directory), or group or
