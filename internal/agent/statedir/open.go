@@ -91,7 +91,6 @@ func openLeaf(parent *os.File, name string, owner *runas.User, create bool) (d *
 	return os.NewFile(uintptr(fd), filepath.Join(parent.Name(), name)), made, nil
 }
 
-
 // checkPrivate refuses the directory d (at dir) unless it is the agent user's alone:
 // another user (who could have made it beforehand in a shared directory), or group or
 // others, could read its transcripts and the login, or plant what the CLI loads.
