@@ -162,6 +162,18 @@ func TestCluster_Kill9OneOfThreeDaemonsTheOthersDrainEverything(t *testing.T) {
 	for i := len(runs) - 1; i >= 0; i-- {
 		byIssue[runs[i].IssueID] = append(byIssue[runs[i].IssueID], runs[i])
 	}
+	// A kill that lands after the victim moved an issue to Review but before it
+	// recorded the hand-off (a loaded host can stretch the turn's last moments past the
+	// guard above) leaves that run interrupted and the issue handed off in the tracker:
+	// the survivors find it no longer active and release it, as they must.
+	handedBeforeKill := map[string]bool{}
+	for _, k := range killedRuns {
+		for _, d := range daemons[1:] {
+			if strings.Contains(d.stderrText(), `msg="retry released: issue not eligible" issue_identifier=`+k.Identifier+` why="state is not active"`) {
+				handedBeforeKill[k.IssueID] = true
+			}
+		}
+	}
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprint(i)
 		handed := 0
@@ -169,6 +181,10 @@ func TestCluster_Kill9OneOfThreeDaemonsTheOthersDrainEverything(t *testing.T) {
 			if r.Status == store.StatusHandedOff {
 				handed++
 			}
+		}
+		if handed == 0 && handedBeforeKill[id] && len(byIssue[id]) == 1 && byIssue[id][0].Status == store.StatusInterrupted {
+			t.Logf("C-%d was moved to Review by the killed daemon just before the kill; its run stays interrupted", i)
+			continue
 		}
 		if handed != 1 {
 			t.Errorf("C-%d was handed off %d times, want once: %+v", i, handed, byIssue[id])
@@ -185,6 +201,9 @@ func TestCluster_Kill9OneOfThreeDaemonsTheOthersDrainEverything(t *testing.T) {
 		if killed == nil || killed.Status != store.StatusInterrupted {
 			t.Errorf("%s: the killed daemon's run %d is %+v, want interrupted", k.Identifier, k.ID, killed)
 			continue
+		}
+		if handedBeforeKill[k.IssueID] {
+			continue // nothing to resume: the issue had left the active states
 		}
 		last := got[len(got)-1]
 		if last.ID == k.ID || last.SessionID != k.SessionID || last.DaemonPID == victim.pid() {
