@@ -92,9 +92,9 @@ func (o *Orchestrator) watchTracker(ctx context.Context) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	o.stopWatch = cancel
-	o.watchers.Add(1)
+	o.fetches.Add(1)
 	go func() {
-		defer o.watchers.Done()
+		defer o.fetches.Done()
 		for range w.Watch(wctx) {
 			o.Refresh()
 		}

@@ -346,3 +346,48 @@ func (o *Orchestrator) syncCheckpoints(a adoption) {
 		}
 	}
 }
+
+// boundedCluster gives every call to the cluster's store a deadline, as boundedStore
+// does the store's.
+type boundedCluster struct {
+	c       Cluster
+	timeout time.Duration
+}
+
+func (b boundedCluster) Claim(ctx context.Context, c ClaimRequest) (ClaimResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return b.c.Claim(ctx, c)
+}
+
+func (b boundedCluster) Release(ctx context.Context, issueID string) error {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return b.c.Release(ctx, issueID)
+}
+
+func (b boundedCluster) Renew(ctx context.Context, running []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return b.c.Renew(ctx, running)
+}
+
+func (b boundedCluster) Adopt(ctx context.Context) ([]store.Run, []store.Retry, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return b.c.Adopt(ctx)
+}
+
+func (b boundedCluster) Leave(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return b.c.Leave(ctx)
+}
+
+func (b boundedCluster) Changed(ctx context.Context, what string) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	b.c.Changed(ctx, what)
+}
+
+func (b boundedCluster) View() ClusterView { return b.c.View() }

@@ -98,6 +98,10 @@ type Options struct {
 	// ProgressFlushInterval bounds how often a worker writes run progress to the store
 	// (default 1s).
 	ProgressFlushInterval time.Duration
+	// StoreTimeout bounds each call to the store and to the cluster (default
+	// DefaultStoreTimeout): a store that stops answering fails the call, logged,
+	// instead of stalling the loop or a worker.
+	StoreTimeout time.Duration
 }
 
 // Orchestrator schedules issues onto agent sessions. Create it with New and start it
@@ -117,7 +121,6 @@ type Orchestrator struct {
 	retryFire  chan retryFire
 	retryFetch chan retryFetched
 	refresh    chan struct{}
-	snapshots  chan chan Snapshot
 	stallCheck chan struct{}
 	sweeps     chan sweepResult
 	remotes    chan remoteResult // retryRemoteStops → loop
@@ -128,8 +131,12 @@ type Orchestrator struct {
 
 	// adapters is the set in force (adapters.go): replaced by the loop, read anywhere.
 	adapters atomic.Pointer[Adapters]
+	// published is what the loop last published for readers on other goroutines
+	// (snapshot.go): nil until the state is recovered.
+	published atomic.Pointer[view]
 
-	// Loop-owned state. Only the goroutine running loop() touches these.
+	// Loop-owned state. Only the goroutine running loop() touches these: there is no
+	// lock, and nothing on another goroutine reads them; readers get the published view.
 	stopWatch context.CancelFunc // ends the watch of the tracker in force
 	running   map[string]*runningEntry
 	retrying  map[string]*retryEntry
@@ -140,10 +147,6 @@ type Orchestrator struct {
 	candidates  []tracker.Issue // from the last successful poll, sorted for dispatch
 	dropped     map[string]bool // candidates whose run ended since that poll: skipped until the next
 
-	// stateMu guards the loop's state against Snapshot: the loop holds it for each
-	// step (it alone changes the state), Snapshot reads under it while serving.
-	stateMu    sync.RWMutex
-	serving    bool           // the loop is running: Snapshot reads the state itself
 	sessions   map[string]int // finished sessions per issue, for agent.max_sessions
 	spent      map[string]spend
 	totals     Totals
@@ -153,6 +156,7 @@ type Orchestrator struct {
 	sweeping   bool
 	tickAgain  bool
 	pollTimer  clock.Timer
+	stallTimer clock.Timer
 	retryGen   uint64
 	lastPollOK bool
 	lastPollAt time.Time
@@ -161,17 +165,16 @@ type Orchestrator struct {
 	renewTimer clock.Timer
 	renewedAt  time.Time // the last successful Cluster.Renew
 	holdGen    uint64    // counts changes to holds (a cluster's sync skips a stale read)
-	tmplCache  struct {
-		cfg  *config.Config
-		tmpl *prompt.Template
-		err  error
-	}
+	// tmpl is the prompt template of the configuration last rendered, parsed once
+	// (template); workers read it, so it is swapped whole.
+	tmpl atomic.Pointer[parsedTemplate]
 
-	tmplMu sync.Mutex
-
-	workers  sync.WaitGroup // worker goroutines
-	watchers sync.WaitGroup // the goroutine following the tracker's change notifications
-	bg       sync.WaitGroup // cleanups and other background work
+	workers sync.WaitGroup // worker goroutines
+	// fetches are the goroutines that fetch for the loop (a poll, a retry's issue, the
+	// tracker's change notifications, stopping remote agents): each ends when the work
+	// context does, and Run waits for them before it returns.
+	fetches sync.WaitGroup
+	bg      sync.WaitGroup // cleanups and other background work, waited for at shutdown
 
 	lastReloadErr string // the rejected WORKFLOW.md edit already reported
 
@@ -201,6 +204,13 @@ func New(opts Options) (*Orchestrator, error) {
 	if opts.ProgressFlushInterval <= 0 {
 		opts.ProgressFlushInterval = time.Second
 	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = DefaultStoreTimeout
+	}
+	opts.Store = boundedStore{s: opts.Store, timeout: opts.StoreTimeout}
+	if opts.Cluster != nil {
+		opts.Cluster = boundedCluster{c: opts.Cluster, timeout: opts.StoreTimeout}
+	}
 	o := &Orchestrator{
 		opts:        opts,
 		log:         opts.Logger,
@@ -210,7 +220,6 @@ func New(opts Options) (*Orchestrator, error) {
 		retryFire:   make(chan retryFire, 64),
 		retryFetch:  make(chan retryFetched, 64),
 		refresh:     make(chan struct{}, 1),
-		snapshots:   make(chan chan Snapshot),
 		stallCheck:  make(chan struct{}, 1),
 		sweeps:      make(chan sweepResult, 1),
 		remotes:     make(chan remoteResult, 1),
@@ -254,11 +263,12 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		return fmt.Errorf("orchestrator: recovering state: %w", err)
 	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer o.watchers.Wait()
+	// The work context ends only once every worker has exited (shutdown); the
+	// goroutines fetching for the loop end with it, and Run waits for them.
+	defer o.fetches.Wait()
 	defer cancelWork()
 
-	stopStall := o.startStallTicker()
-	defer stopStall()
+	o.armStallCheck()
 	o.watchTracker(workCtx)
 	o.startTick(workCtx)
 	o.startSweep(workCtx, o.opts.Config())
@@ -266,116 +276,77 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		o.renewedAt = o.clk.Now()
 		o.renew(workCtx)
 	}
+	o.publish()
 
 	err := o.loop(ctx, workCtx)
 	o.shutdown(workCtx)
 	return err
 }
 
-// loop is the single writer of scheduling state.
+// loop is the single writer of scheduling state. It takes one step at a time, each
+// without a lock, and publishes the state for readers after each.
 func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
-	o.setServing(true)
-	defer o.setServing(false)
 	for {
 		if o.opts.ExitWhenIdle && o.idle() {
 			o.log.Info("nothing running, retrying or eligible: exiting")
 			return nil
 		}
 		var step Observation
-		var do func()
 		select {
 		case <-ctx.Done():
 			return nil
 		case ex := <-o.exits:
-			do = func() {
-				o.handleExit(workCtx, ex)
-				o.dispatch(workCtx)
-				step = Observation{Step: StepExit, IssueID: ex.issueID}
-			}
+			o.handleExit(workCtx, ex)
+			o.dispatch(workCtx)
+			step = Observation{Step: StepExit, IssueID: ex.issueID}
 		case res := <-o.ticks:
-			do = func() {
-				o.applyTick(workCtx, res)
-				step = Observation{Step: StepTick}
-			}
+			o.applyTick(workCtx, res)
+			step = Observation{Step: StepTick}
 		case f := <-o.retryFire:
-			do = func() {
-				o.handleRetryFire(workCtx, f)
-				step = Observation{Step: StepRetryFired, IssueID: f.issueID}
-			}
+			o.handleRetryFire(workCtx, f)
+			step = Observation{Step: StepRetryFired, IssueID: f.issueID}
 		case f := <-o.retryFetch:
-			do = func() {
-				o.handleRetryFetched(workCtx, f)
-				step = Observation{Step: StepRetryFetched, IssueID: f.issueID}
-			}
+			o.handleRetryFetched(workCtx, f)
+			step = Observation{Step: StepRetryFetched, IssueID: f.issueID}
 		case <-o.refresh:
-			do = func() {
-				o.startTick(workCtx)
-				step = Observation{Step: StepRefresh}
-			}
-		case reply := <-o.snapshots: // asked before the loop served Snapshot directly
-			reply <- o.snapshot()
-			continue
+			o.startTick(workCtx)
+			step = Observation{Step: StepRefresh}
 		case <-o.stallCheck:
-			do = func() {
-				o.checkStalls()
-				step = Observation{Step: StepStallCheck}
-			}
+			o.checkStalls()
+			o.armStallCheck()
+			step = Observation{Step: StepStallCheck}
 		case id := <-o.answers:
-			do = func() {
-				o.checkpointAnswered(workCtx, id)
-				o.dispatch(workCtx)
-				step = Observation{Step: StepAnswer, IssueID: id}
-			}
+			o.checkpointAnswered(workCtx, id)
+			o.dispatch(workCtx)
+			step = Observation{Step: StepAnswer, IssueID: id}
 		case res := <-o.sweeps:
-			do = func() {
-				o.applySweep(res)
-				step = Observation{Step: StepSweep}
-			}
+			o.applySweep(res)
+			step = Observation{Step: StepSweep}
 		case <-o.renewDue:
-			o.stateMu.Lock()
 			o.renew(workCtx)
-			o.stateMu.Unlock()
 			continue
 		case r := <-o.renewals:
-			do = func() {
-				o.applyRenewal(workCtx, r)
-				o.dispatch(workCtx)
-				step = Observation{Step: StepRenewal}
-			}
+			o.applyRenewal(workCtx, r)
+			o.dispatch(workCtx)
+			step = Observation{Step: StepRenewal}
 		case res := <-o.remotes:
-			do = func() {
-				o.applyRemoteStops(workCtx, res)
-				o.dispatch(workCtx)
-				step = Observation{Step: StepRemote}
-			}
+			o.applyRemoteStops(workCtx, res)
+			o.dispatch(workCtx)
+			step = Observation{Step: StepRemote}
 		case cfg, ok := <-o.opts.ConfigChanges:
 			if !ok {
 				o.opts.ConfigChanges = nil
 				continue
 			}
-			do = func() {
-				o.configChanged(workCtx, cfg)
-				step = Observation{Step: StepConfig}
-			}
+			o.configChanged(workCtx, cfg)
+			step = Observation{Step: StepConfig}
 		}
-		// Every change to the loop's state happens here, under stateMu, so that
-		// Snapshot can read it from another goroutine between steps.
-		o.stateMu.Lock()
-		do()
-		o.stateMu.Unlock()
+		v := o.publish()
 		if o.opts.Observe != nil {
-			step.Snapshot = o.snapshot()
+			step.Snapshot = o.compose(v)
 			o.opts.Observe(step)
 		}
 	}
-}
-
-// setServing marks whether the loop is running, and so whether Snapshot may read its
-// state directly.
-func (o *Orchestrator) setServing(on bool) {
-	o.stateMu.Lock()
-	o.serving = on
-	o.stateMu.Unlock()
 }
 
 // idle reports whether nothing is running, retrying, being fetched or eligible.
@@ -392,34 +363,15 @@ func (o *Orchestrator) idle() bool {
 	return true
 }
 
-func (o *Orchestrator) startStallTicker() (stop func()) {
-	var mu sync.Mutex
-	stopped := false
-	var t clock.Timer
-	var arm func()
-	arm = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
+// armStallCheck schedules the next check of running sessions for stalls. Loop only:
+// the loop arms it again after each check, and shutdown stops it.
+func (o *Orchestrator) armStallCheck() {
+	o.stallTimer = o.clk.AfterFunc(o.opts.StallCheckInterval, func() {
+		select {
+		case o.stallCheck <- struct{}{}:
+		default:
 		}
-		t = o.clk.AfterFunc(o.opts.StallCheckInterval, func() {
-			select {
-			case o.stallCheck <- struct{}{}:
-			default:
-			}
-			arm()
-		})
-	}
-	arm()
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		if t != nil {
-			t.Stop()
-		}
-	}
+	})
 }
 
 // configChanged puts the adapters of cfg, a newly applied configuration, in force and
@@ -438,14 +390,21 @@ func (o *Orchestrator) configChanged(ctx context.Context, cfg *config.Config) {
 	}
 }
 
+// parsedTemplate is the prompt template of one configuration, or why it did not parse.
+type parsedTemplate struct {
+	cfg  *config.Config
+	tmpl *prompt.Template
+	err  error
+}
+
 // template returns the parsed prompt template of cfg, parsing it once per config.
+// Workers call it: two parsing the same new config at once both parse it, and the
+// second's result replaces the first's, an equal one.
 func (o *Orchestrator) template(cfg *config.Config) (*prompt.Template, error) {
-	o.tmplMu.Lock()
-	defer o.tmplMu.Unlock()
-	if o.tmplCache.cfg == cfg {
-		return o.tmplCache.tmpl, o.tmplCache.err
+	if p := o.tmpl.Load(); p != nil && p.cfg == cfg {
+		return p.tmpl, p.err
 	}
 	t, err := prompt.ParseEngine(cfg.Path, cfg.Prompt, cfg.PromptLine, prompt.Engine(cfg.PromptEngine))
-	o.tmplCache.cfg, o.tmplCache.tmpl, o.tmplCache.err = cfg, t, err
+	o.tmpl.Store(&parsedTemplate{cfg: cfg, tmpl: t, err: err})
 	return t, err
 }

@@ -299,17 +299,23 @@ func (o *Orchestrator) shutdown(ctx context.Context) {
 	if o.pollTimer != nil {
 		o.pollTimer.Stop()
 	}
+	if o.stallTimer != nil {
+		o.stallTimer.Stop()
+	}
 	for _, e := range o.running {
 		if e.stop == stopNone {
 			o.stopWorker(e, stopShutdown)
 		}
 	}
+	o.publish()
+	defer o.publish()
 	deadline := time.NewTimer(o.opts.ShutdownTimeout)
 	defer deadline.Stop()
 	for len(o.running) > 0 {
 		select {
 		case ex := <-o.exits:
 			o.handleExit(ctx, ex)
+			o.publish()
 		case <-deadline.C:
 			o.log.Error("workers did not exit within the shutdown timeout", "running", len(o.running))
 			return

@@ -45,7 +45,7 @@ func (o *Orchestrator) retryRemoteStops(ctx context.Context) {
 	}
 	o.remoteBusy = true
 	waits := slices.Collect(maps.Values(o.remoteWaits))
-	go func() {
+	o.fetches.Go(func() {
 		res := remoteResult{}
 		for _, r := range waits {
 			res[r.IssueID] = o.opts.StopRemote(ctx, r.SSHHost, r.RemotePGID)
@@ -54,7 +54,7 @@ func (o *Orchestrator) retryRemoteStops(ctx context.Context) {
 		case o.remotes <- res:
 		case <-ctx.Done():
 		}
-	}()
+	})
 }
 
 // applyRemoteStops resumes the issues whose agent was stopped on its host, as recovery

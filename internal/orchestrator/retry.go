@@ -96,13 +96,13 @@ func (o *Orchestrator) handleRetryFire(ctx context.Context, f retryFire) {
 		return
 	}
 	e.fetching = true
-	go func() {
+	o.fetches.Go(func() {
 		is, err := o.opts.Tracker.FetchIssueByID(ctx, f.issueID)
 		select {
 		case o.retryFetch <- retryFetched{issueID: f.issueID, gen: f.gen, issue: is, err: err}:
 		case <-ctx.Done():
 		}
-	}()
+	})
 }
 
 // handleRetryFetched dispatches a retry whose issue is still eligible, releases it when

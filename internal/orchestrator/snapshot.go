@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"time"
 
@@ -88,83 +89,100 @@ type HeldView struct {
 	Since      time.Time `json:"since"`
 }
 
-// ErrNotRunning is returned by Snapshot when the loop is not running.
+// ErrNotRunning is returned by Snapshot before Run has recovered the state.
 var ErrNotRunning = errors.New("orchestrator: not running")
 
-// Snapshot returns the state of the loop. While the loop runs it reads the state
-// itself between the loop's steps, with no round trip through the loop's goroutine
-// (which would have to be scheduled, twice, on a machine busy with agents); before
-// the loop runs and after it stops, it asks the loop, and fails when ctx ends first.
-func (o *Orchestrator) Snapshot(ctx context.Context) (Snapshot, error) {
-	o.stateMu.RLock()
-	if o.serving {
-		defer o.stateMu.RUnlock()
-		return o.snapshot(), nil
-	}
-	o.stateMu.RUnlock()
-	reply := make(chan Snapshot, 1)
-	select {
-	case o.snapshots <- reply:
-	case <-ctx.Done():
-		return Snapshot{}, ctx.Err()
-	}
-	select {
-	case s := <-reply:
-		return s, nil
-	case <-ctx.Done():
-		return Snapshot{}, ctx.Err()
-	}
+// view is what the loop publishes after each step for readers on other goroutines
+// (Snapshot): a copy of its state, never changed once published. Only each running
+// session's progress is read live, from its worker (progress has a lock of its own).
+type view struct {
+	base    Snapshot // without Running; Totals are the finished runs'
+	running []runningRef
 }
 
-// snapshot builds a Snapshot on the loop.
-func (o *Orchestrator) snapshot() Snapshot {
-	cfg := o.opts.Config()
-	s := Snapshot{
-		GeneratedAt: o.clk.Now(), StartedAt: o.started, Totals: o.totals,
-		MaxAgents: cfg.Agent.MaxConcurrentAgents, LastPollAt: o.lastPollAt, LastPollOK: o.lastPollOK,
-		LastError: o.lastError, Draining: o.draining, Candidates: len(o.candidates) - len(o.dropped), PollInterval: cfg.Polling.Interval,
-		Running: []RunningView{}, Retrying: []RetryView{}, Held: []HeldView{},
+// runningRef is a running session as the loop last saw it, and its worker's progress.
+type runningRef struct {
+	RunningView // the loop's part: issue, attempt, host, start, stopping
+	progress    *progress
+}
+
+// Snapshot returns the state of the scheduler as of the loop's last step, with each
+// running session's progress as of now. It never waits for the loop, and takes no
+// lock the loop holds: the loop publishes a copy of its state after each step.
+// Before Run has recovered the state it returns ErrNotRunning; after Run, the last
+// state published (draining).
+func (o *Orchestrator) Snapshot(context.Context) (Snapshot, error) {
+	v := o.published.Load()
+	if v == nil {
+		return Snapshot{}, ErrNotRunning
 	}
+	return o.compose(v), nil
+}
+
+// publish copies the loop's state into a new view and makes it the one readers get.
+// Loop only.
+func (o *Orchestrator) publish() *view {
+	v := &view{base: Snapshot{
+		StartedAt: o.started, Totals: o.totals, LastPollAt: o.lastPollAt, LastPollOK: o.lastPollOK,
+		LastError: o.lastError, Draining: o.draining, Candidates: len(o.candidates) - len(o.dropped),
+		Retrying: make([]RetryView, 0, len(o.retrying)), Held: make([]HeldView, 0, len(o.holds)),
+	}}
+	for _, e := range o.running {
+		v.running = append(v.running, runningRef{progress: e.progress, RunningView: RunningView{
+			IssueID: e.issue.ID, Identifier: e.issue.Identifier, Title: e.issue.Title, State: e.issue.State,
+			Attempt: e.attempt, Host: e.host, StartedAt: e.startedAt, Stopping: string(e.stop),
+		}})
+	}
+	for _, r := range o.retrying {
+		v.base.Retrying = append(v.base.Retrying, RetryView{IssueID: r.issueID, Identifier: r.identifier,
+			Attempt: r.attempt, Kind: r.kind, DueAt: r.dueAt, Error: r.reason})
+	}
+	for _, h := range o.holds {
+		v.base.Held = append(v.base.Held, HeldView{IssueID: h.issueID, Identifier: h.identifier, Reason: h.reason,
+			Message: h.message, State: h.state, Since: h.since})
+	}
+	sort.Slice(v.running, func(i, j int) bool { return v.running[i].StartedAt.Before(v.running[j].StartedAt) })
+	sort.Slice(v.base.Retrying, func(i, j int) bool { return v.base.Retrying[i].DueAt.Before(v.base.Retrying[j].DueAt) })
+	sort.Slice(v.base.Held, func(i, j int) bool { return v.base.Held[i].Since.Before(v.base.Held[j].Since) })
+	o.published.Store(v)
+	return v
+}
+
+// compose builds a Snapshot from a published view, the running sessions' progress
+// and what is read anywhere (the configuration, checkpoints, the cluster). Each call
+// returns slices of its own.
+func (o *Orchestrator) compose(v *view) Snapshot {
+	cfg := o.opts.Config()
+	s := v.base
+	s.GeneratedAt = o.clk.Now()
+	s.MaxAgents, s.PollInterval = cfg.Agent.MaxConcurrentAgents, cfg.Polling.Interval
+	s.Retrying, s.Held = slices.Clone(s.Retrying), slices.Clone(s.Held)
 	s.AgentsConfined, s.NotConfined = o.opts.Sandbox.confined(cfg)
 	if o.opts.ConfigError != nil {
 		if err := o.opts.ConfigError(); err != nil {
 			s.WorkflowError = err.Error()
 		}
 	}
-	for _, e := range o.running {
-		p := e.progress.snapshot()
-		state := e.issue.State
+	s.Running = make([]RunningView, 0, len(v.running))
+	for _, r := range v.running {
+		p := r.progress.snapshot()
+		rv := r.RunningView
 		if p.state != "" {
-			state = p.state
+			rv.State = p.state
 		}
-		s.Running = append(s.Running, RunningView{
-			IssueID: e.issue.ID, Identifier: e.issue.Identifier, Title: e.issue.Title, State: state,
-			Attempt: e.attempt, Turn: p.turn, MaxTurns: p.maxTurns, SessionID: p.sessionID, PID: p.pid,
-			Host: e.host, Workspace: p.workspace, StartedAt: e.startedAt, LastEventAt: p.lastEventAt,
-			LastEvent: string(p.lastEvent), LastMessage: p.lastMessage, Tokens: p.usage, CostUSD: p.costUSD,
-			Model: p.model, ToolCalls: p.toolCalls, APIRequests: p.apiRequests, Stopping: string(e.stop),
-			RunID: p.runID,
-		})
+		rv.Turn, rv.MaxTurns, rv.SessionID, rv.PID, rv.Workspace = p.turn, p.maxTurns, p.sessionID, p.pid, p.workspace
+		rv.LastEventAt, rv.LastEvent, rv.LastMessage = p.lastEventAt, string(p.lastEvent), p.lastMessage
+		rv.Tokens, rv.CostUSD, rv.Model, rv.ToolCalls, rv.APIRequests, rv.RunID = p.usage, p.costUSD, p.model, p.toolCalls, p.apiRequests, p.runID
+		s.Running = append(s.Running, rv)
 		s.Totals.add(p.usage, p.costUSD)
-		s.Totals.SecondsRunning += s.GeneratedAt.Sub(e.startedAt).Seconds()
+		s.Totals.SecondsRunning += s.GeneratedAt.Sub(rv.StartedAt).Seconds()
 		s.Totals.ToolCalls += int64(p.toolCalls)
 		s.Totals.APIRequests += int64(p.apiRequests)
 	}
-	for _, r := range o.retrying {
-		s.Retrying = append(s.Retrying, RetryView{IssueID: r.issueID, Identifier: r.identifier,
-			Attempt: r.attempt, Kind: r.kind, DueAt: r.dueAt, Error: r.reason})
-	}
-	for _, h := range o.holds {
-		s.Held = append(s.Held, HeldView{IssueID: h.issueID, Identifier: h.identifier, Reason: h.reason,
-			Message: h.message, State: h.state, Since: h.since})
-	}
-	sort.Slice(s.Running, func(i, j int) bool { return s.Running[i].StartedAt.Before(s.Running[j].StartedAt) })
-	sort.Slice(s.Retrying, func(i, j int) bool { return s.Retrying[i].DueAt.Before(s.Retrying[j].DueAt) })
-	sort.Slice(s.Held, func(i, j int) bool { return s.Held[i].Since.Before(s.Held[j].Since) })
 	s.Checkpoints = o.pendingViews()
 	if c := o.opts.Cluster; c != nil {
-		v := c.View()
-		s.Cluster = &v
+		cv := c.View()
+		s.Cluster = &cv
 	}
 	return s
 }

@@ -44,7 +44,7 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 	}
 	awaiting := o.awaitingIssues()
 	holdGen := o.holdGen
-	go func() {
+	o.fetches.Go(func() {
 		if len(awaiting) > 0 {
 			o.readAnswers(ctx, awaiting)
 		}
@@ -67,7 +67,7 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 		case o.ticks <- res:
 		case <-ctx.Done():
 		}
-	}()
+	})
 }
 
 // applyTick reconciles running workers with the tracker, refreshes the candidate list,
