@@ -3,9 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"sortie/internal/tracker"
@@ -20,9 +18,9 @@ const commentTimeout = 30 * time.Second
 //
 // The comment moves the issue's updated_at (GitHub and Jira), which is what lifts a
 // hold; the comment is recorded in o.own, and the issue read back after it, so that
-// Sortie's own comment does not pass for a human's answer (ownWrites).
+// Sortie's own comment does not pass for a human's answer (tracker.OwnWrites).
 func (o *Orchestrator) comment(is tracker.Issue, lifecycle, text string) {
-	o.own.begin(is.ID)
+	o.own.Begin(is.ID)
 	o.bg.Add(1)
 	go func() {
 		defer o.bg.Done()
@@ -32,7 +30,7 @@ func (o *Orchestrator) comment(is tracker.Issue, lifecycle, text string) {
 			o.log.Warn("posting the lifecycle comment failed", "issue_identifier", is.Identifier,
 				"lifecycle", lifecycle, "error", err)
 		} else {
-			o.own.posted(is.ID, text)
+			o.own.Posted(is.ID, text)
 		}
 		o.readBack(ctx, is)
 	}()
@@ -44,7 +42,7 @@ func (o *Orchestrator) comment(is tracker.Issue, lifecycle, text string) {
 // in-progress transition and its comments. (A run that ends with the agent's
 // blocked or needs-human-review re-reads the issue itself before it exits.)
 func (o *Orchestrator) settleHold(is tracker.Issue) {
-	o.own.begin(is.ID)
+	o.own.Begin(is.ID)
 	o.bg.Add(1)
 	go func() {
 		defer o.bg.Done()
@@ -62,172 +60,10 @@ func (o *Orchestrator) readBack(ctx context.Context, is tracker.Issue) {
 		// Without the read, the change stays unexplained: the next poll lifts the hold,
 		// which costs at most one run, never a loop.
 		o.log.Warn("reading the issue back after Sortie's own change failed", "issue_identifier", is.Identifier, "error", err)
-		o.own.end(is.ID, nil)
+		o.own.End(is.ID, nil)
 		return
 	}
-	o.own.end(is.ID, &got)
-}
-
-// ownWrites is the ledger of Sortie's own changes to issues, for holds. A hold lifts
-// when a human changes the issue (spec/agent-extensions.md: "The issue re-dispatches
-// only when the tracker state changes (e.g., a human moves it back ...)"; Sortie also
-// counts a comment or an edit), and the tracker's updated_at is how a poll sees a
-// change. But Sortie's own comments move updated_at too, and a hold lifted by the
-// completion comment of the run that caused it would run the agent again, have it
-// block again, comment again, and so on at every poll. So after each of its writes
-// Sortie reads the issue back and records the state and updated_at it found: a poll
-// that sees one of those is not a human's change (the hold adopts it as its baseline),
-// a poll during a write waits for its read-back, and anything else lifts the hold.
-//
-// The race this leaves: a human's change that lands between Sortie's write and its
-// read-back is taken for Sortie's. When the read-back shows a comment by another
-// author after Sortie's newest comment, the value is not recorded, so the commonest
-// case (someone answering the comment at once) still lifts the hold; an edit in that
-// window of milliseconds, or a comment from the very account Sortie posts with, is
-// only seen at the human's next change. Trackers that give a write's resulting
-// updated_at in its response would close the window; tracker.Tracker does not.
-//
-// The zero value is ready to use; it is safe for concurrent use.
-type ownWrites struct {
-	mu      sync.Mutex
-	issues  map[string]*ownIssue
-	changed chan struct{} // closed and replaced when a write ends (tests wait on it)
-}
-
-// ownIssue is what the ledger knows of one issue.
-type ownIssue struct {
-	inflight int         // writes (and read-backs) begun and not ended
-	bodies   []string    // Sortie's newest comments on it, trimmed
-	marks    []issueMark // the issue as read back after Sortie's writes, newest last
-}
-
-// issueMark is an issue's state and updated_at, verbatim.
-type issueMark struct{ state, updatedAt string }
-
-// ownKeep bounds the comments and marks kept per issue: a hold sees at most a few of
-// Sortie's writes.
-const ownKeep = 8
-
-// ownVerdict is what the ledger says of a change a poll saw.
-type ownVerdict int
-
-const (
-	notOwn     ownVerdict = iota // a change Sortie did not make: a human's
-	ownPending                   // Sortie is writing to the issue; judge at a later poll
-	ownWrite                     // the issue as Sortie's own write left it
-)
-
-func (w *ownWrites) entry(id string) *ownIssue {
-	if w.issues == nil {
-		w.issues = map[string]*ownIssue{}
-	}
-	e, ok := w.issues[id]
-	if !ok {
-		e = &ownIssue{}
-		w.issues[id] = e
-	}
-	return e
-}
-
-// begin records that Sortie is about to change issue id; end must follow.
-func (w *ownWrites) begin(id string) {
-	w.mu.Lock()
-	w.entry(id).inflight++
-	w.mu.Unlock()
-}
-
-// posted records the text of a comment Sortie posted on issue id.
-func (w *ownWrites) posted(id, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	e := w.entry(id)
-	e.bodies = append(e.bodies, strings.TrimSpace(text))
-	if len(e.bodies) > ownKeep {
-		e.bodies = e.bodies[len(e.bodies)-ownKeep:]
-	}
-}
-
-// end ends a write begun with begin; is is the issue read back after it, nil when the
-// read failed.
-func (w *ownWrites) end(id string, is *tracker.Issue) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	e := w.entry(id)
-	e.inflight--
-	if is != nil && !answeredSince(is.Comments, e.bodies) {
-		e.marks = append(e.marks, issueMark{is.State, is.UpdatedAt})
-		if len(e.marks) > ownKeep {
-			e.marks = e.marks[len(e.marks)-ownKeep:]
-		}
-	}
-	if w.changed != nil {
-		close(w.changed)
-		w.changed = nil
-	}
-}
-
-// answeredSince reports whether someone other than the author of Sortie's newest
-// comment (one of ours, by text) commented after it. Without such a comment in cs (a
-// tracker that rewrites comment text), it reports false.
-func answeredSince(cs []tracker.Comment, ours []string) bool {
-	last := -1
-	for i, c := range cs {
-		if slices.Contains(ours, strings.TrimSpace(c.Body)) {
-			last = i
-		}
-	}
-	if last < 0 {
-		return false
-	}
-	for _, c := range cs[last+1:] {
-		if c.Author != cs[last].Author {
-			return true
-		}
-	}
-	return false
-}
-
-// explains judges a poll's view of issue id (its state and updated_at) against
-// Sortie's writes.
-func (w *ownWrites) explains(id, state, updatedAt string) ownVerdict {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	e, ok := w.issues[id]
-	switch {
-	case !ok:
-		return notOwn
-	case e.inflight > 0:
-		return ownPending
-	case slices.Contains(e.marks, issueMark{state, updatedAt}):
-		return ownWrite
-	}
-	return notOwn
-}
-
-// forget drops what the ledger knows of issues keep rejects and Sortie is not writing
-// to, so it does not grow with every issue ever commented on.
-func (w *ownWrites) forget(keep func(id string) bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for id, e := range w.issues {
-		if e.inflight == 0 && !keep(id) {
-			delete(w.issues, id)
-		}
-	}
-}
-
-// idle returns whether no write to issue id is under way, and if one is, a channel
-// closed when a write (of any issue) ends.
-func (w *ownWrites) idle(id string) (bool, <-chan struct{}) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if e, ok := w.issues[id]; !ok || e.inflight == 0 {
-		return true, nil
-	}
-	if w.changed == nil {
-		w.changed = make(chan struct{})
-	}
-	return false, w.changed
+	o.own.End(is.ID, &got)
 }
 
 // dispatchComment is the on_dispatch comment.

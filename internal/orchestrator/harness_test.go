@@ -783,7 +783,7 @@ func (h *harness) awaitOwnWrites(id string) {
 	h.t.Helper()
 	deadline := time.After(waitLimit)
 	for {
-		idle, changed := h.orch.own.idle(id)
+		idle, changed := h.orch.own.Idle(id)
 		if idle {
 			return
 		}

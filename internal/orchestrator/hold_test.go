@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"sortie/internal/config"
-	"sortie/internal/tracker"
 )
 
 // TestHold_SortiesOwnCommentsDoNotLiftIt: on GitHub and Jira every comment moves the
@@ -89,28 +88,5 @@ func TestHold_SortiesOwnCommentsDoNotLiftIt(t *testing.T) {
 				t.Fatalf("runs after a human commented = %d, want %d", n, c.fails+2)
 			}
 		})
-	}
-}
-
-// TestAnsweredSince: a comment by someone else after Sortie's newest comment means the
-// change a read-back saw is not only Sortie's.
-func TestAnsweredSince(t *testing.T) {
-	ours := []string{"Sortie session completed."}
-	c := func(author, body string) tracker.Comment { return tracker.Comment{Author: author, Body: body} }
-	cases := []struct {
-		name     string
-		comments []tracker.Comment
-		want     bool
-	}{
-		{"ours last", []tracker.Comment{c("alice", "hi"), c("bot", "Sortie session completed.\n")}, false},
-		{"a human after ours", []tracker.Comment{c("bot", "Sortie session completed."), c("alice", "use staging")}, true},
-		{"ours again after a human", []tracker.Comment{c("bot", "Sortie session completed."), c("alice", "x"), c("bot", "Sortie session completed.")}, false},
-		{"same account after ours", []tracker.Comment{c("bot", "Sortie session completed."), c("bot", "/sortie choose a")}, false},
-		{"ours not found (text rewritten)", []tracker.Comment{c("bot", "*Sortie* session completed"), c("alice", "x")}, false},
-	}
-	for _, tc := range cases {
-		if got := answeredSince(tc.comments, ours); got != tc.want {
-			t.Errorf("%s: answeredSince = %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }

@@ -180,7 +180,7 @@ type Orchestrator struct {
 
 	moves   agentMoves // the states running issues' own agents moved them to
 	cp      checkpoints
-	own     ownWrites // Sortie's own changes to issues, for holds (comments.go)
+	own     tracker.OwnWrites // Sortie's own changes to issues, for holds (comments.go)
 	started time.Time
 }
 

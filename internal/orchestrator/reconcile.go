@@ -122,7 +122,7 @@ func (o *Orchestrator) checkStalls() {
 // active states: when it comes back, it is dispatched afresh, its workflow sessions
 // ended). A change Sortie made
 // itself, such as its own comment on the run that caused the hold, becomes the hold's
-// new baseline instead (ownWrites).
+// new baseline instead (tracker.OwnWrites).
 func (o *Orchestrator) liftAnsweredHolds(ctx context.Context, candidates []tracker.Issue) {
 	if len(o.holds) == 0 {
 		return
@@ -146,10 +146,10 @@ func (o *Orchestrator) liftAnsweredHolds(ctx context.Context, candidates []track
 		case olderThan(is.UpdatedAt, h.updatedAt):
 			// The poll read the issue before the change the hold already counts.
 		default:
-			switch o.own.explains(id, is.State, is.UpdatedAt) {
-			case ownPending:
+			switch o.own.Explains(id, is.State, is.UpdatedAt) {
+			case tracker.OwnPending:
 				// Sortie is changing the issue itself; the next poll decides.
-			case ownWrite:
+			case tracker.OwnWrite:
 				h.state, h.updatedAt = is.State, is.UpdatedAt
 				o.persistHold(h)
 			default:
@@ -174,7 +174,7 @@ func olderThan(a, b string) bool {
 // forgetOwnWrites drops the ledger of Sortie's own writes for issues no longer
 // running, retrying or held.
 func (o *Orchestrator) forgetOwnWrites() {
-	o.own.forget(func(id string) bool {
+	o.own.Forget(func(id string) bool {
 		_, r := o.running[id]
 		_, q := o.retrying[id]
 		_, h := o.holds[id]

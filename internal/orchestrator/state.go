@@ -62,7 +62,7 @@ type retryEntry struct {
 // hold keeps an issue from being dispatched until a human acts: the agent signalled
 // blocked or needs-human-review with no handoff, or a run failed in a way retrying cannot
 // fix. It lifts when a human changes the issue's tracker state or update time (Sortie's
-// own changes move the baseline instead: ownWrites), when the issue leaves the active
+// own changes move the baseline instead: tracker.OwnWrites), when the issue leaves the active
 // states, or (for errors) when the workflow configuration changes.
 type hold struct {
 	issueID    string
