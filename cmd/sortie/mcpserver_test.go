@@ -122,10 +122,11 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	if f.sock, err = agentsock.Listen(filepath.Join(sockDir, "agent.sock"), f.daemon); err != nil {
+	if f.sock, err = agentsock.Listen(filepath.Join(sockDir, "agent.sock")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.sock.Close() })
+	f.sock.Start(f.daemon)
 	f.token = f.sock.Grant(agentsock.Session{IssueID: "42", Identifier: "PROJ-42", RunID: f.runningID})
 	return f
 }

@@ -520,10 +520,11 @@ func startAgentTools(cfg *config.Config, sockBase string, current func() *config
 				Title: req.Title, Message: req.Message, IssueID: sess.IssueID, IssueIdentifier: sess.Identifier})
 		}
 	}
-	sock, err := agentsock.Listen(agentsock.SocketPath(dbPath), svc)
+	sock, err := agentsock.Listen(agentsock.SocketPath(dbPath))
 	if err != nil {
 		return agentTools{}, nil, err
 	}
+	sock.Start(svc)
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)

@@ -45,11 +45,12 @@ func linearService(t *testing.T) (*fakelinear.Server, *fakelinear.Issue, *fakeli
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := agentsock.Listen(filepath.Join(dir, "a.sock"), svc)
+	srv, err := agentsock.Listen(filepath.Join(dir, "a.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	srv.Start(svc)
 	tok := srv.Grant(agentsock.Session{IssueID: mine.ID, Identifier: mine.Identifier, RunID: 1})
 	return f, mine, other, agentsock.Dial(srv.Path(), tok), svc, &refreshed
 }

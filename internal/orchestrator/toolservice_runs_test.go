@@ -108,11 +108,12 @@ func TestToolService_TokenOfOneIssueCannotReadAnothers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock, err := agentsock.Listen(filepath.Join(dir, "agent.sock"), svc)
+	sock, err := agentsock.Listen(filepath.Join(dir, "agent.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sock.Close() })
+	sock.Start(svc)
 	if !svc.Info().Capabilities.Runs {
 		t.Fatal("a ToolService with History grants no runs capability")
 	}
