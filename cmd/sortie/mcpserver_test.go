@@ -19,9 +19,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sortie/internal/agentsock"
+	"sortie/internal/agenttools"
 	"sortie/internal/config"
 	"sortie/internal/mcp/tools"
-	"sortie/internal/orchestrator"
 	"sortie/internal/store"
 	"sortie/internal/store/sqlite"
 )
@@ -122,10 +122,11 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	if f.sock, err = agentsock.Listen(filepath.Join(sockDir, "agent.sock"), f.daemon); err != nil {
+	if f.sock, err = agentsock.Listen(filepath.Join(sockDir, "agent.sock")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.sock.Close() })
+	f.sock.Start(f.daemon)
 	f.token = f.sock.Grant(agentsock.Session{IssueID: "42", Identifier: "PROJ-42", RunID: f.runningID})
 	return f
 }
@@ -150,7 +151,7 @@ func (f *mcpFixture) env(workspace, socket bool) []string {
 }
 
 // serveHistory makes the fake daemon serve the run history from its database, as the
-// real daemon does (orchestrator.ToolService over its store), under the configuration
+// real daemon does (agenttools.Service over its store), under the configuration
 // of the workflow with the operator's overrides env, which the sidecar never sees.
 func (f *mcpFixture) serveHistory(t *testing.T, env ...string) {
 	t.Helper()
@@ -172,7 +173,7 @@ func (f *mcpFixture) serveHistory(t *testing.T, env ...string) {
 	t.Cleanup(func() { db.Close() })
 	f.daemon.mu.Lock()
 	defer f.daemon.mu.Unlock()
-	f.daemon.history = &orchestrator.ToolService{Config: func() *config.Config { return cfg }, History: db}
+	f.daemon.history = agenttools.New(agenttools.Options{Config: func() *config.Config { return cfg }, History: db})
 }
 
 // mcpDaemon is the daemon's side of the agent socket: canned tracker answers, a
@@ -181,10 +182,10 @@ func (f *mcpFixture) serveHistory(t *testing.T, env ...string) {
 type mcpDaemon struct {
 	mu       sync.Mutex
 	notified []agentsock.NotifyRequest
-	history  *orchestrator.ToolService
+	history  *agenttools.Service
 }
 
-func (d *mcpDaemon) historyService() *orchestrator.ToolService {
+func (d *mcpDaemon) historyService() *agenttools.Service {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.history

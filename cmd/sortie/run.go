@@ -23,6 +23,7 @@ import (
 	"sortie/internal/agent/remote"
 	"sortie/internal/agent/supervise"
 	"sortie/internal/agentsock"
+	"sortie/internal/agenttools"
 	"sortie/internal/config"
 	"sortie/internal/mcp"
 	"sortie/internal/metrics"
@@ -189,7 +190,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
-	var wfCaller orchestrator.WorkflowCaller
+	var wfCaller agenttools.WorkflowCaller
 	var checkpoints orchestrator.CheckpointStore
 	if wf != nil {
 		wfCaller, checkpoints = wf.eng, st
@@ -200,7 +201,10 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		// each has a socket of its own.
 		sockBase += "-" + strconv.Itoa(os.Getpid())
 	}
-	tools, sock, err := startAgentTools(cfg, sockBase, watcher.Current, initial.Tracker, st, notifier, wfCaller, mets.NotifyRateLimited)
+	// The socket grants the orchestrator's tokens from now on; the tool service, which
+	// needs the orchestrator, serves it once both exist, before any session starts.
+	var tools *agenttools.Service
+	ext, sock, err := startAgentTools(sockBase, func() agentsock.Capabilities { return tools.Info().Capabilities })
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -217,7 +221,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if cgroups != nil {
 		defer cgroups.Close()
 	}
-	runAs, err := agentRunAs(cfg, path, tools.ext.Executable, sock, confine.Hide, logger)
+	runAs, err := agentRunAs(cfg, path, ext.Executable, sock, confine.Hide, logger)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -240,7 +244,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		Logger:        logger,
 		Environ:       os.Environ(),
 		ExitWhenIdle:  f.exitWhenIdle,
-		Extensions:    tools.ext,
+		Extensions:    ext,
 		Alert:         alerter(notifier),
 		Checkpoints:   checkpoints,
 		DashboardURL:  dashboardURL(cfg, f),
@@ -256,10 +260,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		wf.orch.Store(orch)
 		orch.SetWorkflowSessions(wf.eng)
 	}
-	// tracker_api reaches the tracker in force, which a reload may replace.
-	tools.svc.Issues = orch.Tracker()
-	tools.svc.Refresh = func() { orch.Refresh() }
-	tools.svc.AgentMoving = orch.AgentMoving
+	tools = serveAgentTools(sock, orch, watcher.Current, st, notifier, wfCaller, mets.NotifyRateLimited)
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", dbShown, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
@@ -406,12 +407,6 @@ func logStartupWarning(stderr io.Writer, format string, args ...any) {
 	fmt.Fprintf(stderr, "sortie: warning: "+format+"\n", args...)
 }
 
-// agentTools are the daemon's side of the agent extensions.
-type agentTools struct {
-	svc *orchestrator.ToolService
-	ext orchestrator.Extensions
-}
-
 // runCgroups is the tree of this daemon's per-run cgroups, one per database so that a
 // restarted daemon finds its predecessor's; nil, with a note in the log, where cgroup
 // v2 is not writable (the supervisor then owns each run's processes alone).
@@ -500,29 +495,16 @@ func agentRunAs(cfg *config.Config, workflowPath, exe string, sock *agentsock.Se
 
 // startAgentTools opens the agent socket next to the database and prepares what every
 // session gets: the sortie-tools MCP entry (this binary), the socket's capability
-// tokens and the first-turn tool list (docs/agent-tools.md). wf, when not nil, answers
-// the workflow tools (workflows.dir), which are then offered to every session that
-// reaches the socket. rateLimited counts the notify_operator calls its rate limit
-// refuses, by scope (the metrics).
-func startAgentTools(cfg *config.Config, sockBase string, current func() *config.Config, trk tracker.Tracker, history orchestrator.RunReader,
-	n *notify.Notifier, wf orchestrator.WorkflowCaller, rateLimited func(scope string)) (agentTools, *agentsock.Server, error) {
+// tokens and the first-turn tool list (docs/agent-tools.md), which offers what caps
+// says the daemon serves. Calls wait until serveAgentTools serves the socket.
+func startAgentTools(sockBase string, caps func() agentsock.Capabilities) (orchestrator.Extensions, *agentsock.Server, error) {
 	dbPath, err := filepath.Abs(sockBase)
 	if err != nil {
-		return agentTools{}, nil, err
+		return orchestrator.Extensions{}, nil, err
 	}
-	svc := &orchestrator.ToolService{Config: current, Issues: trk, History: history, NotifyRateLimited: rateLimited}
-	if wf != nil {
-		svc.Workflows = wf
-	}
-	if n.Enabled() {
-		svc.Deliver = func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
-			return deliverAgentMessage(ctx, n, notify.Notification{Event: notify.EventAgent, Severity: req.Severity,
-				Title: req.Title, Message: req.Message, IssueID: sess.IssueID, IssueIdentifier: sess.Identifier})
-		}
-	}
-	sock, err := agentsock.Listen(agentsock.SocketPath(dbPath), svc)
+	sock, err := agentsock.Listen(agentsock.SocketPath(dbPath))
 	if err != nil {
-		return agentTools{}, nil, err
+		return orchestrator.Extensions{}, nil, err
 	}
 	exe, err := os.Executable()
 	if err == nil {
@@ -530,16 +512,38 @@ func startAgentTools(cfg *config.Config, sockBase string, current func() *config
 	}
 	if err != nil {
 		sock.Close()
-		return agentTools{}, nil, fmt.Errorf("finding this executable for the agents' MCP server: %w", err)
+		return orchestrator.Extensions{}, nil, fmt.Errorf("finding this executable for the agents' MCP server: %w", err)
 	}
 	// Each session is told about the tools its own sidecar will register, given the env
 	// it gets and what this daemon grants: an agent on an SSH host has no socket.
 	promptTools := func(env map[string]string) []prompt.ToolDoc {
-		return mcp.ToolDocs(mcp.Offered(mcp.SessionGates(env, svc.Info().Capabilities)))
+		return mcp.ToolDocs(mcp.Offered(mcp.SessionGates(env, caps())))
 	}
-	return agentTools{svc: svc, ext: orchestrator.Extensions{
-		Executable: exe, Socket: sock, PromptTools: promptTools,
-	}}, sock, nil
+	return orchestrator.Extensions{Executable: exe, Socket: sock, PromptTools: promptTools}, sock, nil
+}
+
+// serveAgentTools builds the daemon's side of the Tier 2 tools and serves the agent
+// socket with it: tracker_api reaches the tracker in force (orch.Tracker(), which a
+// reload may replace) and tells orch of the agent's own moves; wf, when not nil,
+// answers the workflow tools (workflows.dir), which are then offered to every session
+// that reaches the socket. rateLimited counts the notify_operator calls its rate limit
+// refuses, by scope (the metrics).
+func serveAgentTools(sock *agentsock.Server, orch *orchestrator.Orchestrator, current func() *config.Config, history agenttools.RunReader,
+	n *notify.Notifier, wf agenttools.WorkflowCaller, rateLimited func(scope string)) *agenttools.Service {
+	o := agenttools.Options{Config: current, Tracker: orch.Tracker(), History: history, NotifyRateLimited: rateLimited,
+		Refresh: func() { orch.Refresh() }, AgentMoving: orch.AgentMoving}
+	if wf != nil {
+		o.Workflows = wf
+	}
+	if n.Enabled() {
+		o.Deliver = func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
+			return deliverAgentMessage(ctx, n, notify.Notification{Event: notify.EventAgent, Severity: req.Severity,
+				Title: req.Title, Message: req.Message, IssueID: sess.IssueID, IssueIdentifier: sess.Identifier})
+		}
+	}
+	svc := agenttools.New(o)
+	sock.Start(svc)
+	return svc
 }
 
 // alerter sends the daemon's own alerts through the notification backends.

@@ -188,7 +188,10 @@ const MaxLinearGraphQLBody = 6*(16<<10+32<<10) + 4<<10
 // sidecar bounds at 64 KiB) plus the request around them.
 const MaxWorkflowBody = MaxBody + 4<<10
 
-// Server listens on the socket and serves granted sessions.
+// Server listens on the socket and serves granted sessions. Listening and serving are
+// two steps (Listen, then Start) so that tokens can be granted, and sessions given the
+// socket's path, by whatever the Handler itself depends on before the Handler exists:
+// calls made in between wait in the socket's backlog until Start.
 type Server struct {
 	path string
 	ln   net.Listener
@@ -201,8 +204,9 @@ type Server struct {
 }
 
 // Listen creates the socket at path (its directory is created with mode 0700, a stale
-// socket from a crashed daemon is removed) and starts serving h.
-func Listen(path string, h Handler) (*Server, error) {
+// socket from a crashed daemon is removed). The Server grants and revokes tokens at
+// once; connections are accepted, and calls answered, once Start is given the Handler.
+func Listen(path string) (*Server, error) {
 	if len(path) > MaxPathLen {
 		return nil, fmt.Errorf("agent socket %s: path longer than %d bytes (see SocketPath)", path, MaxPathLen)
 	}
@@ -226,7 +230,7 @@ func Listen(path string, h Handler) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("agent socket: %w", err)
 	}
-	s := &Server{path: path, ln: ln, h: h, grants: map[string]Session{}}
+	s := &Server{path: path, ln: ln, grants: map[string]Session{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/session", s.session)
 	mux.HandleFunc("POST /v1/tracker", s.tracker)
@@ -253,8 +257,21 @@ func Listen(path string, h Handler) (*Server, error) {
 			}
 		},
 	}
-	go s.srv.Serve(ln)
 	return s, nil
+}
+
+// Start serves the socket's calls with h, those waiting in the backlog first, until
+// Close. It returns at once, and must be called exactly once; after Close it serves
+// nothing.
+func (s *Server) Start(h Handler) {
+	if h == nil {
+		panic("agentsock: Start with a nil Handler")
+	}
+	if s.h != nil {
+		panic("agentsock: Start called twice")
+	}
+	s.h = h
+	go s.srv.Serve(s.ln)
 }
 
 // Path is the socket's path.
@@ -283,9 +300,9 @@ func (s *Server) ShareWithGroup(gid int) error {
 // Close stops serving and removes the socket, and its directory when that is empty.
 func (s *Server) Close() error {
 	err := s.srv.Close()
-	// Close the listener here too: if Serve's goroutine has not started yet, srv.Close
-	// does not know it, and Serve would close it (unlinking the path) later, possibly
-	// after another daemon made a new socket there.
+	// Close the listener here too: if Serve's goroutine has not started yet (or Start
+	// was never called), srv.Close does not know it, and Serve would close it
+	// (unlinking the path) later, possibly after another daemon made a new socket there.
 	s.ln.Close()
 	os.Remove(s.path)
 	os.Remove(filepath.Dir(s.path)) // fails, harmlessly, when something else is in it

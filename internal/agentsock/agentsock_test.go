@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 type fakeHandler struct {
@@ -57,11 +58,12 @@ func listenWith(t *testing.T, h Handler) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s, err := Listen(filepath.Join(dir, "state", "agent.sock"), h)
+	s, err := Listen(filepath.Join(dir, "state", "agent.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	s.Start(h)
 	return s
 }
 
@@ -124,6 +126,47 @@ func TestSocket_GrantedSessionCallsAndRevocation(t *testing.T) {
 	}
 }
 
+// TestSocket_CallsBeforeStartWaitForTheHandler: a token granted between Listen and Start
+// is valid, and a call made then is answered by the Handler once it is started, not
+// refused.
+func TestSocket_CallsBeforeStartWaitForTheHandler(t *testing.T) {
+	dir, err := os.MkdirTemp("", "as")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s, err := Listen(filepath.Join(dir, "agent.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sess := Session{IssueID: "1", Identifier: "P-1", RunID: 3}
+	c := Dial(s.Path(), s.Grant(sess))
+	type answer struct {
+		info SessionInfo
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		info, err := c.Session(context.Background())
+		done <- answer{info, err}
+	}()
+	select {
+	case a := <-done:
+		t.Fatalf("a call before Start was answered: %+v, %v", a.info, a.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	s.Start(&fakeHandler{})
+	select {
+	case a := <-done:
+		if a.err != nil || a.info.Session != sess || a.info.TrackerKind != "file" {
+			t.Fatalf("the call made before Start = %+v, %v; want the handler's answer for the session", a.info, a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call made before Start was never answered")
+	}
+}
+
 func TestSocket_StrictRequests(t *testing.T) {
 	s, h := listen(t)
 	tok := s.Grant(Session{IssueID: "1"})
@@ -172,7 +215,7 @@ func TestListen_StaleSocketAndForeignFile(t *testing.T) {
 	if _, err := os.Lstat(path); err != nil {
 		t.Fatalf("stale socket not left behind: %v", err)
 	}
-	s2, err := Listen(path, &fakeHandler{})
+	s2, err := Listen(path)
 	if err != nil {
 		t.Fatalf("over a stale socket: %v", err)
 	}
@@ -183,7 +226,7 @@ func TestListen_StaleSocketAndForeignFile(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Dir(path), 0o700)
 	os.WriteFile(path, []byte("not a socket"), 0o600)
-	if _, err := Listen(path, &fakeHandler{}); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("over a regular file: %v", err)
 	}
 	if data, _ := os.ReadFile(path); string(data) != "not a socket" {

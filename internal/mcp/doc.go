@@ -6,7 +6,9 @@
 // It owns the sidecar's start-up (reading the session environment, opening the
 // database read-only, asking the daemon's agent socket what the session may call) and
 // the protocol edge (argument handling, result envelopes). It does not write anything:
-// not the database, not the workspace. The daemon side (.sortie/mcp.json, state.json,
-// the agent socket) lives in the orchestrator and package agentsock; the daemon calls
-// Offered and ToolDocs so the first-turn prompt lists exactly the tools served here.
+// not the database, not the workspace. The daemon side lives in the orchestrator
+// (.sortie/mcp.json, state.json, each session's token), package agentsock (the socket)
+// and package agenttools (the answers to the Tier 2 and workflow calls); the daemon
+// calls Offered and ToolDocs so the first-turn prompt lists exactly the tools served
+// here.
 package mcp

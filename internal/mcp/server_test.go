@@ -135,11 +135,12 @@ func (d capDaemon) Spend(_ context.Context, sess agentsock.Session) (agentsock.S
 // socket's path and a token for issue 1.
 func listenCaps(t *testing.T, dir, name string, caps agentsock.Capabilities) (string, string) {
 	t.Helper()
-	srv, err := agentsock.Listen(filepath.Join(dir, name), capDaemon{caps})
+	srv, err := agentsock.Listen(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	srv.Start(capDaemon{caps})
 	return srv.Path(), srv.Grant(agentsock.Session{IssueID: "1"})
 }
 

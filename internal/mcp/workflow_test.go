@@ -205,11 +205,12 @@ func daemonSocket(t *testing.T, d agentsock.Handler) (*agentsock.Server, string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := agentsock.Listen(filepath.Join(dir, "a.sock"), d)
+	srv, err := agentsock.Listen(filepath.Join(dir, "a.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	srv.Start(d)
 	return srv, srv.Grant(agentsock.Session{IssueID: "10042", Identifier: "PROJ-42", RunID: 17})
 }
 

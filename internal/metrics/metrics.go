@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"sortie/internal/agenttools"
 	"sortie/internal/orchestrator"
 )
 
@@ -129,7 +130,7 @@ func New(version string, snapshot func(context.Context) (orchestrator.Snapshot, 
 	notifyLimited := f.counterVec("notify_rate_limited_total",
 		"notify_operator calls refused by notify_operator.rate_limit, by the limit that refused them (issue, global).", "scope")
 	m.notifyLimited = map[string]prometheus.Counter{}
-	for _, scope := range []string{orchestrator.NotifyScopeIssue, orchestrator.NotifyScopeGlobal} {
+	for _, scope := range []string{agenttools.NotifyScopeIssue, agenttools.NotifyScopeGlobal} {
 		m.notifyLimited[scope] = notifyLimited.WithLabelValues(scope)
 	}
 

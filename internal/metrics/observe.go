@@ -97,9 +97,10 @@ func addTokens(c prometheus.Counter, n int64) {
 }
 
 // NotifyRateLimited counts one notify_operator call refused by its rate limit, by the
-// limit that refused it: orchestrator.NotifyScopeIssue or NotifyScopeGlobal (other values
-// are ignored, so the label stays bounded). ToolService.NotifyRateLimited calls it on the
-// agent socket's goroutines; it never blocks.
+// limit that refused it: agenttools.NotifyScopeIssue or NotifyScopeGlobal (other values
+// are ignored, so the label stays bounded). The agent tools call it
+// (agenttools.Options.NotifyRateLimited) on the agent socket's goroutines; it never
+// blocks.
 func (m *Metrics) NotifyRateLimited(scope string) {
 	if c, ok := m.notifyLimited[scope]; ok {
 		c.Inc()

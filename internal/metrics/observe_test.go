@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sortie/internal/agent"
+	"sortie/internal/agenttools"
 	"sortie/internal/orchestrator"
 )
 
@@ -151,14 +152,14 @@ func TestNotifyRateLimited_CountsByScopeFromZero(t *testing.T) {
 	count := func(scope string) float64 {
 		return series(t, gather(t, m), "sortie_notify_rate_limited_total", map[string]string{"scope": scope}).GetCounter().GetValue()
 	}
-	for _, scope := range []string{orchestrator.NotifyScopeIssue, orchestrator.NotifyScopeGlobal} {
+	for _, scope := range []string{agenttools.NotifyScopeIssue, agenttools.NotifyScopeGlobal} {
 		if got := count(scope); got != 0 {
 			t.Errorf("scope %s starts at %v, want 0 (exported before the first refusal)", scope, got)
 		}
 	}
-	m.NotifyRateLimited(orchestrator.NotifyScopeIssue)
-	m.NotifyRateLimited(orchestrator.NotifyScopeIssue)
-	m.NotifyRateLimited(orchestrator.NotifyScopeGlobal)
+	m.NotifyRateLimited(agenttools.NotifyScopeIssue)
+	m.NotifyRateLimited(agenttools.NotifyScopeIssue)
+	m.NotifyRateLimited(agenttools.NotifyScopeGlobal)
 	m.NotifyRateLimited("someone_else") // ignored: the label has two values
 	if got := count("issue"); got != 2 {
 		t.Errorf(`scope="issue" = %v, want 2`, got)

@@ -315,7 +315,7 @@ func TestAgentMoved_OwnTransitionLetsTheTurnFinish(t *testing.T) {
 	h.start()
 	h.awaitEvent("MOV-1", "session_started")
 
-	// What ToolService does for a transition_issue of the agent's own issue.
+	// What the agent tools (agenttools.Service) do for a transition_issue of the agent's own issue.
 	h.orch.AgentMoving("MOV-1", "In Review")
 	h.setState("MOV-1", "In Review")
 	h.refresh()

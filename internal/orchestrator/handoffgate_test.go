@@ -2,9 +2,11 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"sortie/internal/config"
@@ -92,3 +94,34 @@ func TestHandoffRefusal_NoCheckerNoGate(t *testing.T) {
 		t.Fatalf("handoffRefusal without a checker = %q, want none", why)
 	}
 }
+
+// gateChecker is a workflow engine (a HandoffChecker and a SessionForgetter) with
+// scripted blockers.
+type gateChecker struct {
+	mu       sync.Mutex
+	blockers []engine.Blocker
+	err      error
+	traced   []string // how, per refused hand-off
+	asked    []string // want, per HandoffBlockers call
+}
+
+func (g *gateChecker) Call(context.Context, engine.Caller, string, json.RawMessage) engine.Response {
+	return engine.Response{}
+}
+
+func (g *gateChecker) HandoffBlockers(_ context.Context, _, want string) ([]engine.Blocker, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.asked = append(g.asked, want)
+	return g.blockers, g.err
+}
+
+func (g *gateChecker) TraceHandoffRefused(_ context.Context, _ engine.Caller, _ []engine.Blocker, how string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.traced = append(g.traced, how)
+}
+
+func (g *gateChecker) ForgetIssue(string) []string { return nil }
+
+var reviewGate = engine.Blocker{SessionID: "sid-1", Workflow: "work-package", Activity: "review", Checkpoint: "approve-pr"}

@@ -82,11 +82,12 @@ func listen(t *testing.T, d *fakeDaemon) (*agentsock.Server, *agentsock.Client, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := agentsock.Listen(filepath.Join(dir, "agent.sock"), d)
+	srv, err := agentsock.Listen(filepath.Join(dir, "agent.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	srv.Start(d)
 	tok := srv.Grant(agentsock.Session{IssueID: "42", Identifier: "PROJ-42", RunID: 7})
 	return srv, agentsock.Dial(srv.Path(), tok), tok
 }

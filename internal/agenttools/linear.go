@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
@@ -19,30 +19,30 @@ type linearGraphQL interface {
 }
 
 // linear returns the tracker's linear_graphql side when the tracker in force is Linear.
-func (t *ToolService) linear() linearGraphQL {
-	if t.Issues == nil || t.Config == nil {
+func (t *Service) linear() linearGraphQL {
+	if t.o.Tracker == nil || t.o.Config == nil {
 		return nil
 	}
-	if cfg := t.Config(); cfg == nil || cfg.Tracker.Kind != "linear" {
+	if cfg := t.o.Config(); cfg == nil || cfg.Tracker.Kind != "linear" {
 		return nil
 	}
-	l, _ := tracker.As[linearGraphQL](t.Issues)
+	l, _ := tracker.As[linearGraphQL](t.o.Tracker)
 	return l
 }
 
 // LinearGraphQL runs one linear_graphql call for the session's issue. A call that
 // moves the issue out of the active states while a blocking workflow checkpoint has no
 // human answer is refused (handoff_refused) and not sent. A call that moves the issue
-// tells AgentMoved first, withdraws that when Linear did not make the
+// tells AgentMoving first, withdraws that when Linear did not make the
 // move, and wakes the loop after one it made, as transition_issue does. Comments it
-// posts are by the daemon's own account, which never answers a checkpoint
-// (answerRefusal).
-func (t *ToolService) LinearGraphQL(ctx context.Context, sess agentsock.Session, req agentsock.LinearGraphQLRequest) (json.RawMessage, *agentsock.Error) {
+// posts are by the daemon's own account, which never answers a checkpoint (the
+// orchestrator's answerRefusal).
+func (t *Service) LinearGraphQL(ctx context.Context, sess agentsock.Session, req agentsock.LinearGraphQLRequest) (json.RawMessage, *agentsock.Error) {
 	l := t.linear()
 	if l == nil {
 		return nil, agentsock.Errorf("unsupported_operation", "this daemon serves no linear_graphql (tracker.kind is not linear)")
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	ctx, cancel := context.WithTimeout(ctx, t.o.Timeout)
 	defer cancel()
 	var refused *agentsock.Error
 	data, err := l.AgentGraphQL(ctx, sess.IssueID, sess.Identifier, req.Query, req.Variables, func(state string) func(bool) {
@@ -58,8 +58,8 @@ func (t *ToolService) LinearGraphQL(ctx context.Context, sess agentsock.Session,
 		settle := t.agentMoving(sess, state)
 		return func(moved bool) {
 			settle(moved)
-			if moved && t.Refresh != nil {
-				t.Refresh()
+			if moved {
+				t.refresh()
 			}
 		}
 	})
@@ -76,4 +76,4 @@ func (t *ToolService) LinearGraphQL(ctx context.Context, sess agentsock.Session,
 	return data, nil
 }
 
-var _ agentsock.LinearGraphQLHandler = (*ToolService)(nil)
+var _ agentsock.LinearGraphQLHandler = (*Service)(nil)

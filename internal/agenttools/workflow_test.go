@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func (r *recordingWorkflows) Call(_ context.Context, c engine.Caller, tool strin
 func TestToolService_WorkflowCarriesTheSessionsIdentity(t *testing.T) {
 	cfg := &config.Config{}
 	rec := &recordingWorkflows{}
-	svc := &ToolService{Config: func() *config.Config { return cfg }, Workflows: rec}
+	svc := New(Options{Config: func() *config.Config { return cfg }, Workflows: rec})
 	if !svc.Info().Capabilities.Workflows {
 		t.Fatalf("Info() = %+v; want the workflows capability with an engine", svc.Info())
 	}
@@ -42,7 +42,7 @@ func TestToolService_WorkflowCarriesTheSessionsIdentity(t *testing.T) {
 
 func TestToolService_NoWorkflowsWithoutAnEngine(t *testing.T) {
 	cfg := &config.Config{}
-	svc := &ToolService{Config: func() *config.Config { return cfg }}
+	svc := New(Options{Config: func() *config.Config { return cfg }})
 	if svc.Info().Capabilities.Workflows {
 		t.Fatalf("Info() = %+v; want no workflows capability without an engine", svc.Info())
 	}

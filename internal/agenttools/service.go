@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
@@ -16,21 +16,21 @@ import (
 	"sortie/internal/workflow/engine"
 )
 
-// DefaultToolTimeout bounds one Tier 2 tool call in the daemon.
-const DefaultToolTimeout = 30 * time.Second
+// DefaultTimeout bounds one Tier 2 tool call in the daemon.
+const DefaultTimeout = 30 * time.Second
 
-// ToolService serves the Tier 2 agent tools over the agent socket: tracker_api with
-// the daemon's tracker and credentials, scoped to the configured project, and
-// notify_operator through the operator's notification backends, and the workflow tools
-// through the workflow engine. Its methods run on the socket's goroutines, never on the
-// loop.
-type ToolService struct {
-	// Config returns the current configuration (project, active states, tracker kind).
+// Options are what a Service is built from. Only Config is required; every other field
+// left zero turns its tool off, or takes the default it names.
+type Options struct {
+	// Config returns the current configuration (project, active states, tracker kind,
+	// notify_operator.rate_limit, budgets).
 	Config func() *config.Config
-	// Issues is the daemon's tracker; nil means no tracker_api.
-	Issues tracker.Tracker
+	// Tracker is the daemon's tracker: the daemon passes the orchestrator's Tracker(),
+	// which follows a reload to the tracker in force. nil means no tracker_api (nor
+	// linear_graphql).
+	Tracker tracker.Tracker
 	// History is the run history served to workspace_history and cost_budget
-	// (toolservice_runs.go); nil means none.
+	// (runs.go); nil means none.
 	History RunReader
 	// Deliver sends an agent's notification to the operator's backends and says which
 	// took it, or why none did; nil means no backend is configured.
@@ -41,12 +41,13 @@ type ToolService struct {
 	// AgentMoving is told when an agent moves its own issue, before the move is sent
 	// and the loop woken, so that the agent finishes its turn instead of being stopped
 	// for a state change it made itself; what it returns is told whether the tracker
-	// made the move (Orchestrator.AgentMoving). Optional.
+	// made the move (orchestrator.Orchestrator.AgentMoving). Optional.
 	AgentMoving func(issueID, state string) (settle func(moved bool))
-	// Timeout bounds each call; 0 means DefaultToolTimeout.
+	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Workflows answers the workflow tools (*engine.Engine); nil means they are not
-	// offered.
+	// offered. When it is also a HandoffChecker, an agent's move of its own issue out
+	// of the active states waits for the workflow's blocking checkpoints.
 	Workflows WorkflowCaller
 	// Clock tells the time for notify_operator's rate limit; nil means clock.Real.
 	Clock clock.Clock
@@ -54,17 +55,44 @@ type ToolService struct {
 	// limit, with the scope that refused it (NotifyScopeIssue or NotifyScopeGlobal), for
 	// the metrics. Optional; it must not block.
 	NotifyRateLimited func(scope string)
+}
 
+// Service serves the Tier 2 agent tools over the agent socket (an agentsock.Handler):
+// tracker_api with the daemon's tracker and credentials, scoped to the configured
+// project, notify_operator through the operator's notification backends within its
+// rate limit, the workflow tools through the workflow engine, the issue's run history
+// and spend, and linear_graphql. Its methods run on the socket's goroutines, never on
+// the orchestrator's loop. It is complete once New returns.
+type Service struct {
+	o           Options
 	notifyLimit notifyLimiter
+}
+
+// New builds the Service that o describes.
+func New(o Options) *Service {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	return &Service{o: o}
 }
 
 // agentMoving tells AgentMoving that sess's agent is moving its own issue to state,
 // and returns what settles it.
-func (t *ToolService) agentMoving(sess agentsock.Session, state string) func(moved bool) {
-	if t.AgentMoving == nil {
+func (t *Service) agentMoving(sess agentsock.Session, state string) func(moved bool) {
+	if t.o.AgentMoving == nil {
 		return func(bool) {}
 	}
-	return t.AgentMoving(sess.IssueID, state)
+	return t.o.AgentMoving(sess.IssueID, state)
+}
+
+// refresh wakes the loop, when there is one to wake.
+func (t *Service) refresh() {
+	if t.o.Refresh != nil {
+		t.o.Refresh()
+	}
 }
 
 // WorkflowCaller runs one workflow tool call for an agent session: *engine.Engine.
@@ -72,27 +100,30 @@ type WorkflowCaller interface {
 	Call(ctx context.Context, c engine.Caller, tool string, args json.RawMessage) engine.Response
 }
 
+// HandoffChecker is the workflow engine's side of the hand-off gate (*engine.Engine),
+// as transition_issue and linear_graphql use it: the gates of an issue's workflow
+// sessions no human answered, and the trace entry of a hand-off refused for them.
+type HandoffChecker interface {
+	HandoffBlockers(ctx context.Context, issueID, want string) ([]engine.Blocker, error)
+	TraceHandoffRefused(ctx context.Context, c engine.Caller, blockers []engine.Blocker, how string)
+}
+
+var _ HandoffChecker = (*engine.Engine)(nil)
+
 // Info describes the Tier 2 and workflow tools this daemon serves.
-func (t *ToolService) Info() agentsock.SessionInfo {
-	cfg := t.Config()
+func (t *Service) Info() agentsock.SessionInfo {
+	cfg := t.o.Config()
 	return agentsock.SessionInfo{
-		Capabilities: agentsock.Capabilities{TrackerAPI: t.Issues != nil, NotifyOperator: t.Deliver != nil,
-			Workflows: t.Workflows != nil, Runs: t.History != nil, LinearGraphQL: t.linear() != nil},
+		Capabilities: agentsock.Capabilities{TrackerAPI: t.o.Tracker != nil, NotifyOperator: t.o.Deliver != nil,
+			Workflows: t.o.Workflows != nil, Runs: t.o.History != nil, LinearGraphQL: t.linear() != nil},
 		TrackerKind: cfg.Tracker.Kind,
 		Project:     cfg.Tracker.Project,
 	}
 }
 
-func (t *ToolService) timeout() time.Duration {
-	if t.Timeout > 0 {
-		return t.Timeout
-	}
-	return DefaultToolTimeout
-}
-
 // Tracker performs one tracker_api operation (spec/agent-extensions.md).
-func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req agentsock.TrackerRequest) (any, *agentsock.Error) {
-	if t.Issues == nil {
+func (t *Service) Tracker(ctx context.Context, sess agentsock.Session, req agentsock.TrackerRequest) (any, *agentsock.Error) {
+	if t.o.Tracker == nil {
 		return nil, agentsock.Errorf("unsupported_operation", "this daemon serves no tracker_api")
 	}
 	needsID := req.Operation == "fetch_issue" || req.Operation == "fetch_comments" || req.Operation == "transition_issue"
@@ -111,9 +142,9 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 	case req.Operation != "transition_issue" && req.TargetState != "":
 		return nil, agentsock.Errorf("invalid_input", "target_state is only for transition_issue")
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	ctx, cancel := context.WithTimeout(ctx, t.o.Timeout)
 	defer cancel()
-	cfg := t.Config()
+	cfg := t.o.Config()
 
 	// Another issue of the project is read without its comments unless the operator
 	// opened them (agent.tracker_reads: project): a sibling's comments are where its
@@ -121,7 +152,7 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 	allComments := cfg.Agent.TrackerReads == config.TrackerReadsProject
 	switch req.Operation {
 	case "search_issues":
-		issues, err := t.Issues.FetchCandidateIssues(ctx)
+		issues, err := t.o.Tracker.FetchCandidateIssues(ctx)
 		if err != nil {
 			return nil, trackerError(err)
 		}
@@ -146,7 +177,7 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 				"fetch_comments refused: %s is not this session's issue (%s), and agent.tracker_reads is %s, so other issues are read without their comments (an operator can set agent.tracker_reads: project)",
 				is.Identifier, sess.Identifier, config.TrackerReadsOwn)
 		}
-		comments, err := t.Issues.FetchIssueComments(ctx, is.ID)
+		comments, err := t.o.Tracker.FetchIssueComments(ctx, is.ID)
 		if err != nil {
 			return nil, trackerError(err)
 		}
@@ -182,28 +213,27 @@ func (t *ToolService) Tracker(ctx context.Context, sess agentsock.Session, req a
 		return nil, e
 	}
 	settle := t.agentMoving(sess, target) // before the transition: a poll may see it at once
-	err := t.Issues.TransitionIssue(ctx, sess.IssueID, target)
+	err := t.o.Tracker.TransitionIssue(ctx, sess.IssueID, target)
 	settle(err == nil)
 	if err != nil {
 		return nil, trackerError(err)
 	}
-	if t.Refresh != nil {
-		t.Refresh()
-	}
+	t.refresh()
 	return map[string]bool{"transitioned": true}, nil
 }
 
 // handoffAllowed refuses the agent's move of its own issue out of the active states
 // (to review, done, anything a human takes from there) while one of the issue's
 // workflow sessions has a blocking checkpoint on its path that no human answered: the
-// same gate as the run's own hand-off (checkpoints.go, handoffRefusal). The refusal is
-// the error handoff_refused, and is in the session's trace.
-func (t *ToolService) handoffAllowed(ctx context.Context, sess agentsock.Session, target string) *agentsock.Error {
-	hc, ok := t.Workflows.(HandoffChecker)
-	if !ok || t.Config == nil {
+// same gate as the run's own hand-off (the orchestrator's checkpoints.go,
+// handoffRefusal). The refusal is the error handoff_refused, and is in the session's
+// trace.
+func (t *Service) handoffAllowed(ctx context.Context, sess agentsock.Session, target string) *agentsock.Error {
+	hc, ok := t.o.Workflows.(HandoffChecker)
+	if !ok || t.o.Config == nil {
 		return nil
 	}
-	cfg := t.Config()
+	cfg := t.o.Config()
 	if staysActive(cfg, target) {
 		return nil
 	}
@@ -224,8 +254,8 @@ func (t *ToolService) handoffAllowed(ctx context.Context, sess agentsock.Session
 // staysActive reports whether moving an issue to target keeps it among the states the
 // operator listed as active, so that no human's checkpoint is skipped by the move. Only
 // an explicit tracker.active_states counts: with none listed every non-terminal state is
-// active (isActive), and a move to "In Review" must still wait for the humans; nor does
-// the hand-off state, whatever the list says.
+// active (the orchestrator's isActive), and a move to "In Review" must still wait for the
+// humans; nor does the hand-off state, whatever the list says.
 func staysActive(cfg *config.Config, target string) bool {
 	t := cfg.Tracker
 	return tracker.StateIn(target, t.ActiveStates) && !tracker.StateIn(target, t.TerminalStates) &&
@@ -241,12 +271,12 @@ const KindScopeViolation = "project_scope_violation"
 
 // scoped fetches an issue and refuses one outside tracker.project. A Jira key of
 // another project is refused before anything is asked of Jira.
-func (t *ToolService) scoped(ctx context.Context, cfg *config.Config, id string) (tracker.Issue, *agentsock.Error) {
+func (t *Service) scoped(ctx context.Context, cfg *config.Config, id string) (tracker.Issue, *agentsock.Error) {
 	if cfg.Tracker.Kind == "jira" && strings.Contains(id, "-") && !inProject(cfg, tracker.Issue{Identifier: strings.TrimSpace(id)}) {
 		return tracker.Issue{}, agentsock.Errorf(KindScopeViolation,
 			"issue %s is not in the configured project %s", id, cfg.Tracker.Project)
 	}
-	is, err := t.Issues.FetchIssueByID(ctx, id)
+	is, err := t.o.Tracker.FetchIssueByID(ctx, id)
 	if err != nil {
 		return tracker.Issue{}, trackerError(err)
 	}
@@ -280,9 +310,9 @@ func inProject(cfg *config.Config, is tracker.Issue) bool {
 // limit refuses is the error rate_limited and reaches no backend (notifylimit.go). A
 // message every backend filters out is not an error, but the answer says it was not
 // delivered and why.
-func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, *agentsock.Error) {
+func (t *Service) Notify(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, *agentsock.Error) {
 	var none agentsock.NotifyResult
-	if t.Deliver == nil {
+	if t.o.Deliver == nil {
 		return none, agentsock.Errorf("unsupported_operation", "no notification backend is configured")
 	}
 	msg := strings.TrimSpace(req.Message)
@@ -302,9 +332,9 @@ func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req ag
 	if e := t.limitNotify(sess); e != nil {
 		return none, e
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	ctx, cancel := context.WithTimeout(ctx, t.o.Timeout)
 	defer cancel()
-	res, err := t.Deliver(ctx, sess, req)
+	res, err := t.o.Deliver(ctx, sess, req)
 	if err != nil {
 		return none, agentsock.Errorf("notify_error", "%v", err)
 	}
@@ -315,36 +345,32 @@ func (t *ToolService) Notify(ctx context.Context, sess agentsock.Session, req ag
 // notify_operator.rate_limit in force, or says which limit refuses the call and until
 // when. A message spent is not given back when delivery fails: the limit is on what
 // reaches the operator's backends, tries included.
-func (t *ToolService) limitNotify(sess agentsock.Session) *agentsock.Error {
+func (t *Service) limitNotify(sess agentsock.Session) *agentsock.Error {
 	var limit config.NotifyRateLimit
-	if t.Config != nil {
-		if cfg := t.Config(); cfg != nil {
+	if t.o.Config != nil {
+		if cfg := t.o.Config(); cfg != nil {
 			limit = cfg.NotifyOperator.RateLimit
 		}
 	}
-	clk := t.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	r := t.notifyLimit.take(sess.IssueID, clk.Now(), limit)
+	r := t.notifyLimit.take(sess.IssueID, t.o.Clock.Now(), limit)
 	if r == nil {
 		return nil
 	}
-	if t.NotifyRateLimited != nil {
-		t.NotifyRateLimited(r.scope)
+	if t.o.NotifyRateLimited != nil {
+		t.o.NotifyRateLimited(r.scope)
 	}
 	return r.toolError()
 }
 
 // Workflow runs a workflow tool for the session the token names: the engine binds the
 // workflow sessions an agent starts to its issue. The call is bounded by Timeout.
-func (t *ToolService) Workflow(ctx context.Context, sess agentsock.Session, tool string, args json.RawMessage) (agentsock.WorkflowResult, *agentsock.Error) {
-	if t.Workflows == nil {
+func (t *Service) Workflow(ctx context.Context, sess agentsock.Session, tool string, args json.RawMessage) (agentsock.WorkflowResult, *agentsock.Error) {
+	if t.o.Workflows == nil {
 		return agentsock.WorkflowResult{}, agentsock.Errorf("unsupported_operation", "this daemon serves no workflow tools (workflows.dir is not configured)")
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	ctx, cancel := context.WithTimeout(ctx, t.o.Timeout)
 	defer cancel()
-	resp := t.Workflows.Call(ctx, engine.Caller{IssueID: sess.IssueID, Identifier: sess.Identifier, RunID: sess.RunID}, tool, args)
+	resp := t.o.Workflows.Call(ctx, engine.Caller{IssueID: sess.IssueID, Identifier: sess.Identifier, RunID: sess.RunID}, tool, args)
 	body, err := json.Marshal(resp.Body)
 	if err != nil {
 		return agentsock.WorkflowResult{}, agentsock.Errorf("internal_error", "encoding the %s answer: %v", tool, err)
@@ -406,6 +432,6 @@ func toIssueJSON(is tracker.Issue) issueJSON {
 }
 
 var (
-	_ agentsock.Handler         = (*ToolService)(nil)
-	_ agentsock.WorkflowHandler = (*ToolService)(nil)
+	_ agentsock.Handler         = (*Service)(nil)
+	_ agentsock.WorkflowHandler = (*Service)(nil)
 )

@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
@@ -16,13 +16,13 @@ type RunReader interface {
 
 // Runs returns the newest runs of the session's issue, the one its token was granted
 // for (agentsock.RunHistory). Only the fields the tools read leave the daemon.
-func (t *ToolService) Runs(ctx context.Context, sess agentsock.Session, limit int) ([]agentsock.RunRecord, *agentsock.Error) {
-	if t.History == nil {
+func (t *Service) Runs(ctx context.Context, sess agentsock.Session, limit int) ([]agentsock.RunRecord, *agentsock.Error) {
+	if t.o.History == nil {
 		return nil, agentsock.Errorf("unsupported_operation", "this daemon serves no run history")
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	ctx, cancel := context.WithTimeout(ctx, t.o.Timeout)
 	defer cancel()
-	runs, err := t.History.RunsForIssue(ctx, sess.IssueID, limit)
+	runs, err := t.o.History.RunsForIssue(ctx, sess.IssueID, limit)
 	if err != nil {
 		return nil, agentsock.Errorf("query_failed", "query failed: %v", err)
 	}
@@ -42,19 +42,20 @@ func (t *ToolService) Runs(ctx context.Context, sess agentsock.Session, limit in
 
 // Spend returns the cumulative spend of the session's issue and the budget this
 // daemon holds it to under its current configuration (agentsock.RunHistory), so that
-// cost_budget reports what the daemon enforces (budget.go), overrides included.
-func (t *ToolService) Spend(ctx context.Context, sess agentsock.Session) (agentsock.Spend, *agentsock.Error) {
-	if t.History == nil {
+// cost_budget reports what the daemon enforces (the orchestrator's budget.go), overrides
+// included.
+func (t *Service) Spend(ctx context.Context, sess agentsock.Session) (agentsock.Spend, *agentsock.Error) {
+	if t.o.History == nil {
 		return agentsock.Spend{}, agentsock.Errorf("unsupported_operation", "this daemon serves no run history")
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	ctx, cancel := context.WithTimeout(ctx, t.o.Timeout)
 	defer cancel()
-	totals, err := t.History.IssueTotals(ctx, []string{sess.IssueID})
+	totals, err := t.o.History.IssueTotals(ctx, []string{sess.IssueID})
 	if err != nil {
 		return agentsock.Spend{}, agentsock.Errorf("query_failed", "query failed: %v", err)
 	}
 	tot := totals[sess.IssueID]
-	cfg := t.Config()
+	cfg := t.o.Config()
 	sp := agentsock.Spend{
 		Runs: tot.Runs, Tokens: agentsock.Tokens(tot.Tokens), CostUSD: tot.CostUSD,
 		MaxTokens: cfg.Agent.MaxTokens, MaxCostUSD: cfg.Agent.MaxCostUSD,

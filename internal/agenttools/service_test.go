@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
@@ -14,7 +14,10 @@ import (
 	"sortie/internal/tracker"
 )
 
-func toolService(t *testing.T, mutate func(*config.Config)) (*ToolService, *faketracker.Tracker, *atomic.Int32) {
+// toolService is a Service on a fake tracker holding PROJ-1 (the session's issue, sess),
+// PROJ-2, PROJ-3 (done) and OTHER-9, under testConfig changed by mutate, with the
+// Options changed by opts, and a count of the loop's wake-ups.
+func toolService(t *testing.T, mutate func(*config.Config), opts ...func(*Options)) (*Service, *faketracker.Tracker, *atomic.Int32) {
 	t.Helper()
 	cfg := testConfig(t, mutate)
 	ft := faketracker.New("Todo", "In Progress")
@@ -27,8 +30,11 @@ func toolService(t *testing.T, mutate func(*config.Config)) (*ToolService, *fake
 	)
 	ft.AddComment("1", "bob", "Confirmed in prod.")
 	var refreshed atomic.Int32
-	return &ToolService{Config: func() *config.Config { return cfg }, Issues: ft,
-		Refresh: func() { refreshed.Add(1) }}, ft, &refreshed
+	o := Options{Config: func() *config.Config { return cfg }, Tracker: ft, Refresh: func() { refreshed.Add(1) }}
+	for _, f := range opts {
+		f(&o)
+	}
+	return New(o), ft, &refreshed
 }
 
 var sess = agentsock.Session{IssueID: "1", Identifier: "PROJ-1", RunID: 7}
@@ -182,13 +188,15 @@ func TestToolService_Notify(t *testing.T) {
 		t.Errorf("without backends: %v", e)
 	}
 	var got []agentsock.NotifyRequest
-	svc.Deliver = func(_ context.Context, s agentsock.Session, r agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
-		if s != sess {
-			t.Errorf("session = %+v", s)
+	svc, _, _ = toolService(t, nil, func(o *Options) {
+		o.Deliver = func(_ context.Context, s agentsock.Session, r agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
+			if s != sess {
+				t.Errorf("session = %+v", s)
+			}
+			got = append(got, r)
+			return agentsock.NotifyResult{Delivered: true, Backends: []string{"ops"}}, nil
 		}
-		got = append(got, r)
-		return agentsock.NotifyResult{Delivered: true, Backends: []string{"ops"}}, nil
-	}
+	})
 	res, e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "need a decision", Severity: "warning"})
 	if e != nil {
 		t.Fatal(e)
@@ -205,17 +213,19 @@ func TestToolService_Notify(t *testing.T) {
 			t.Errorf("%.20v: %v, want invalid_input", bad, e)
 		}
 	}
-	svc.Deliver = func(context.Context, agentsock.Session, agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
-		return agentsock.NotifyResult{}, errors.New("slack said 500")
-	}
-	if _, e := svc.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "x"}); e == nil || e.Kind != "notify_error" {
-		t.Errorf("failed delivery: %v", e)
-	}
 	if len(got) != 2 || got[0].Severity != "warning" {
 		t.Errorf("delivered %+v", got)
 	}
 	if info := svc.Info(); !info.Capabilities.TrackerAPI || !info.Capabilities.NotifyOperator {
 		t.Errorf("info = %+v", info)
+	}
+	failing, _, _ := toolService(t, nil, func(o *Options) {
+		o.Deliver = func(context.Context, agentsock.Session, agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
+			return agentsock.NotifyResult{}, errors.New("slack said 500")
+		}
+	})
+	if _, e := failing.Notify(context.Background(), sess, agentsock.NotifyRequest{Message: "x"}); e == nil || e.Kind != "notify_error" {
+		t.Errorf("failed delivery: %v", e)
 	}
 }
 

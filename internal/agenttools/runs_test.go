@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"sortie/internal/store/sqlite"
 )
 
-// runsService is a ToolService over a real store holding two issues' runs: A has a
+// runsService is a Service over a real store holding two issues' runs: A has a
 // failed and a succeeded run, B one failed run.
-func runsService(t *testing.T, mutate func(*config.Config)) *ToolService {
+func runsService(t *testing.T, mutate func(*config.Config)) *Service {
 	t.Helper()
 	cfg := testConfig(t, mutate)
 	ctx := context.Background()
@@ -45,7 +45,7 @@ func runsService(t *testing.T, mutate func(*config.Config)) *ToolService {
 		}
 		started = started.Add(time.Hour)
 	}
-	return &ToolService{Config: func() *config.Config { return cfg }, History: st}
+	return New(Options{Config: func() *config.Config { return cfg }, History: st})
 }
 
 func TestToolService_RunsAreTheSessionIssues(t *testing.T) {
@@ -108,13 +108,14 @@ func TestToolService_TokenOfOneIssueCannotReadAnothers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock, err := agentsock.Listen(filepath.Join(dir, "agent.sock"), svc)
+	sock, err := agentsock.Listen(filepath.Join(dir, "agent.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sock.Close() })
+	sock.Start(svc)
 	if !svc.Info().Capabilities.Runs {
-		t.Fatal("a ToolService with History grants no runs capability")
+		t.Fatal("a Service with History grants no runs capability")
 	}
 	ctx := context.Background()
 	a := agentsock.Dial(sock.Path(), sock.Grant(agentsock.Session{IssueID: "A", Identifier: "P-A", RunID: 1}))
@@ -134,7 +135,7 @@ func TestToolService_TokenOfOneIssueCannotReadAnothers(t *testing.T) {
 		t.Errorf("A's token read the spend %+v, %v; want A's 2 runs and 450 tokens", sp, err)
 	}
 
-	none := &ToolService{Config: svc.Config}
+	none := New(Options{Config: func() *config.Config { return testConfig(t, nil) }})
 	if _, e := none.Runs(ctx, agentsock.Session{IssueID: "A"}, 1); e == nil || e.Kind != "unsupported_operation" {
 		t.Errorf("Runs without History: %v, want unsupported_operation", e)
 	}
@@ -158,7 +159,7 @@ func (leakyHistory) IssueTotals(context.Context, []string) (map[string]store.Tot
 // issue is checked again on every run the store returns.
 func TestToolService_RunsNeverShowsAnotherIssuesRunEvenIfTheStoreDoes(t *testing.T) {
 	cfg := testConfig(t, nil)
-	svc := &ToolService{Config: func() *config.Config { return cfg }, History: leakyHistory{}}
+	svc := New(Options{Config: func() *config.Config { return cfg }, History: leakyHistory{}})
 	recs, e := svc.Runs(context.Background(), agentsock.Session{IssueID: "A"}, 10)
 	if e != nil || len(recs) != 1 || recs[0].ID != 1 {
 		t.Fatalf("Runs = %+v, %v; want only A's run", recs, e)

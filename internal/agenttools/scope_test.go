@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
@@ -95,7 +95,7 @@ func TestToolService_TrackerReadsProjectShowsSiblingsComments(t *testing.T) {
 	}
 }
 
-// gateChecker is a HandoffChecker with scripted blockers.
+// gateChecker is a workflow engine and HandoffChecker with scripted blockers.
 type gateChecker struct {
 	mu       sync.Mutex
 	blockers []engine.Blocker
@@ -121,14 +121,11 @@ func (g *gateChecker) TraceHandoffRefused(_ context.Context, _ engine.Caller, _ 
 	g.traced = append(g.traced, how)
 }
 
-func (g *gateChecker) ForgetIssue(string) []string { return nil }
-
 var reviewGate = engine.Blocker{SessionID: "sid-1", Workflow: "work-package", Activity: "review", Checkpoint: "approve-pr"}
 
 func TestToolService_OwnMoveOutOfTheActiveStatesWaitsForTheGates(t *testing.T) {
-	svc, ft, _ := toolService(t, func(c *config.Config) { c.Workflows.Workflow = "work-package" })
 	g := &gateChecker{blockers: []engine.Blocker{reviewGate}}
-	svc.Workflows = g
+	svc, ft, _ := toolService(t, func(c *config.Config) { c.Workflows.Workflow = "work-package" }, func(o *Options) { o.Workflows = g })
 	ctx := context.Background()
 	_, e := svc.Tracker(ctx, sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: "1", TargetState: "In Review"})
 	if e == nil || e.Kind != engine.KindHandoffRefused || !strings.Contains(e.Message, "review/approve-pr") {
@@ -162,8 +159,8 @@ func TestToolService_GateHoldsWithoutListedActiveStates(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			svc, ft, _ := toolService(t, func(c *config.Config) { c.Workflows.Workflow = "work-package"; tweak(c) })
-			svc.Workflows = &gateChecker{blockers: []engine.Blocker{reviewGate}}
+			svc, ft, _ := toolService(t, func(c *config.Config) { c.Workflows.Workflow = "work-package"; tweak(c) },
+				func(o *Options) { o.Workflows = &gateChecker{blockers: []engine.Blocker{reviewGate}} })
 			_, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: "1", TargetState: "In Review"})
 			if e == nil || e.Kind != engine.KindHandoffRefused {
 				t.Fatalf("own move to In Review with an unanswered gate: %v, want %s", e, engine.KindHandoffRefused)

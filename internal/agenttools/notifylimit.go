@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	"sortie/internal/config"
 )
 
-// The scopes of notify_operator's rate limit, as ToolService.NotifyRateLimited and the
+// The scopes of notify_operator's rate limit, as Options.NotifyRateLimited and the
 // sortie_notify_rate_limited_total metric name them.
 const (
 	NotifyScopeIssue  = "issue"

@@ -1,13 +1,13 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,9 +21,11 @@ import (
 	"sortie/internal/workflow/engine"
 )
 
-// linearService is a ToolService on the Linear adapter against a fake Linear, served on
-// a real agent socket, and a client holding a token for issue's session.
-func linearService(t *testing.T) (*fakelinear.Server, *fakelinear.Issue, *fakelinear.Issue, *agentsock.Client, *ToolService, *atomic.Int32) {
+// linearService is a Service on the Linear adapter against a fake Linear, with the
+// Options changed by opts, served on a real agent socket: the fake, the session's issue
+// and another, a client holding a token for the session, the adapter, and a count of
+// the loop's wake-ups.
+func linearService(t *testing.T, opts ...func(*Options)) (*fakelinear.Server, *fakelinear.Issue, *fakelinear.Issue, *agentsock.Client, tracker.Tracker, *atomic.Int32) {
 	t.Helper()
 	f := fakelinear.New(t, nil)
 	f.AddTeam("ENG", "Engineering")
@@ -38,20 +40,24 @@ func linearService(t *testing.T) (*fakelinear.Server, *fakelinear.Issue, *fakeli
 		t.Fatal(err)
 	}
 	var refreshed atomic.Int32
-	svc := &ToolService{Config: func() *config.Config { return cfg }, Issues: trk, Refresh: func() { refreshed.Add(1) }}
+	o := Options{Config: func() *config.Config { return cfg }, Tracker: trk, Refresh: func() { refreshed.Add(1) }}
+	for _, f := range opts {
+		f(&o)
+	}
 	// A short directory: t.TempDir() paths can exceed the socket path limit.
 	dir, err := os.MkdirTemp("", "ls")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := agentsock.Listen(filepath.Join(dir, "a.sock"), svc)
+	srv, err := agentsock.Listen(filepath.Join(dir, "a.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	srv.Start(New(o))
 	tok := srv.Grant(agentsock.Session{IssueID: mine.ID, Identifier: mine.Identifier, RunID: 1})
-	return f, mine, other, agentsock.Dial(srv.Path(), tok), svc, &refreshed
+	return f, mine, other, agentsock.Dial(srv.Path(), tok), trk, &refreshed
 }
 
 func TestLinearGraphQL_OfferedOnlyWithLinear(t *testing.T) {
@@ -70,14 +76,8 @@ func TestLinearGraphQL_OfferedOnlyWithLinear(t *testing.T) {
 }
 
 func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
-	f, mine, other, c, svc, refreshed := linearService(t)
-	var movedTo string
-	svc.AgentMoving = func(id, state string) func(bool) {
-		if id == mine.ID {
-			movedTo = state
-		}
-		return func(bool) {}
-	}
+	moves := &moveLog{}
+	f, mine, other, c, trk, refreshed := linearService(t, func(o *Options) { o.AgentMoving = moves.moving })
 	ctx := context.Background()
 
 	data, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{Query: `query($id: String!) { issue(id: $id) { title } }`,
@@ -102,8 +102,9 @@ func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
 	_, err = c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{
 		Query:     `mutation($s: String!) { issueUpdate(id: "` + mine.ID + `", input: {stateId: $s}) { success } }`,
 		Variables: json.RawMessage(`{"s":"` + review + `"}`)})
-	if err != nil || movedTo != "In Review" || refreshed.Load() != 1 {
-		t.Fatalf("state change: %v, AgentMoved %q, refreshed %d", err, movedTo, refreshed.Load())
+	if got, want := moves.take(), []string{"moving " + mine.ID + " to In Review", "settled " + mine.ID + " to In Review: moved true"}; err != nil ||
+		!slices.Equal(got, want) || refreshed.Load() != 1 {
+		t.Fatalf("state change: %v, AgentMoving told %q (want %q), refreshed %d", err, got, want, refreshed.Load())
 	}
 
 	for name, q := range map[string]string{
@@ -123,42 +124,33 @@ func TestLinearGraphQL_ThroughTheAgentSocket(t *testing.T) {
 		t.Fatal("the agent reached another issue")
 	}
 
-	// A comment the agent posts is by the daemon's account: it can never answer a
-	// checkpoint.
+	// A comment the agent posts is by the daemon's account, which the orchestrator never
+	// takes for a checkpoint's answer (answerRefusal).
 	if _, err := c.LinearGraphQL(ctx, agentsock.LinearGraphQLRequest{
 		Query: `mutation { commentCreate(input: {issueId: "` + mine.ID + `", body: "yes"}) { success } }`}); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := svc.Issues.FetchIssueComments(ctx, mine.ID)
+	cs, err := trk.FetchIssueComments(ctx, mine.ID)
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("comments: %v %v", cs, err)
 	}
-	acc, _ := tracker.As[tracker.Account](svc.Issues)
+	acc, _ := tracker.As[tracker.Account](trk)
 	self, err := acc.Self(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := answerRefusal(svc.Config(), self, cs[0]); why == "" {
-		t.Fatal("a comment posted through linear_graphql would answer a checkpoint")
+	if !self.Wrote(cs[0]) {
+		t.Fatalf("a comment posted through linear_graphql (%+v) is not by the daemon's account %s: it could answer a checkpoint", cs[0], self)
 	}
 }
 
-// recordMoves wires svc to the orchestrator's own record of agent moves, and returns
-// a reader of it and a way to start a new run (the record forgotten at a worker's exit).
-func recordMoves(svc *ToolService) (read func() map[string]string, newRun func(issueID string)) {
-	m := &agentMoves{}
-	svc.AgentMoving = m.moving
-	read = func() map[string]string {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return maps.Clone(m.to)
-	}
-	return read, m.forget
-}
-
+// TestLinearGraphQL_AMoveLinearRefusedIsNotTheAgents: AgentMoving is told of each move
+// before it is sent and then whether Linear made it, so that the orchestrator puts back
+// its record of the agent's moves after one Linear refused (its agentMoves tests); the
+// loop is woken only after a move made.
 func TestLinearGraphQL_AMoveLinearRefusedIsNotTheAgents(t *testing.T) {
-	f, mine, _, c, svc, refreshed := linearService(t)
-	moves, newRun := recordMoves(svc)
+	moves := &moveLog{}
+	f, mine, _, c, _, refreshed := linearService(t, func(o *Options) { o.AgentMoving = moves.moving })
 	ctx := context.Background()
 	review, done := f.StateID("ENG", "In Review"), f.StateID("ENG", "Done")
 	move := func(state string) error {
@@ -166,10 +158,12 @@ func TestLinearGraphQL_AMoveLinearRefusedIsNotTheAgents(t *testing.T) {
 			Query: `mutation { issueUpdate(id: "` + mine.ID + `", input: {stateId: "` + state + `", priority: 2}) { success } }`})
 		return err
 	}
-	if err := move(review); err != nil || moves()[mine.ID] != "In Review" || refreshed.Load() != 1 {
-		t.Fatalf("a move made: %v, recorded %v, refreshed %d", err, moves(), refreshed.Load())
+	err := move(review)
+	if got, want := moves.take(), []string{"moving " + mine.ID + " to In Review", "settled " + mine.ID + " to In Review: moved true"}; err != nil ||
+		!slices.Equal(got, want) || refreshed.Load() != 1 {
+		t.Fatalf("a move made: %v, AgentMoving told %q (want %q), refreshed %d", err, got, want, refreshed.Load())
 	}
-	// Linear refuses the next move: the record is back to the run's last move made.
+	// Linear refuses the next move: AgentMoving is told it was not made.
 	f.SetHook(func(w http.ResponseWriter, body []byte) bool {
 		if strings.Contains(string(body), "issueUpdate") {
 			fakelinear.WriteError(w, http.StatusOK, "INVALID_INPUT", "priority must be an int")
@@ -178,34 +172,27 @@ func TestLinearGraphQL_AMoveLinearRefusedIsNotTheAgents(t *testing.T) {
 		return false
 	})
 	move(done)
-	if got := moves()[mine.ID]; got != "In Review" || refreshed.Load() != 1 {
-		t.Fatalf("after a refused move to Done: recorded %q, refreshed %d; want In Review, 1", got, refreshed.Load())
-	}
-	// In a new run, a refused move leaves no record: a human's move to Done later is
-	// not mistaken for the agent's.
-	newRun(mine.ID)
-	move(done)
-	if got, ok := moves()[mine.ID]; ok {
-		t.Fatalf("a refused first move left the record %q", got)
+	if got, want := moves.take(), []string{"moving " + mine.ID + " to Done", "settled " + mine.ID + " to Done: moved false"}; !slices.Equal(got, want) || refreshed.Load() != 1 {
+		t.Fatalf("after a refused move to Done: AgentMoving told %q (want %q), refreshed %d; want 1", got, want, refreshed.Load())
 	}
 }
 
 func TestToolService_ATransitionTheTrackerRefusedIsNotTheAgents(t *testing.T) {
-	svc, ft, refreshed := toolService(t, nil)
-	moves, _ := recordMoves(svc)
+	moves := &moveLog{}
+	svc, ft, refreshed := toolService(t, nil, func(o *Options) { o.AgentMoving = moves.moving })
 	ft.FailNext(faketracker.OpTransition, 1, nil)
 	_, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: sess.IssueID, TargetState: "Done"})
 	if e == nil {
 		t.Fatal("the injected failure was not reported")
 	}
-	if got, ok := moves()[sess.IssueID]; ok || refreshed.Load() != 0 {
-		t.Fatalf("a failed transition left the record %q (refreshed %d)", got, refreshed.Load())
+	if got, want := moves.take(), []string{"moving 1 to Done", "settled 1 to Done: moved false"}; !slices.Equal(got, want) || refreshed.Load() != 0 {
+		t.Fatalf("a failed transition: AgentMoving told %q (want %q), refreshed %d", got, want, refreshed.Load())
 	}
 	if _, e := svc.Tracker(context.Background(), sess, agentsock.TrackerRequest{Operation: "transition_issue", IssueID: sess.IssueID, TargetState: "Done"}); e != nil {
 		t.Fatal(e)
 	}
-	if got := moves()[sess.IssueID]; got != "Done" {
-		t.Fatalf("a transition made: recorded %q, want Done", got)
+	if got, want := moves.take(), []string{"moving 1 to Done", "settled 1 to Done: moved true"}; !slices.Equal(got, want) || refreshed.Load() != 1 {
+		t.Fatalf("a transition made: AgentMoving told %q (want %q), refreshed %d", got, want, refreshed.Load())
 	}
 }
 
@@ -213,9 +200,8 @@ func TestToolService_ATransitionTheTrackerRefusedIsNotTheAgents(t *testing.T) {
 // the session's issue to review while a blocking workflow checkpoint has no human answer
 // is refused and never reaches Linear; within the active states it is sent.
 func TestLinearGraphQL_AMoveOutOfTheActiveStatesWaitsForTheGates(t *testing.T) {
-	f, mine, _, c, svc, _ := linearService(t)
 	g := &gateChecker{blockers: []engine.Blocker{reviewGate}}
-	svc.Workflows = g
+	f, mine, _, c, _, _ := linearService(t, func(o *Options) { o.Workflows = g })
 	var updates atomic.Int32
 	f.SetHook(func(w http.ResponseWriter, body []byte) bool {
 		if strings.Contains(string(body), "issueUpdate") {

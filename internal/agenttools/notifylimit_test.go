@@ -1,4 +1,4 @@
-package orchestrator
+package agenttools
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"sortie/internal/config"
 )
 
-// limitedNotify is a ToolService whose Deliver counts what it sends, on a fake clock
+// limitedNotify is a Service whose Deliver counts what it sends, on a fake clock
 // starting at t0 (a whole second, so retry times are exact), with
 // the rate limit that *limit holds at each call (a reload is a store) and the refusals'
 // scopes in order.
 type limitedNotify struct {
-	svc       *ToolService
+	svc       *Service
 	clk       *clock.Fake
 	delivered atomic.Int32
 	limit     atomic.Pointer[config.NotifyRateLimit]
@@ -29,7 +29,7 @@ func newLimitedNotify(t *testing.T, limit config.NotifyRateLimit) *limitedNotify
 	t.Helper()
 	n := &limitedNotify{clk: clock.NewFake(t0)}
 	n.limit.Store(&limit)
-	n.svc = &ToolService{
+	n.svc = New(Options{
 		Config: func() *config.Config {
 			c := testConfig(t, nil)
 			c.NotifyOperator.RateLimit = *n.limit.Load()
@@ -41,7 +41,7 @@ func newLimitedNotify(t *testing.T, limit config.NotifyRateLimit) *limitedNotify
 		},
 		Clock:             n.clk,
 		NotifyRateLimited: func(scope string) { n.scopes = append(n.scopes, scope) },
-	}
+	})
 	return n
 }
 
