@@ -34,6 +34,7 @@ import (
 	"sortie/internal/server"
 	"sortie/internal/server/dashboard"
 	"sortie/internal/tracker"
+	"sortie/internal/workspace"
 )
 
 // runFlags are the daemon's command-line flags.
@@ -497,14 +498,14 @@ func agentRunAs(cfg *config.Config, workflowPath, exe string, sock *agentsock.Se
 // session gets: the sortie-tools MCP entry (this binary), the socket's capability
 // tokens and the first-turn tool list (docs/agent-tools.md), which offers what caps
 // says the daemon serves. Calls wait until serveAgentTools serves the socket.
-func startAgentTools(sockBase string, caps func() agentsock.Capabilities) (orchestrator.Extensions, *agentsock.Server, error) {
+func startAgentTools(sockBase string, caps func() agentsock.Capabilities) (workspace.Extensions, *agentsock.Server, error) {
 	dbPath, err := filepath.Abs(sockBase)
 	if err != nil {
-		return orchestrator.Extensions{}, nil, err
+		return workspace.Extensions{}, nil, err
 	}
 	sock, err := agentsock.Listen(agentsock.SocketPath(dbPath))
 	if err != nil {
-		return orchestrator.Extensions{}, nil, err
+		return workspace.Extensions{}, nil, err
 	}
 	exe, err := os.Executable()
 	if err == nil {
@@ -512,14 +513,14 @@ func startAgentTools(sockBase string, caps func() agentsock.Capabilities) (orche
 	}
 	if err != nil {
 		sock.Close()
-		return orchestrator.Extensions{}, nil, fmt.Errorf("finding this executable for the agents' MCP server: %w", err)
+		return workspace.Extensions{}, nil, fmt.Errorf("finding this executable for the agents' MCP server: %w", err)
 	}
 	// Each session is told about the tools its own sidecar will register, given the env
 	// it gets and what this daemon grants: an agent on an SSH host has no socket.
 	promptTools := func(env map[string]string) []prompt.ToolDoc {
 		return mcp.ToolDocs(mcp.Offered(mcp.SessionGates(env, caps())))
 	}
-	return orchestrator.Extensions{Executable: exe, Socket: sock, PromptTools: promptTools}, sock, nil
+	return workspace.Extensions{Executable: exe, Socket: sock, PromptTools: promptTools}, sock, nil
 }
 
 // serveAgentTools builds the daemon's side of the Tier 2 tools and serves the agent

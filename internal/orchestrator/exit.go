@@ -158,7 +158,7 @@ func (o *Orchestrator) retryFailure(ctx context.Context, cfg *config.Config, e *
 
 // errorKind names the spec error kind of err, if it has one.
 func errorKind(err error) string {
-	var ce *ConfigError
+	var ce *workspace.ConfigError
 	if errors.As(err, &ce) {
 		return "config_error"
 	}
@@ -173,7 +173,7 @@ func errorKind(err error) string {
 
 // retryable classifies a worker error. Unclassified errors are retryable.
 func retryable(err error) bool {
-	var ce *ConfigError
+	var ce *workspace.ConfigError
 	if errors.As(err, &ce) {
 		return false
 	}

@@ -11,11 +11,13 @@ import (
 	"sync"
 	"testing"
 
+	"sortie/internal/agent"
 	"sortie/internal/agentsock"
 	"sortie/internal/config"
 	"sortie/internal/mcp"
 	"sortie/internal/prompt"
 	"sortie/internal/store"
+	"sortie/internal/workspace"
 )
 
 // fakeGranter records the tokens the worker asks for and gives back.
@@ -76,7 +78,7 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 		environ: append(os.Environ(), "SORTIE_TRACKER_API_KEY=tracker-secret", "SLACK_HOOK=https://hooks.example/secret", "SORTIE_REPO_URL=https://git.example/repo", "SORTIE_TRACKER_PROJECT=PROJ",
 			"SORTIE_SERVER_AUTH_TOKEN=operator-secret", "SORTIE_ENV_FILE=/srv/sortie/.env", "SORTIE_DB_PATH=/srv/sortie/state.db",
 			"SORTIE_POLLING_INTERVAL_MS=5000", "SORTIE_AGENT_MAX_TOKENS=90000", "SORTIE_TOOL_TIMEOUT_MS=1000"),
-		ext: Extensions{Executable: "/opt/sortie/bin/sortie", Socket: g,
+		ext: workspace.Extensions{Executable: "/opt/sortie/bin/sortie", Socket: g,
 			PromptTools: func(map[string]string) []prompt.ToolDoc { return docs }}})
 	h.trk.Put(issue("EXT-1", "Todo"))
 	h.start()
@@ -107,7 +109,7 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
-	tools, ok := f.MCPServers[ToolsServerName]
+	tools, ok := f.MCPServers[agent.ToolsServer]
 	if !ok || tools.Command != "/opt/sortie/bin/sortie" || !slices.Equal(tools.Args, []string{"mcp-server", "--workflow", cfg.Path}) {
 		t.Errorf("sortie-tools entry = %+v", tools)
 	}
@@ -150,7 +152,7 @@ func TestExtensions_SessionGetsMCPConfigStateAndToken(t *testing.T) {
 		t.Errorf(".sortie/.gitignore = %q, %v", gi, err)
 	}
 
-	var st stateJSON
+	var st workspace.State
 	data, err := os.ReadFile(filepath.Join(ws, ".sortie", "state.json"))
 	if err != nil || json.Unmarshal(data, &st) != nil {
 		t.Fatalf("state.json: %s, %v", data, err)
@@ -197,7 +199,7 @@ func TestExtensions_FirstPromptListsTheToolsTheSessionGets(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Worker.SSHHosts = tt.hosts })
 			g := &fakeGranter{}
 			h := newHarness(t, cfg, harnessOptions{pollOnly: true,
-				ext: Extensions{Executable: "/opt/sortie/bin/sortie", Socket: g, PromptTools: tools}})
+				ext: workspace.Extensions{Executable: "/opt/sortie/bin/sortie", Socket: g, PromptTools: tools}})
 			h.trk.Put(issue("EXT-1", "Todo"))
 			h.start()
 			h.awaitStep(StepExit, "EXT-1")
@@ -226,7 +228,7 @@ func TestExtensions_ReservedOperatorServerNameHoldsTheIssue(t *testing.T) {
 		c.Extensions = map[string]any{"mock": map[string]any{"mcp_config": operator}}
 	})
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
-		ext: Extensions{Executable: "/opt/sortie/bin/sortie", Socket: &fakeGranter{}}})
+		ext: workspace.Extensions{Executable: "/opt/sortie/bin/sortie", Socket: &fakeGranter{}}})
 	h.trk.Put(issue("EXT-2", "Todo"))
 	h.start()
 	o := h.awaitStep(StepExit, "EXT-2")

@@ -23,6 +23,7 @@ import (
 	"sortie/internal/store/sqlite"
 	"sortie/internal/testkit/faketracker"
 	"sortie/internal/tracker"
+	"sortie/internal/workspace"
 )
 
 // TestMain lets this test binary act as the mock agent's child: the mock adapter
@@ -129,7 +130,7 @@ type harnessOptions struct {
 	environ      []string
 	stallCheck   time.Duration
 	flush        time.Duration // Options.ProgressFlushInterval
-	ext          Extensions
+	ext          workspace.Extensions
 	alert        func(context.Context, Alert) error
 	activity     func(Activity)
 	checkpoints  bool // Options.Checkpoints is the harness's store

@@ -17,6 +17,7 @@ import (
 	"sortie/internal/runas"
 	"sortie/internal/store"
 	"sortie/internal/tracker"
+	"sortie/internal/workspace"
 )
 
 // Options are the parts an Orchestrator is assembled from.
@@ -67,8 +68,8 @@ type Options struct {
 	// RunAs, when not nil, is the OS user local agents and hooks run as (agent.run_as;
 	// the daemon runs as root), in workspaces that user owns.
 	RunAs *runas.User
-	// Extensions are the agent's MCP tools and their files (extensions.go). Optional.
-	Extensions Extensions
+	// Extensions are the agent's MCP tools and their files (workspace.Extensions). Optional.
+	Extensions workspace.Extensions
 	// Alert sends the daemon's own alerts (an issue blocked, its budget or its retries
 	// used up) to the operator's notification backends. Optional; it is called on its
 	// own goroutine and must respect ctx.

@@ -11,6 +11,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/agent/cgroup"
+	"sortie/internal/agentsock"
 	"sortie/internal/config"
 	"sortie/internal/prompt"
 	"sortie/internal/store"
@@ -71,9 +72,9 @@ type worker struct {
 	// first event is written at once, as it carries the session id, which a restart
 	// needs to resume the run and which must not wait for the end of a long turn.
 	flushAt time.Time
-	state   *stateFile             // .sortie/state.json; nil before the session starts
-	sortie  *workspace.SortieFiles // the workspace's .sortie/ during a session with extensions; else nil
-	tools   []prompt.ToolDoc       // the session's sortie-tools, listed in its first prompt
+	ext     *workspace.Prepared    // the session's agent extensions; nil before it starts
+	state   *workspace.StateWriter // .sortie/state.json; nil without extensions
+	started time.Time              // when the session started, for state.json
 
 	// stopTurn ends the running turn (its context) when a budget is crossed mid-turn;
 	// nil between turns. budgetHit says which budget, once crossed. Both belong to the
@@ -93,8 +94,28 @@ type worker struct {
 
 // stateChanged records new token usage in .sortie/state.json (coalesced).
 func (w *worker) stateChanged() {
-	if w.state != nil {
-		w.state.write(false)
+	w.writeState(false)
+}
+
+// writeState writes .sortie/state.json for the sortie_status tool: the session's
+// progress now. Unless force, token-usage updates are coalesced (workspace.StateWriter).
+func (w *worker) writeState(force bool) {
+	if w.state == nil {
+		return
+	}
+	err := w.state.Write(w.o.clk.Now(), force, func() workspace.State {
+		p := w.e.progress.snapshot()
+		st := workspace.State{IssueID: w.issue.ID, IssueIdentifier: w.issue.Identifier, RunID: w.runID,
+			SessionID: p.sessionID, TurnNumber: p.turn, MaxTurns: max(w.cfg.Agent.MaxTurns, 1),
+			SessionStartedAt: w.started.UTC().Format(time.RFC3339Nano), Tokens: p.usage, CostUSD: p.costUSD}
+		if w.e.attempt > 0 {
+			a := w.e.attempt
+			st.Attempt = &a
+		}
+		return st
+	})
+	if err != nil {
+		w.o.log.Warn("writing .sortie/state.json failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
 }
 
@@ -218,12 +239,19 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	if err != nil {
 		return w.fail(ex, err)
 	}
-	mcpPath, mcpServers, revoke, err := w.prepareExtensions()
+	w.ext, err = o.opts.Extensions.Prepare(workspace.Session{
+		Workspace: w.ws.Path, WorkflowPath: cfg.Path, WorkflowDir: cfg.Dir,
+		AgentKind: cfg.Agent.Kind, AgentBlock: cfg.Block(cfg.Agent.Kind),
+		IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
+		Attempt: w.e.attempt, ResumeFrom: w.e.resumeFrom, Remote: w.e.host != "",
+		Bind: func() agentsock.Binding { w.peers = w.newPeers(); return w.peers },
+	})
 	if err != nil {
 		return w.fail(ex, err)
 	}
-	defer revoke() // the session's token dies with it
-	w.state = &stateFile{w: w, started: o.clk.Now()}
+	defer w.ext.Close() // the session's token dies with it
+	mcpPath, mcpServers := w.ext.MCPConfig, w.ext.Servers
+	w.state, w.started = w.ext.StateWriter(w.ws.Path), o.clk.Now()
 	env := w.agentEnv()
 	w.openCgroup()
 	ctx = w.bindPeers(ctx)
@@ -296,11 +324,11 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 			// A resumed session already knows its workflow.
 			rendered = o.workflowHint(cfg, w.e.host, rendered)
 		}
-		text := prompt.TurnPrompt(rendered, turn, w.tools)
+		text := prompt.TurnPrompt(rendered, turn, w.ext.Tools)
 		if note := o.answerNote(ctx, w.issue.ID); note != "" {
 			text += "\n\n" + note
 		}
-		w.state.write(true)
+		w.writeState(true)
 
 		turnCtx, cancel := ctx, context.CancelFunc(func() {})
 		if cfg.Agent.TurnTimeout > 0 {
@@ -326,7 +354,9 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		o.report(Activity{Kind: ActivityTurn, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
 			Result: turnResult, Duration: o.clk.Now().Sub(turnStart), Attempt: w.e.attempt})
 		w.absorbResult(res, &ex)
-		w.state.flushPending()
+		if w.state != nil && w.state.Pending {
+			w.writeState(true)
+		}
 		if ctx.Err() != nil {
 			return w.cancelled(ex)
 		}

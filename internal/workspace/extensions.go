@@ -1,4 +1,4 @@
-package orchestrator
+package workspace
 
 import (
 	"encoding/json"
@@ -13,7 +13,6 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/agentsock"
 	"sortie/internal/prompt"
-	"sortie/internal/workspace"
 )
 
 // Extensions wires the agent extensions (docs/agent-tools.md) into every session: the
@@ -40,10 +39,7 @@ type Granter interface {
 	Path() string
 }
 
-// ToolsServerName is the reserved MCP server name of Sortie's tools.
-const ToolsServerName = agent.ToolsServer
-
-// MCPConfigFile and StateFile are the files the worker keeps in .sortie/.
+// MCPConfigFile and StateFile are the files a session keeps in .sortie/.
 const (
 	MCPConfigFile = "mcp.json"
 	StateFile     = "state.json"
@@ -62,34 +58,67 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return "config_error: " + e.Field + ": " + e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// prepareExtensions writes .sortie/mcp.json for the session and returns its path ("" when
-// extensions are off), its servers (the one parse of it adapters use) and a function that revokes the session's token and closes
-// w.sortie, which it opens for the session's writes to .sortie/. It sets w.tools
-// to the tools that configuration offers, for the first turn's prompt.
-func (w *worker) prepareExtensions() (string, []agent.MCPServer, func(), error) {
-	x := w.o.opts.Extensions
+// Session is one agent session as its extensions see it.
+type Session struct {
+	Workspace    string // the workspace's path
+	WorkflowPath string // WORKFLOW.md, which the sidecar loads
+	WorkflowDir  string // what a relative mcp_config is resolved against
+	// AgentKind and AgentBlock are the agent adapter's kind and its WORKFLOW.md block,
+	// whose mcp_config names the operator's own MCP servers.
+	AgentKind  string
+	AgentBlock map[string]any
+	IssueID    string
+	Identifier string
+	RunID      int64
+	Attempt    int    // 0 on a first dispatch
+	ResumeFrom string // the agent session resumed, "" for a new one
+	// Bind, when not nil, binds the session's token to its processes. It is called
+	// only when a token is granted: for an agent on this machine (Remote false).
+	Bind   func() agentsock.Binding
+	Remote bool // the agent runs on an SSH host, which cannot reach the socket
+}
+
+// Prepared is a session's extensions, written and granted. Close revokes the token
+// and releases .sortie/.
+type Prepared struct {
+	// MCPConfig is the path of .sortie/mcp.json, "" when extensions are off; Servers
+	// are its servers (the one parse of it adapters use).
+	MCPConfig string
+	Servers   []agent.MCPServer
+	// Tools are what its sortie-tools server offers, for the first turn's prompt.
+	Tools []prompt.ToolDoc
+
+	files  *SortieFiles
+	revoke func()
+}
+
+// Prepare writes .sortie/mcp.json for a session, granting its token, and returns what
+// it wrote. With no Executable it writes nothing and returns an empty Prepared.
+func (x Extensions) Prepare(s Session) (*Prepared, error) {
 	if x.Executable == "" {
-		return "", nil, func() {}, nil
+		return &Prepared{revoke: func() {}}, nil
 	}
 	token := ""
 	revoke := func() {}
 	// The socket is local: an agent on an SSH host could not reach it.
-	if x.Socket != nil && w.e.host == "" {
-		// Bound to the run's processes: a token read elsewhere is refused (peers.go).
-		w.peers = w.newPeers()
-		token = x.Socket.Grant(agentsock.Session{IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID, Bind: w.peers})
+	if x.Socket != nil && !s.Remote {
+		var bind agentsock.Binding
+		if s.Bind != nil {
+			bind = s.Bind() // a token read elsewhere is refused (agentsock.RunProcesses)
+		}
+		token = x.Socket.Grant(agentsock.Session{IssueID: s.IssueID, Identifier: s.Identifier, RunID: s.RunID, Bind: bind})
 		revoke = func() { x.Socket.Revoke(token) }
 	}
 	servers := map[string]any{}
-	if err := w.operatorMCPServers(servers); err != nil {
+	if err := operatorMCPServers(s, servers); err != nil {
 		revoke()
-		return "", nil, func() {}, err
+		return nil, err
 	}
-	env := w.sidecarEnv(token)
-	servers[ToolsServerName] = map[string]any{
+	env := x.sidecarEnv(s, token)
+	servers[agent.ToolsServer] = map[string]any{
 		"type":    "stdio",
 		"command": x.Executable,
-		"args":    []string{"mcp-server", "--workflow", w.cfg.Path},
+		"args":    []string{"mcp-server", "--workflow", s.WorkflowPath},
 		"env":     env,
 	}
 	data, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
@@ -99,9 +128,9 @@ func (w *worker) prepareExtensions() (string, []agent.MCPServer, func(), error) 
 	}
 	if err != nil {
 		revoke()
-		return "", nil, func() {}, err
+		return nil, err
 	}
-	sf, err := workspace.OpenSortieFiles(w.ws.Path)
+	sf, err := OpenSortieFiles(s.Workspace)
 	if err == nil {
 		if err = sf.WriteFile(MCPConfigFile, append(data, '\n')); err != nil {
 			sf.Close()
@@ -109,31 +138,36 @@ func (w *worker) prepareExtensions() (string, []agent.MCPServer, func(), error) 
 	}
 	if err != nil {
 		revoke()
-		return "", nil, func() {}, fmt.Errorf("writing .sortie/%s: %w", MCPConfigFile, err)
+		return nil, fmt.Errorf("writing .sortie/%s: %w", MCPConfigFile, err)
 	}
-	w.sortie = sf // state.json goes there too, all session long
+	p := &Prepared{MCPConfig: filepath.Join(s.Workspace, SortieDir, MCPConfigFile), Servers: parsed, files: sf, revoke: revoke}
 	if x.PromptTools != nil {
-		w.tools = x.PromptTools(env)
+		p.Tools = x.PromptTools(env)
 	}
-	return filepath.Join(w.ws.Path, ".sortie", MCPConfigFile), parsed, func() {
-		revoke()
-		w.sortie = nil
-		sf.Close()
-	}, nil
+	return p, nil
+}
+
+// Close revokes the session's token (it dies with the session) and releases .sortie/.
+func (p *Prepared) Close() {
+	p.revoke()
+	if p.files != nil {
+		p.files.Close()
+		p.files = nil
+	}
 }
 
 // operatorMCPServers adds the servers of the agent block's mcp_config to servers. The
 // file must be a JSON object with an mcpServers object, and must not use the reserved
 // name.
-func (w *worker) operatorMCPServers(servers map[string]any) error {
-	field := w.cfg.Agent.Kind + ".mcp_config"
-	raw, _ := w.cfg.Block(w.cfg.Agent.Kind)["mcp_config"].(string)
+func operatorMCPServers(s Session, servers map[string]any) error {
+	field := s.AgentKind + ".mcp_config"
+	raw, _ := s.AgentBlock["mcp_config"].(string)
 	path := strings.TrimSpace(raw)
 	if path == "" {
 		return nil
 	}
 	if !filepath.IsAbs(path) {
-		path = filepath.Join(w.cfg.Dir, path)
+		path = filepath.Join(s.WorkflowDir, path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -151,7 +185,7 @@ func (w *worker) operatorMCPServers(servers map[string]any) error {
 		return &ConfigError{Field: field, Err: fmt.Errorf("%s: has no \"mcpServers\" object", path)}
 	}
 	for name, def := range doc.MCPServers {
-		if name == ToolsServerName {
+		if name == agent.ToolsServer {
 			return &ConfigError{Field: field, Err: fmt.Errorf("%s: the server name %q is reserved for Sortie's own tools; rename it", path, name)}
 		}
 		var obj map[string]any
@@ -186,20 +220,20 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 // daemon's private state (database, env file, operator token). The sidecar asks the
 // daemon, over the socket, for everything it needs beyond the workspace: the run
 // history, the budget the daemon enforces, the tracker and notifications.
-func (w *worker) sidecarEnv(token string) map[string]string {
+func (x Extensions) sidecarEnv(s Session, token string) map[string]string {
 	attempt := ""
-	if w.e.attempt > 0 {
-		attempt = strconv.Itoa(w.e.attempt)
+	if s.Attempt > 0 {
+		attempt = strconv.Itoa(s.Attempt)
 	}
 	env := map[string]string{
-		"SORTIE_WORKSPACE":        w.ws.Path,
-		"SORTIE_ISSUE_ID":         w.issue.ID,
-		"SORTIE_ISSUE_IDENTIFIER": w.issue.Identifier,
-		"SORTIE_RUN_ID":           strconv.FormatInt(w.runID, 10),
-		"SORTIE_SESSION_ID":       w.e.resumeFrom,
+		"SORTIE_WORKSPACE":        s.Workspace,
+		"SORTIE_ISSUE_ID":         s.IssueID,
+		"SORTIE_ISSUE_IDENTIFIER": s.Identifier,
+		"SORTIE_RUN_ID":           strconv.FormatInt(s.RunID, 10),
+		"SORTIE_SESSION_ID":       s.ResumeFrom,
 		"SORTIE_ATTEMPT":          attempt,
 	}
-	if x := w.o.opts.Extensions; x.Socket != nil && token != "" {
+	if x.Socket != nil && token != "" {
 		env[agentsock.EnvSocket] = x.Socket.Path()
 		env[agentsock.EnvToken] = token
 	}
@@ -210,20 +244,8 @@ func (w *worker) sidecarEnv(token string) map[string]string {
 // token usage: a chatty agent must not turn the daemon into a file-rewriting loop.
 const stateWriteInterval = 250 * time.Millisecond
 
-// stateFile keeps .sortie/state.json for the sortie_status tool. Writes happen at
-// session start, at each turn start and on token usage, only when the content
-// changed, and at most once per stateWriteInterval for usage; the last change is
-// written at the end of each turn. Only the worker's goroutine uses it.
-type stateFile struct {
-	w         *worker
-	started   time.Time
-	last      []byte
-	lastWrite time.Time
-	pending   bool
-}
-
-// stateJSON is the file's content.
-type stateJSON struct {
+// State is the content of .sortie/state.json, for the sortie_status tool.
+type State struct {
 	Version          int         `json:"version"`
 	IssueID          string      `json:"issue_id"`
 	IssueIdentifier  string      `json:"issue_identifier"`
@@ -238,52 +260,56 @@ type stateJSON struct {
 	CostUSD          float64     `json:"cost_usd"`
 }
 
-// write writes the file if its content changed; unless force, token-usage updates are
-// coalesced to one per stateWriteInterval.
-func (s *stateFile) write(force bool) {
-	w := s.w
-	if w.o.opts.Extensions.Executable == "" || w.ws.Path == "" {
-		return
-	}
-	now := w.o.clk.Now()
-	if !force && now.Sub(s.lastWrite) < stateWriteInterval {
-		s.pending = true
-		return
-	}
-	p := w.e.progress.snapshot()
-	st := stateJSON{
-		Version: 1, IssueID: w.issue.ID, IssueIdentifier: w.issue.Identifier, RunID: w.runID,
-		SessionID: p.sessionID, TurnNumber: p.turn, MaxTurns: max(w.cfg.Agent.MaxTurns, 1),
-		SessionStartedAt: s.started.UTC().Format(time.RFC3339Nano), Tokens: p.usage, CostUSD: p.costUSD,
-	}
-	if w.e.attempt > 0 {
-		a := w.e.attempt
-		st.Attempt = &a
-	}
-	probe, _ := json.Marshal(st) // without updated_at: unchanged content is not rewritten
-	if string(probe) == string(s.last) {
-		s.pending = false
-		return
-	}
-	st.UpdatedAt = now.UTC().Format(time.RFC3339Nano)
-	data, err := json.Marshal(st)
-	if err != nil {
-		return
-	}
-	write := func() error { return workspace.WriteFileAtomic(w.ws.Path, StateFile, data) }
-	if w.sortie != nil {
-		write = func() error { return w.sortie.WriteFile(StateFile, data) }
-	}
-	if err := write(); err != nil {
-		w.o.log.Warn("writing .sortie/state.json failed", "issue_identifier", w.issue.Identifier, "error", err)
-		return
-	}
-	s.last, s.lastWrite, s.pending = probe, now, false
+// StateWriter keeps .sortie/state.json of one session. Writes happen at session start,
+// at each turn start and on token usage, only when the content changed, and at most
+// once per stateWriteInterval for usage; the last change is written at the end of
+// each turn. It is not safe for concurrent use: its session's worker owns it.
+type StateWriter struct {
+	p         *Prepared
+	workspace string
+	last      []byte
+	lastWrite time.Time
+	// Pending is set while a coalesced update waits to be written.
+	Pending bool
 }
 
-// flushPending writes a coalesced update that is still waiting.
-func (s *stateFile) flushPending() {
-	if s.pending {
-		s.write(true)
+// StateWriter returns the writer of the session's .sortie/state.json: written through .sortie/ as opened for
+// the session, or nil when extensions are off.
+func (p *Prepared) StateWriter(workspace string) *StateWriter {
+	if p.MCPConfig == "" || workspace == "" {
+		return nil
 	}
+	return &StateWriter{p: p, workspace: workspace}
+}
+
+// Write writes the state st returns at now if its content changed; unless force,
+// token-usage updates are coalesced to one per stateWriteInterval (Pending says one
+// waits), and st is not even called.
+func (s *StateWriter) Write(now time.Time, force bool, st func() State) error {
+	if !force && now.Sub(s.lastWrite) < stateWriteInterval {
+		s.Pending = true
+		return nil
+	}
+	state := st()
+	state.Version, state.UpdatedAt = 1, ""
+	probe, _ := json.Marshal(state) // without updated_at: unchanged content is not rewritten
+	if string(probe) == string(s.last) {
+		s.Pending = false
+		return nil
+	}
+	state.UpdatedAt = now.UTC().Format(time.RFC3339Nano)
+	data, err := json.Marshal(state)
+	if err != nil {
+		return err
+	}
+	if f := s.p.files; f != nil {
+		err = f.WriteFile(StateFile, data)
+	} else {
+		err = WriteFileAtomic(s.workspace, StateFile, data)
+	}
+	if err != nil {
+		return err
+	}
+	s.last, s.lastWrite, s.Pending = probe, now, false
+	return nil
 }
