@@ -69,50 +69,12 @@ func (e *OptionError) Error() string {
 }
 
 // CheckpointView is a pending checkpoint in a Snapshot.
-type CheckpointView struct {
-	ID            int64                    `json:"id"`
-	IssueID       string                   `json:"issue_id"`
-	Identifier    string                   `json:"issue_identifier"`
-	SessionID     string                   `json:"session_id"`
-	Workflow      string                   `json:"workflow"`
-	Activity      string                   `json:"activity"`
-	CheckpointID  string                   `json:"checkpoint_id"`
-	Name          string                   `json:"name"`
-	Message       string                   `json:"message"`
-	Options       []store.CheckpointOption `json:"options"`
-	Blocking      bool                     `json:"blocking"`
-	DefaultOption string                   `json:"default_option,omitempty"`
-	// AutoAdvanceAt is when the daemon answers a non-blocking checkpoint with its
-	// default option; zero for blocking ones.
-	AutoAdvanceAt time.Time `json:"auto_advance_at,omitzero"`
-	IssuedAt      time.Time `json:"issued_at"`
-	Answer        string    `json:"answer,omitempty"`
-	AnsweredBy    string    `json:"answered_by,omitempty"`
-	AnswerSource  string    `json:"answer_source,omitempty"`
-	AnsweredAt    time.Time `json:"answered_at,omitzero"`
-}
+type CheckpointView = store.CheckpointView
 
-func checkpointView(c store.Checkpoint) CheckpointView {
-	v := CheckpointView{ID: c.ID, IssueID: c.IssueID, Identifier: c.Identifier, SessionID: c.SessionID, Workflow: c.Workflow,
-		Activity: c.Activity, CheckpointID: c.CheckpointID, Name: c.Name, Message: c.Message, Options: c.Options,
-		Blocking: c.Blocking, DefaultOption: c.DefaultOption, IssuedAt: c.IssuedAt, Answer: c.Answer,
-		AnsweredBy: c.AnsweredBy, AnswerSource: c.AnswerSource, AnsweredAt: c.AnsweredAt}
-	if v.Options == nil {
-		v.Options = []store.CheckpointOption{}
-	}
-	if at, ok := autoAdvanceAt(c); ok {
-		v.AutoAdvanceAt = at
-	}
-	return v
-}
+func checkpointView(c store.Checkpoint) CheckpointView { return c.View() }
 
 // autoAdvanceAt is when a non-blocking checkpoint's default option is taken.
-func autoAdvanceAt(c store.Checkpoint) (time.Time, bool) {
-	if c.Blocking || c.DefaultOption == "" || c.AutoAdvanceMS <= 0 {
-		return time.Time{}, false
-	}
-	return c.IssuedAt.Add(time.Duration(c.AutoAdvanceMS) * time.Millisecond), true
-}
+func autoAdvanceAt(c store.Checkpoint) (time.Time, bool) { return c.AutoAdvanceAt() }
 
 // checkpoints is the orchestrator's view of pending checkpoints, kept current by the
 // engine's hooks and by answers, so snapshots need no database read. Safe for
