@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -29,11 +28,10 @@ func TestHandoff_RefusedWhileAGateHasNoHumanAnswer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
+			g := &gateChecker{blockers: c.blockers, err: c.err}
+			h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true, engine: g})
 			const id = "GATE-1"
 			h.trk.Put(issue(id, "Todo"))
-			g := &gateChecker{blockers: c.blockers, err: c.err}
-			h.orch.SetWorkflowSessions(g)
 			h.start()
 			o := h.awaitStep(StepExit, id)
 			held, isHeld := heldOf(o.Snapshot, id)
@@ -70,25 +68,13 @@ func TestHandoff_NeedsHumanReviewWithoutAHandoffState(t *testing.T) {
 	cfg := checkpointConfig(t)
 	cfg.Tracker.HandoffState = ""
 	cfg.Extensions = map[string]any{"mock": map[string]any{"status": "needs-human-review"}}
-	h := newHarness(t, cfg, harnessOptions{pollOnly: true, checkpoints: true})
+	g := &gateChecker{blockers: []engine.Blocker{reviewGate}}
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, checkpoints: true, engine: g})
 	const id = "GATE-2"
 	h.trk.Put(issue(id, "Todo"))
-	g := &gateChecker{blockers: []engine.Blocker{reviewGate}}
-	h.orch.SetWorkflowSessions(g)
 	h.start()
 	o := h.awaitStep(StepExit, id)
 	if held, ok := heldOf(o.Snapshot, id); !ok || held.Reason != holdCheckpointSkipped || !strings.Contains(held.Message, "review/approve-pr") {
 		t.Fatalf("after needs-human-review: %s; want %s held as %s", describe(o.Snapshot), id, holdCheckpointSkipped)
-	}
-}
-
-// An engine that is not a HandoffChecker (or none) leaves the hand-off as it was.
-var _ SessionForgetter = (*gateChecker)(nil)
-
-func TestHandoffRefusal_NoCheckerNoGate(t *testing.T) {
-	h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
-	h.orch.SetWorkflowSessions(&forgetter{})
-	if why := h.orch.handoffRefusal(context.Background(), h.cfg.Load(), engine.Caller{IssueID: "1"}, "", "test"); why != "" {
-		t.Fatalf("handoffRefusal without a checker = %q, want none", why)
 	}
 }
