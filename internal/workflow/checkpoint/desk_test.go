@@ -60,7 +60,9 @@ func (m *memStore) AnswerCheckpoint(ctx context.Context, a store.CheckpointAnswe
 	return store.Checkpoint{}, store.ErrNotFound
 }
 
-func (m *memStore) LoadWorkflowSessions(context.Context) ([]store.WorkflowSession, error) { return nil, nil }
+func (m *memStore) LoadWorkflowSessions(context.Context) ([]store.WorkflowSession, error) {
+	return nil, nil
+}
 
 func (m *memStore) EndIssueWorkflows(context.Context, string, time.Time) ([]string, error) {
 	return nil, nil
