@@ -34,6 +34,7 @@ import (
 	"sortie/internal/server"
 	"sortie/internal/server/dashboard"
 	"sortie/internal/tracker"
+	"sortie/internal/workflow/checkpoint"
 	"sortie/internal/workspace"
 )
 
@@ -187,14 +188,19 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
-	wf, err := startWorkflows(ctx, cfg, watcher.Current, st, logger)
+	activity := func(a orchestrator.Activity) {
+		mets.Observe(a)
+		hub.Publish(a)
+	}
+	wf, err := startWorkflows(ctx, cfg, watcher.Current, st, dashboardURL(cfg, f), activity, logger)
 	if err != nil {
 		return fail("%v", err)
 	}
 	var wfCaller agenttools.WorkflowCaller
-	var checkpoints orchestrator.CheckpointStore
 	if wf != nil {
-		wfCaller, checkpoints = wf.eng, st
+		// After orch.Run, so that no auto-advance answers into a stopped loop's store.
+		defer wf.desk.Close()
+		wfCaller = wf.eng
 	}
 	sockBase := cfg.DBPath
 	if clu != nil {
@@ -247,25 +253,17 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		ExitWhenIdle:  f.exitWhenIdle,
 		Extensions:    ext,
 		Alert:         alerter(notifier),
-		Checkpoints:   checkpoints,
-		DashboardURL:  dashboardURL(cfg, f),
-		Activity: func(a orchestrator.Activity) {
-			mets.Observe(a)
-			hub.Publish(a)
-		},
+		Checkpoints:   wf.checkpoints(),
+		Activity:      activity,
 	})
 	if err != nil {
 		return fail("%v", err)
-	}
-	if wf != nil {
-		wf.orch.Store(orch)
-		orch.SetWorkflowSessions(wf.eng)
 	}
 	tools = serveAgentTools(sock, orch, watcher.Current, st, notifier, wfCaller, mets.NotifyRateLimited)
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", dbShown, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
-	srvDone, err := startServer(ctx, cfg, f, path, orch, st, hub, mets, adapters.rateLimits, logger, stderr)
+	srvDone, err := startServer(ctx, cfg, f, path, orch, wf.answerer(), st, hub, mets, adapters.rateLimits, logger, stderr)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -574,7 +572,7 @@ func alertEvent(e string) string {
 // explicitly; the default port being busy (another daemon on this machine) only costs
 // this daemon its server, with a warning.
 func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow string, orch *orchestrator.Orchestrator,
-	st daemonStore, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit, log *slog.Logger, stderr io.Writer) (func(), error) {
+	checkpoints *checkpoint.Desk, st daemonStore, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit, log *slog.Logger, stderr io.Writer) (func(), error) {
 	host, port := pick(f.host, cfg.Server.Host), cfg.Server.Port
 	explicit := cfg.Server.PortSet
 	if f.port >= 0 {
@@ -591,7 +589,7 @@ func startServer(ctx context.Context, cfg *config.Config, f runFlags, workflow s
 		Host: host, Port: port, AuthToken: token, TokenGenerated: cfg.Server.AuthToken == "", Version: version, WorkflowPath: workflow,
 		Snapshot: orch.Snapshot, Refresh: orch.Refresh, StorePing: st.Ping,
 		Runs: st, Hub: hub, Metrics: mets.Handler(), Dashboard: dashboard.Handler(version), Logger: log,
-		RateLimits: rateLimits, Checkpoints: orch,
+		RateLimits: rateLimits, Checkpoints: checkpoints,
 	})
 	if err != nil {
 		return nil, err

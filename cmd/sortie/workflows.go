@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"sortie/internal/config"
 	"sortie/internal/orchestrator"
 	"sortie/internal/store"
 	"sortie/internal/workflow"
+	"sortie/internal/workflow/checkpoint"
 	"sortie/internal/workflow/engine"
 	"sortie/internal/workflow/session"
 )
@@ -23,18 +23,24 @@ import (
 // workflowKeySuffix names the daemon's workflow-token key file, next to the database.
 const workflowKeySuffix = ".workflow-key"
 
-// daemonWorkflows is the daemon's workflow engine (workflows.dir): the store holds its
-// sessions, trace and checkpoints, humans answer its checkpoints, and the library is
-// re-read when its files or workflows.dir change.
+// daemonWorkflows is the daemon's workflow engine (workflows.dir) and its checkpoint
+// component: the store holds its sessions, trace and checkpoints, humans answer its
+// checkpoints at the desk, and the library is re-read when its files or workflows.dir
+// change.
 type daemonWorkflows struct {
 	eng  *engine.Engine
-	orch atomic.Pointer[orchestrator.Orchestrator] // set once built; the hooks forward to it
+	desk *checkpoint.Desk // the engine's hooks keep it current
 	lib  *libraryCache
 }
 
-// startWorkflows loads the library and builds the engine, or returns nil when
-// workflows.dir is not set. A library with problems stops the daemon, naming each.
-func startWorkflows(ctx context.Context, cfg *config.Config, current func() *config.Config, st store.WorkflowStore, log *slog.Logger) (*daemonWorkflows, error) {
+// startWorkflows loads the library and builds the checkpoint desk and, through it, the
+// engine (checkpoint.New builds the engine with the desk's hooks: no hook is patched in
+// later), or returns nil when workflows.dir is not set. A library with problems stops
+// the daemon, naming each. dashboardURL is linked from checkpoint comments; activity
+// receives the checkpoints' activity (armed, answered, resolved, abandoned). Close the
+// desk when the daemon stops.
+func startWorkflows(ctx context.Context, cfg *config.Config, current func() *config.Config, st store.WorkflowStore,
+	dashboardURL string, activity func(orchestrator.Activity), log *slog.Logger) (*daemonWorkflows, error) {
 	if cfg.Workflows.Dir == "" {
 		return nil, nil
 	}
@@ -50,30 +56,55 @@ func startWorkflows(ctx context.Context, cfg *config.Config, current func() *con
 		return nil, fmt.Errorf("workflows: the session key: %w", err)
 	}
 	d := &daemonWorkflows{lib: newLibraryCache(lib, current, log)}
-	d.eng, err = engine.New(engine.Options{
-		Library: d.lib.get, Key: key, State: st, Humans: true,
-		Log: log.With("component", "workflows"), Server: "sortie", Version: version,
-		Hooks: engine.Hooks{
-			Armed: func(c engine.Caller, rows []store.Checkpoint) {
-				if o := d.orch.Load(); o != nil {
-					o.CheckpointsArmed(c, rows)
-				}
-			},
-			Resolved: func(c engine.Caller, row store.Checkpoint) {
-				if o := d.orch.Load(); o != nil {
-					o.CheckpointResolved(c, row)
-				}
-			},
-		},
+	d.desk, err = checkpoint.New(checkpoint.Options{
+		Store: st, Config: current, Logger: log.With("component", "checkpoints"), DashboardURL: dashboardURL,
+		Report: func(e checkpoint.Event) { activity(checkpointActivity(e)) },
+	}, func(hooks engine.Hooks) (checkpoint.Engine, error) {
+		eng, err := engine.New(engine.Options{
+			Library: d.lib.get, Key: key, State: st, Humans: true,
+			Log: log.With("component", "workflows"), Server: "sortie", Version: version,
+			Hooks: hooks,
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.eng = eng
+		return eng, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workflows: %w", err)
 	}
 	if err := d.eng.Restore(ctx); err != nil {
+		d.desk.Close()
 		return nil, fmt.Errorf("workflows: %w", err)
 	}
 	log.Info("workflow library loaded", "dir", lib.Dir(), "workflows", len(lib.Workflows()))
 	return d, nil
+}
+
+// checkpointActivity is the orchestrator's Activity of a checkpoint event, for the
+// metrics and the live feed.
+func checkpointActivity(e checkpoint.Event) orchestrator.Activity {
+	return orchestrator.Activity{Kind: orchestrator.ActivityCheckpoint, Time: e.Time, IssueID: e.IssueID,
+		Identifier: e.Identifier, RunID: e.RunID, Result: e.Result, Message: e.Message}
+}
+
+// checkpoints is the orchestrator's checkpoint component: nil (not a nil *Desk) when
+// structured workflows are off.
+func (d *daemonWorkflows) checkpoints() orchestrator.Checkpoints {
+	if d == nil {
+		return nil
+	}
+	return d.desk
+}
+
+// answerer is the server's checkpoint answerer: a nil *checkpoint.Desk when structured
+// workflows are off, which answers checkpoint.ErrCheckpointsOff.
+func (d *daemonWorkflows) answerer() *checkpoint.Desk {
+	if d == nil {
+		return nil
+	}
+	return d.desk
 }
 
 // configError is the snapshot's workflow_error: a rejected WORKFLOW.md edit, else a

@@ -36,7 +36,7 @@ func (t *Service) linear() linearGraphQL {
 // tells AgentMoving first, withdraws that when Linear did not make the
 // move, and wakes the loop after one it made, as transition_issue does. Comments it
 // posts are by the daemon's own account, which never answers a checkpoint (the
-// orchestrator's answerRefusal).
+// checkpoint.AnswerRefusal).
 func (t *Service) LinearGraphQL(ctx context.Context, sess agentsock.Session, req agentsock.LinearGraphQLRequest) (json.RawMessage, *agentsock.Error) {
 	l := t.linear()
 	if l == nil {

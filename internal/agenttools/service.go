@@ -225,8 +225,8 @@ func (t *Service) Tracker(ctx context.Context, sess agentsock.Session, req agent
 // handoffAllowed refuses the agent's move of its own issue out of the active states
 // (to review, done, anything a human takes from there) while one of the issue's
 // workflow sessions has a blocking checkpoint on its path that no human answered: the
-// same gate as the run's own hand-off (the orchestrator's checkpoints.go,
-// handoffRefusal). The refusal is the error handoff_refused, and is in the session's
+// same gate as the run's own hand-off (checkpoint.Desk.HandoffRefusal). The
+// refusal is the error handoff_refused, and is in the session's
 // trace.
 func (t *Service) handoffAllowed(ctx context.Context, sess agentsock.Session, target string) *agentsock.Error {
 	hc, ok := t.o.Workflows.(HandoffChecker)

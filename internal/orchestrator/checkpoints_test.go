@@ -15,6 +15,7 @@ import (
 	"sortie/internal/store/sqlite"
 	"sortie/internal/testkit/faketracker"
 	"sortie/internal/tracker"
+	"sortie/internal/workflow/checkpoint"
 	"sortie/internal/workflow/engine"
 )
 
@@ -39,7 +40,7 @@ func armOnFirstTurn(t *testing.T, h *harness, ident string, cp store.Checkpoint)
 				t.Errorf("ArmCheckpoints: %v", err)
 				return
 			}
-			h.orch.CheckpointsArmed(engine.Caller{IssueID: cp.IssueID, Identifier: cp.Identifier}, rows)
+			h.hooks.Armed(engine.Caller{IssueID: cp.IssueID, Identifier: cp.Identifier}, rows)
 		})
 	}
 }
@@ -150,19 +151,19 @@ func TestCheckpoint_UnansweredCheckpointParksTheIssueUntilAnAPIAnswerResumesIt(t
 	}
 
 	ctx := context.Background()
-	var oe *OptionError
-	if _, err := h.orch.AnswerCheckpoint(ctx, "CP-1", "approve-plan", "ship-it", "alice", store.AnswerAPI); !errors.As(err, &oe) || !strings.Contains(err.Error(), "approve, revise") {
+	var oe *checkpoint.OptionError
+	if _, err := h.desk.AnswerCheckpoint(ctx, "CP-1", "approve-plan", "ship-it", "alice", store.AnswerAPI); !errors.As(err, &oe) || !strings.Contains(err.Error(), "approve, revise") {
 		t.Fatalf("answer with an unknown option: %v, want an OptionError listing the options", err)
 	}
-	if _, err := h.orch.AnswerCheckpoint(ctx, "CP-1", "no-such", "approve", "alice", store.AnswerAPI); !errors.Is(err, ErrCheckpointNotFound) {
-		t.Fatalf("answer to an unknown checkpoint: %v, want ErrCheckpointNotFound", err)
+	if _, err := h.desk.AnswerCheckpoint(ctx, "CP-1", "no-such", "approve", "alice", store.AnswerAPI); !errors.Is(err, checkpoint.ErrCheckpointNotFound) {
+		t.Fatalf("answer to an unknown checkpoint: %v, want checkpoint.ErrCheckpointNotFound", err)
 	}
-	v, err := h.orch.AnswerCheckpoint(ctx, "cp-1", "approve-plan", "approve", "alice", store.AnswerAPI)
+	v, err := h.desk.AnswerCheckpoint(ctx, "cp-1", "approve-plan", "approve", "alice", store.AnswerAPI)
 	if err != nil || v.Answer != "approve" || v.AnsweredBy != "alice" || v.AnswerSource != store.AnswerAPI {
 		t.Fatalf("AnswerCheckpoint = %+v, %v", v, err)
 	}
-	if _, err := h.orch.AnswerCheckpoint(ctx, "CP-1", "approve-plan", "revise", "bob", store.AnswerAPI); !errors.Is(err, ErrCheckpointAnswered) {
-		t.Fatalf("a second answer: %v, want ErrCheckpointAnswered", err)
+	if _, err := h.desk.AnswerCheckpoint(ctx, "CP-1", "approve-plan", "revise", "bob", store.AnswerAPI); !errors.Is(err, checkpoint.ErrCheckpointAnswered) {
+		t.Fatalf("a second answer: %v, want checkpoint.ErrCheckpointAnswered", err)
 	}
 
 	// The answer resumes the agent's session at once, with a prompt naming it.
@@ -256,24 +257,6 @@ func TestCheckpoint_NonBlockingAutoAdvancesOnTheDaemonTimer(t *testing.T) {
 	}
 }
 
-func TestParseChoose(t *testing.T) {
-	for body, want := range map[string]string{
-		"/sortie choose approve":                  "approve",
-		"  /sortie   choose  revise \r\nbecause…": "revise",
-		"/sortie choose `hand-off`":               "hand-off",
-		"please /sortie choose approve":           "",
-		"Reply with /sortie choose <option>":      "",
-		"Sortie checkpoint: x\n/sortie choose a":  "",
-		"/sortie choose":                          "",
-		"/sortie choose two words":                "",
-	} {
-		got, ok := parseChoose(body)
-		if got != want || ok != (want != "") {
-			t.Errorf("parseChoose(%q) = %q, %v; want %q", body, got, ok, want)
-		}
-	}
-}
-
 // A "/sortie choose" comment without a readable time (a hand-edited issues file)
 // counts when it comes after Sortie's checkpoint comment.
 func TestCheckpoint_UntimedTrackerAnswerAfterTheQuestionCounts(t *testing.T) {
@@ -282,7 +265,7 @@ func TestCheckpoint_UntimedTrackerAnswerAfterTheQuestionCounts(t *testing.T) {
 	armOnFirstTurn(t, h, "CP-4", approvePlan("CP-4"))
 	h.start()
 	h.awaitStep(StepExit, "CP-4")
-	awaitComment(t, h, "CP-4", checkpointCommentPrefix)
+	awaitComment(t, h, "CP-4", checkpoint.CommentPrefix)
 	if err := h.trk.Update("CP-4", func(is *tracker.Issue) {
 		is.Comments = append(is.Comments, tracker.Comment{ID: "hand-1", Author: "frank", Body: "/sortie choose approve"})
 	}); err != nil {
@@ -299,7 +282,7 @@ func TestCheckpoint_UntimedTrackerAnswerAfterTheQuestionCounts(t *testing.T) {
 // TestCheckpoint_TrackerAnswersAreReadForEveryAwaitingIssue: with more issues awaiting
 // an answer than one tick reads comments of, the reads go round the held issues across
 // polls, so the last of 25 (sorted by id) is heard too, and no tick reads more than
-// maxCommentReads issues' comments.
+// checkpoint.MaxCommentReads issues' comments.
 func TestCheckpoint_TrackerAnswersAreReadForEveryAwaitingIssue(t *testing.T) {
 	const n = 25
 	cfg := checkpointConfig(t)
@@ -328,8 +311,8 @@ func TestCheckpoint_TrackerAnswersAreReadForEveryAwaitingIssue(t *testing.T) {
 	h.awaitStep(StepTick, "")
 	reads := trk.Calls(faketracker.OpFetchComments)
 	for tick := 2; tick <= 3; tick++ {
-		if reads > maxCommentReads*(tick-1) {
-			t.Fatalf("comment reads after %d ticks = %d, want at most %d per tick", tick-1, reads, maxCommentReads)
+		if reads > checkpoint.MaxCommentReads*(tick-1) {
+			t.Fatalf("comment reads after %d ticks = %d, want at most %d per tick", tick-1, reads, checkpoint.MaxCommentReads)
 		}
 		h.advance(cfg.Polling.Interval)
 		h.awaitStep(StepTick, "")
@@ -363,7 +346,7 @@ func TestCheckpoint_AnIssueThatMovesOnDropsItsWorkflowSessions(t *testing.T) {
 			return ""
 		}},
 		{name: "handed off with an answer its agent never resolved", moveOn: func(h *harness, id string) string {
-			if _, err := h.orch.AnswerCheckpoint(context.Background(), id, "approve-plan", "approve", "alice", store.AnswerAPI); err != nil {
+			if _, err := h.desk.AnswerCheckpoint(context.Background(), id, "approve-plan", "approve", "alice", store.AnswerAPI); err != nil {
 				h.t.Fatal(err)
 			}
 			h.awaitStep(StepAnswer, id)
@@ -378,12 +361,11 @@ func TestCheckpoint_AnIssueThatMovesOnDropsItsWorkflowSessions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
+			eng := &forgetter{}
+			h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true, engine: eng})
 			const id = "CP-5"
 			h.trk.Put(issue(id, "Todo"))
 			armOnFirstTurn(t, h, id, approvePlan(id))
-			eng := &forgetter{}
-			h.orch.SetWorkflowSessions(eng)
 			h.start()
 			o := h.awaitStep(StepExit, id)
 			if held, ok := heldOf(o.Snapshot, id); !ok || held.Reason != holdAwaiting {
@@ -445,6 +427,12 @@ func (f *forgetter) ForgetIssue(issueID string) []string {
 	f.ids = append(f.ids, issueID)
 	return nil
 }
+
+func (f *forgetter) HandoffBlockers(context.Context, string, string) ([]engine.Blocker, error) {
+	return nil, nil
+}
+
+func (f *forgetter) TraceHandoffRefused(context.Context, engine.Caller, []engine.Blocker, string) {}
 
 func (f *forgetter) issues() []string {
 	f.mu.Lock()

@@ -112,12 +112,13 @@ type adoption struct {
 	retries    []store.Retry
 	holds      []store.Hold
 	holdsOK    bool
-	// holdGen and cpGen are this daemon's change counters of holds and pending
-	// checkpoints when they were read: a sync is skipped when they moved since.
-	holdGen, cpGen uint64
-	checkpoints    []store.Checkpoint
-	checkpointsOK  bool
-	err            error
+	// holdGen is this daemon's change counter of holds when they were read: a sync is
+	// skipped when it moved since.
+	holdGen uint64
+	// syncCheckpoints brings the pending checkpoints in line with the shared ones
+	// (Checkpoints.ReadShared); nil when they could not be read.
+	syncCheckpoints func()
+	err             error
 }
 
 // stopLeaseLost: another daemon took the issue over (this daemon's lease lapsed).
@@ -255,11 +256,7 @@ func (o *Orchestrator) adopt(ctx context.Context, holdGen uint64) adoption {
 	holds, err := o.opts.Store.LoadHolds(ctx)
 	a.holds, a.holdsOK = holds, err == nil
 	if o.opts.Checkpoints != nil {
-		o.cp.mu.Lock()
-		a.cpGen = o.cp.gen
-		o.cp.mu.Unlock()
-		rows, err := o.opts.Checkpoints.PendingCheckpoints(ctx)
-		a.checkpoints, a.checkpointsOK = rows, err == nil
+		a.syncCheckpoints, _ = o.opts.Checkpoints.ReadShared(ctx) // unread: the next poll syncs
 	}
 	return a
 }
@@ -282,7 +279,9 @@ func (o *Orchestrator) applyAdoption(ctx context.Context, a adoption) {
 	if err := o.resumeLeftRuns(ctx, a.runs, a.remoteErrs); err != nil {
 		o.log.Error("marking taken-over runs interrupted failed", "error", err)
 	}
-	o.syncCheckpoints(a)
+	if a.syncCheckpoints != nil {
+		a.syncCheckpoints()
+	}
 	if !a.holdsOK || a.holdGen != o.holdGen {
 		return
 	}
@@ -308,41 +307,6 @@ func removeRunTmpOf(cfg *config.Config, runs []store.Run) {
 		dirs, _ := filepath.Glob(filepath.Join(runTmpRoot(cfg), "run-"+strconv.FormatInt(r.ID, 10)+"-*"))
 		for _, d := range dirs {
 			_ = os.RemoveAll(d)
-		}
-	}
-}
-
-// syncCheckpoints brings the pending checkpoints in memory in line with the shared ones:
-// armed, answered or resolved by another daemon's agents, dashboard or API. Answered on
-// another daemon, a checkpoint's held issue is resumed there; here it is only shown.
-func (o *Orchestrator) syncCheckpoints(a adoption) {
-	if !a.checkpointsOK {
-		return
-	}
-	o.cp.mu.Lock()
-	defer o.cp.mu.Unlock()
-	if o.cp.gen != a.cpGen {
-		return // changed here while it was read: the next poll syncs
-	}
-	shared := make(map[int64]bool, len(a.checkpoints))
-	for _, r := range a.checkpoints {
-		if r.IssueID == "" {
-			continue // a standalone session's
-		}
-		shared[r.ID] = true
-		old, ok := o.cp.pending[r.ID]
-		o.cp.pending[r.ID] = r
-		switch {
-		case !ok:
-			o.scheduleAutoAdvanceLocked(r)
-		case r.Answered() && !old.Answered():
-			o.stopTimerLocked(r.ID)
-		}
-	}
-	for id := range o.cp.pending {
-		if !shared[id] {
-			o.stopTimerLocked(id)
-			delete(o.cp.pending, id)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func (o *Orchestrator) addHold(is tracker.Issue, ex workerExit, reason, msg stri
 		o.settleHold(is)
 	}
 	o.report(Activity{Kind: ActivityHold, IssueID: is.ID, Identifier: is.Identifier, Result: reason, Message: msg})
-	o.alert(holdAlert(is, reason, msg, commentsAnswer(o.opts.Config())))
+	o.alert(holdAlert(is, reason, msg, o.commentsAnswer()))
 }
 
 func (o *Orchestrator) liftHold(id, why string) {

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -31,11 +30,10 @@ func TestHandoff_RefusedWhileAGateHasNoHumanAnswer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
+			g := &gateChecker{blockers: c.blockers, err: c.err}
+			h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true, engine: g})
 			const id = "GATE-1"
 			h.trk.Put(issue(id, "Todo"))
-			g := &gateChecker{blockers: c.blockers, err: c.err}
-			h.orch.SetWorkflowSessions(g)
 			h.start()
 			o := h.awaitStep(StepExit, id)
 			held, isHeld := heldOf(o.Snapshot, id)
@@ -72,11 +70,10 @@ func TestHandoff_NeedsHumanReviewWithoutAHandoffState(t *testing.T) {
 	cfg := checkpointConfig(t)
 	cfg.Tracker.HandoffState = ""
 	cfg.Extensions = map[string]any{"mock": map[string]any{"status": "needs-human-review"}}
-	h := newHarness(t, cfg, harnessOptions{pollOnly: true, checkpoints: true})
+	g := &gateChecker{blockers: []engine.Blocker{reviewGate}}
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, checkpoints: true, engine: g})
 	const id = "GATE-2"
 	h.trk.Put(issue(id, "Todo"))
-	g := &gateChecker{blockers: []engine.Blocker{reviewGate}}
-	h.orch.SetWorkflowSessions(g)
 	h.start()
 	o := h.awaitStep(StepExit, id)
 	if held, ok := heldOf(o.Snapshot, id); !ok || held.Reason != holdCheckpointSkipped || !strings.Contains(held.Message, "review/approve-pr") {
@@ -84,29 +81,14 @@ func TestHandoff_NeedsHumanReviewWithoutAHandoffState(t *testing.T) {
 	}
 }
 
-// An engine that is not a HandoffChecker (or none) leaves the hand-off as it was.
-var _ SessionForgetter = (*gateChecker)(nil)
-
-func TestHandoffRefusal_NoCheckerNoGate(t *testing.T) {
-	h := newHarness(t, checkpointConfig(t), harnessOptions{pollOnly: true, checkpoints: true})
-	h.orch.SetWorkflowSessions(&forgetter{})
-	if why := h.orch.handoffRefusal(context.Background(), h.cfg.Load(), engine.Caller{IssueID: "1"}, "", "test"); why != "" {
-		t.Fatalf("handoffRefusal without a checker = %q, want none", why)
-	}
-}
-
-// gateChecker is a workflow engine (a HandoffChecker and a SessionForgetter) with
-// scripted blockers.
+// gateChecker is a workflow engine's hand-off side (checkpoint.Engine) with scripted
+// blockers.
 type gateChecker struct {
 	mu       sync.Mutex
 	blockers []engine.Blocker
 	err      error
 	traced   []string // how, per refused hand-off
 	asked    []string // want, per HandoffBlockers call
-}
-
-func (g *gateChecker) Call(context.Context, engine.Caller, string, json.RawMessage) engine.Response {
-	return engine.Response{}
 }
 
 func (g *gateChecker) HandoffBlockers(_ context.Context, _, want string) ([]engine.Blocker, error) {

@@ -23,6 +23,8 @@ import (
 	"sortie/internal/store/sqlite"
 	"sortie/internal/testkit/faketracker"
 	"sortie/internal/tracker"
+	"sortie/internal/workflow/checkpoint"
+	"sortie/internal/workflow/engine"
 	"sortie/internal/workspace"
 )
 
@@ -99,6 +101,10 @@ type harness struct {
 	agent *tapAdapter
 	orch  *Orchestrator
 	obs   *feed[Observation]
+	// desk is the checkpoint component (harnessOptions.checkpoints), hooks the engine
+	// hooks it gave its engine: tests arm checkpoints through hooks.Armed.
+	desk  *checkpoint.Desk
+	hooks engine.Hooks
 
 	cfg     atomic.Pointer[config.Config]
 	cfgCh   chan *config.Config
@@ -133,7 +139,8 @@ type harnessOptions struct {
 	ext          workspace.Extensions
 	alert        func(context.Context, Alert) error
 	activity     func(Activity)
-	checkpoints  bool // Options.Checkpoints is the harness's store
+	checkpoints  bool              // Options.Checkpoints is a checkpoint.Desk on the harness's store (h.desk)
+	engine       checkpoint.Engine // the desk's workflow engine; nil for none
 	stopRemote   func(ctx context.Context, host string, pgid int) error
 	wrapStore    func(Store) Store // what the orchestrator gets in place of the store
 }
@@ -172,6 +179,26 @@ func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
 	if ho.wrapStore != nil {
 		orchStore = ho.wrapStore(st)
 	}
+	var desk Checkpoints
+	if ho.checkpoints {
+		h.desk, err = checkpoint.New(checkpoint.Options{
+			Store: st, Config: func() *config.Config { return h.cfg.Load() }, Clock: h.clk, Logger: testLogger(t),
+			Report: func(e checkpoint.Event) {
+				if ho.activity != nil {
+					ho.activity(Activity{Kind: ActivityCheckpoint, Time: e.Time, IssueID: e.IssueID, Identifier: e.Identifier,
+						RunID: e.RunID, Result: e.Result, Message: e.Message})
+				}
+			},
+		}, func(hooks engine.Hooks) (checkpoint.Engine, error) {
+			h.hooks = hooks
+			return ho.engine, nil
+		})
+		if err != nil {
+			t.Fatalf("building the checkpoint desk: %v", err)
+		}
+		t.Cleanup(h.desk.Close)
+		desk = h.desk
+	}
 	h.orch, err = New(Options{
 		Config:                func() *config.Config { return h.cfg.Load() },
 		ConfigChanges:         h.cfgCh,
@@ -189,10 +216,8 @@ func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
 		Alert:                 ho.alert,
 		Activity:              ho.activity,
 		StopRemote:            ho.stopRemote,
+		Checkpoints:           desk,
 	})
-	if err == nil && ho.checkpoints {
-		h.orch.opts.Checkpoints = st
-	}
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -74,12 +74,10 @@ type Options struct {
 	// used up) to the operator's notification backends. Optional; it is called on its
 	// own goroutine and must respect ctx.
 	Alert func(ctx context.Context, a Alert) error
-	// Checkpoints enables structured-workflow checkpoints (checkpoints.go): the store
-	// of the workflow engine's checkpoints. Optional.
-	Checkpoints CheckpointStore
-	// DashboardURL is the dashboard's base URL, linked from checkpoint comments.
-	// Optional.
-	DashboardURL string
+	// Checkpoints enables structured-workflow checkpoints (checkpoints.go): the
+	// daemon's checkpoint component (internal/workflow/checkpoint). Optional: nil when
+	// structured workflows are off.
+	Checkpoints Checkpoints
 	// Activity receives every Activity (activity.go) synchronously, on the loop or a
 	// worker goroutine: metrics and the live feed. It must be quick and must not call
 	// back into the Orchestrator. Optional.
@@ -126,7 +124,6 @@ type Orchestrator struct {
 	sweeps     chan sweepResult
 	remotes    chan remoteResult // retryRemoteStops → loop
 	remoteBusy bool              // a retryRemoteStops attempt is under way
-	answers    chan string       // issue ids whose checkpoint was answered
 	renewDue   chan struct{}     // time to renew the cluster leases
 	renewals   chan renewal      // Cluster.Renew → loop
 
@@ -179,8 +176,7 @@ type Orchestrator struct {
 
 	lastReloadErr string // the rejected WORKFLOW.md edit already reported
 
-	moves   agentMoves // the states running issues' own agents moved them to
-	cp      checkpoints
+	moves   agentMoves        // the states running issues' own agents moved them to
 	own     tracker.OwnWrites // Sortie's own changes to issues, for holds (comments.go)
 	started time.Time
 }
@@ -231,7 +227,6 @@ func New(opts Options) (*Orchestrator, error) {
 		sessions:    map[string]int{},
 		spent:       map[string]spend{},
 		hostLoad:    map[string]int{},
-		answers:     make(chan string, 64),
 		renewDue:    make(chan struct{}, 1),
 		renewals:    make(chan renewal, 1),
 	}
@@ -240,7 +235,6 @@ func New(opts Options) (*Orchestrator, error) {
 	// reload's new tracker needs nothing more; a worker holds the adapters it started
 	// with instead.
 	o.opts.Tracker = currentTracker{o}
-	o.cp.pending, o.cp.timers, o.cp.seen = map[int64]store.Checkpoint{}, map[int64]clock.Timer{}, map[string]bool{}
 	return o, nil
 }
 
@@ -287,6 +281,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 // loop is the single writer of scheduling state. It takes one step at a time, each
 // without a lock, and publishes the state for readers after each.
 func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
+	var answered <-chan struct{} // nil without checkpoints: never ready
+	if o.opts.Checkpoints != nil {
+		answered = o.opts.Checkpoints.Answered()
+	}
 	for {
 		if o.opts.ExitWhenIdle && o.idle() {
 			o.log.Info("nothing running, retrying or eligible: exiting")
@@ -316,7 +314,11 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 			o.checkStalls()
 			o.armStallCheck()
 			step = Observation{Step: StepStallCheck}
-		case id := <-o.answers:
+		case <-answered:
+			id, ok := o.opts.Checkpoints.NextAnswered()
+			if !ok {
+				continue
+			}
 			o.checkpointAnswered(workCtx, id)
 			o.dispatch(workCtx)
 			step = Observation{Step: StepAnswer, IssueID: id}

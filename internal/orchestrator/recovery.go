@@ -40,8 +40,10 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := o.recoverCheckpoints(ctx); err != nil {
-		return fmt.Errorf("loading pending checkpoints: %w", err)
+	if cp := o.opts.Checkpoints; cp != nil {
+		if err := cp.Recover(ctx); err != nil {
+			return fmt.Errorf("loading pending checkpoints: %w", err)
+		}
 	}
 	now := o.clk.Now()
 	for _, h := range holds {

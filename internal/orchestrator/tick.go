@@ -46,7 +46,7 @@ func (o *Orchestrator) startTick(ctx context.Context) {
 	holdGen := o.holdGen
 	o.fetches.Go(func() {
 		if len(awaiting) > 0 {
-			o.readAnswers(ctx, awaiting)
+			o.opts.Checkpoints.ReadAnswers(ctx, o.opts.Tracker, awaiting)
 		}
 		res := tickResult{started: o.clk.Now()}
 		if o.opts.Reload != nil {

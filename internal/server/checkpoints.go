@@ -13,8 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"sortie/internal/orchestrator"
 	"sortie/internal/store"
+	"sortie/internal/workflow/checkpoint"
 )
 
 // Structured-workflow checkpoints (docs/workflows.md, "Checkpoints and humans"): the
@@ -22,17 +22,17 @@ import (
 // a human's answer.
 
 // CheckpointAnswerer records a human's answer to a pending workflow checkpoint: the
-// part of the orchestrator POST /api/v1/{identifier}/checkpoints/{checkpoint_id} needs
-// (*orchestrator.Orchestrator satisfies it).
+// part of the checkpoint component POST /api/v1/{identifier}/checkpoints/{checkpoint_id}
+// needs (*checkpoint.Desk satisfies it).
 type CheckpointAnswerer interface {
 	// AnswerCheckpoint answers checkpoint checkpointID of the issue identifier with
 	// option; by names who answered, source is store.AnswerDashboard or
-	// store.AnswerAPI. It fails with orchestrator.ErrCheckpointNotFound,
-	// ErrCheckpointAnswered, ErrCheckpointsOff or an *orchestrator.OptionError.
-	AnswerCheckpoint(ctx context.Context, identifier, checkpointID, option, by, source string) (orchestrator.CheckpointView, error)
+	// store.AnswerAPI. It fails with checkpoint.ErrCheckpointNotFound,
+	// ErrCheckpointAnswered, ErrCheckpointsOff or an *checkpoint.OptionError.
+	AnswerCheckpoint(ctx context.Context, identifier, checkpointID, option, by, source string) (store.CheckpointView, error)
 }
 
-var _ CheckpointAnswerer = (*orchestrator.Orchestrator)(nil)
+var _ CheckpointAnswerer = (*checkpoint.Desk)(nil)
 
 // Bounds of an answer.
 const (
@@ -76,7 +76,7 @@ type checkpointJSON struct {
 	AnswerURL string `json:"answer_url"`
 }
 
-func checkpointOf(v orchestrator.CheckpointView) checkpointJSON {
+func checkpointOf(v store.CheckpointView) checkpointJSON {
 	opts := v.Options
 	if opts == nil {
 		opts = []store.CheckpointOption{}
@@ -95,7 +95,7 @@ func answerURL(identifier, checkpointID string) string {
 	return "/api/v1/" + url.PathEscape(identifier) + "/checkpoints/" + url.PathEscape(checkpointID)
 }
 
-func checkpointsOf(views []orchestrator.CheckpointView) []checkpointJSON {
+func checkpointsOf(views []store.CheckpointView) []checkpointJSON {
 	out := make([]checkpointJSON, len(views))
 	for i, v := range views {
 		out[i] = checkpointOf(v)
@@ -149,7 +149,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
 	defer cancel()
 	v, err := s.opts.Checkpoints.AnswerCheckpoint(ctx, id, cpID, req.OptionID, by, source)
-	var optErr *orchestrator.OptionError
+	var optErr *checkpoint.OptionError
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, checkpointOf(v))
@@ -162,12 +162,12 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 			Error:        errorDetail{codeInvalidOption, fmt.Sprintf("%q is not an option of checkpoint %s; choose one of: %s", clip(req.OptionID), clip(cpID), strings.Join(valid, ", "))},
 			ValidOptions: valid,
 		})
-	case errors.Is(err, orchestrator.ErrCheckpointAnswered):
+	case errors.Is(err, checkpoint.ErrCheckpointAnswered):
 		writeError(w, http.StatusConflict, codeCheckpointAnswered, err.Error())
-	case errors.Is(err, orchestrator.ErrCheckpointNotFound):
+	case errors.Is(err, checkpoint.ErrCheckpointNotFound):
 		writeError(w, http.StatusNotFound, codeCheckpointNotFound,
 			err.Error()+"; GET /api/v1/state lists the pending checkpoints under checkpoints")
-	case errors.Is(err, orchestrator.ErrCheckpointsOff):
+	case errors.Is(err, checkpoint.ErrCheckpointsOff):
 		writeError(w, http.StatusServiceUnavailable, codeCheckpointsUnavailable,
 			"this daemon answers no workflow checkpoints: "+err.Error())
 	default:

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"sortie/internal/orchestrator"
 	"sortie/internal/store"
+	"sortie/internal/workflow/checkpoint"
 )
 
 // fakeAnswerer stands in for the orchestrator's checkpoint answers. Like the real one
@@ -20,7 +20,7 @@ import (
 // option the checkpoint lacks and a second answer, and records the answer.
 type fakeAnswerer struct {
 	mu      sync.Mutex
-	pending []orchestrator.CheckpointView
+	pending []store.CheckpointView
 	err     error // returned by every call when set
 	calls   []answerCall
 }
@@ -30,12 +30,12 @@ type answerCall struct {
 	Identifier, CheckpointID, Option, By, Source string
 }
 
-func (f *fakeAnswerer) AnswerCheckpoint(_ context.Context, identifier, checkpointID, option, by, source string) (orchestrator.CheckpointView, error) {
+func (f *fakeAnswerer) AnswerCheckpoint(_ context.Context, identifier, checkpointID, option, by, source string) (store.CheckpointView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, answerCall{identifier, checkpointID, option, by, source})
 	if f.err != nil {
-		return orchestrator.CheckpointView{}, f.err
+		return store.CheckpointView{}, f.err
 	}
 	for i := range f.pending {
 		c := &f.pending[i]
@@ -43,19 +43,19 @@ func (f *fakeAnswerer) AnswerCheckpoint(_ context.Context, identifier, checkpoin
 			continue
 		}
 		if c.Answer != "" {
-			return orchestrator.CheckpointView{}, fmt.Errorf("%s: checkpoint %s was answered already (%w)", identifier, checkpointID, orchestrator.ErrCheckpointAnswered)
+			return store.CheckpointView{}, fmt.Errorf("%s: checkpoint %s was answered already (%w)", identifier, checkpointID, checkpoint.ErrCheckpointAnswered)
 		}
 		var valid []string
 		for _, o := range c.Options {
 			valid = append(valid, o.ID)
 		}
 		if !slices.Contains(valid, option) {
-			return orchestrator.CheckpointView{}, &orchestrator.OptionError{Option: option, Checkpoint: checkpointID, Valid: valid}
+			return store.CheckpointView{}, &checkpoint.OptionError{Option: option, Checkpoint: checkpointID, Valid: valid}
 		}
 		c.Answer, c.AnsweredBy, c.AnswerSource, c.AnsweredAt = option, by, source, t0
 		return *c, nil
 	}
-	return orchestrator.CheckpointView{}, fmt.Errorf("%s has no pending checkpoint %q: %w", identifier, checkpointID, orchestrator.ErrCheckpointNotFound)
+	return store.CheckpointView{}, fmt.Errorf("%s has no pending checkpoint %q: %w", identifier, checkpointID, checkpoint.ErrCheckpointNotFound)
 }
 
 func (f *fakeAnswerer) lastCall() (answerCall, int) {
@@ -68,8 +68,8 @@ func (f *fakeAnswerer) lastCall() (answerCall, int) {
 }
 
 // planCheckpoint is a blocking checkpoint of PROJ-8's plan activity.
-func planCheckpoint() orchestrator.CheckpointView {
-	return orchestrator.CheckpointView{
+func planCheckpoint() store.CheckpointView {
+	return store.CheckpointView{
 		ID: 7, IssueID: "id-8", Identifier: "PROJ-8", SessionID: "sess-wf-8", Workflow: "work-package", Activity: "plan",
 		CheckpointID: "approve-plan", Name: "Approve the plan", Message: "Does the plan in .sortie/plan.md cover the issue?",
 		Options: []store.CheckpointOption{
@@ -83,7 +83,7 @@ func planCheckpoint() orchestrator.CheckpointView {
 // answerFixture is a server whose answerer holds planCheckpoint.
 func answerFixture(t *testing.T, mutate func(*Options)) (*fixture, *fakeAnswerer) {
 	t.Helper()
-	a := &fakeAnswerer{pending: []orchestrator.CheckpointView{planCheckpoint()}}
+	a := &fakeAnswerer{pending: []store.CheckpointView{planCheckpoint()}}
 	f := newFixture(t, func(o *Options) {
 		o.Checkpoints = a
 		if mutate != nil {
@@ -185,13 +185,13 @@ func TestAnswer_Errors(t *testing.T) {
 		{"answered_by with a newline", nil, "", planURL, `{"option_id":"approve","answered_by":"alice\nSource: tracker"}`, 400, codeInvalidBody, false},
 		{"body too large", nil, "", planURL, `{"option_id":"approve","answered_by":"` + strings.Repeat(" ", maxAnswerBody) + `"}`, 400, codeInvalidBody, false},
 		{"no answerer", func(o *Options, _ *fakeAnswerer) { o.Checkpoints = nil }, "", planURL, `{"option_id":"approve"}`, 503, codeCheckpointsUnavailable, false},
-		{"checkpoints off", func(_ *Options, a *fakeAnswerer) { a.err = orchestrator.ErrCheckpointsOff }, "", planURL, `{"option_id":"approve"}`, 503, codeCheckpointsUnavailable, true},
+		{"checkpoints off", func(_ *Options, a *fakeAnswerer) { a.err = checkpoint.ErrCheckpointsOff }, "", planURL, `{"option_id":"approve"}`, 503, codeCheckpointsUnavailable, true},
 		{"the store fails", func(_ *Options, a *fakeAnswerer) { a.err = errors.New("recording the answer: disk I/O error") }, "", planURL, `{"option_id":"approve"}`, 500, codeStoreError, true},
 		{"GET", nil, http.MethodGet, planURL, ``, 405, codeMethodNotAllowed, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &fakeAnswerer{pending: []orchestrator.CheckpointView{planCheckpoint()}}
+			a := &fakeAnswerer{pending: []store.CheckpointView{planCheckpoint()}}
 			f := newFixture(t, func(o *Options) {
 				o.Checkpoints = a
 				if tt.mutate != nil {

@@ -39,7 +39,7 @@ type linkedAnswerer struct {
 	sched *fakeScheduler
 }
 
-func (l linkedAnswerer) AnswerCheckpoint(ctx context.Context, identifier, checkpointID, option, by, source string) (orchestrator.CheckpointView, error) {
+func (l linkedAnswerer) AnswerCheckpoint(ctx context.Context, identifier, checkpointID, option, by, source string) (store.CheckpointView, error) {
 	v, err := l.fakeAnswerer.AnswerCheckpoint(ctx, identifier, checkpointID, option, by, source)
 	if err != nil {
 		return v, err
@@ -80,7 +80,7 @@ func TestDashboard_AnswersACheckpoint(t *testing.T) {
 	review.Options = []store.CheckpointOption{{ID: "continue", Label: "Continue", Description: "Accept the tests"},
 		{ID: "stop", Label: "Stop and ask", Description: "Hold the issue for a review"}}
 	review.DefaultOption, review.AutoAdvanceAt = "continue", t0.Add(4*time.Minute)
-	a.pending = []orchestrator.CheckpointView{plan, review}
+	a.pending = []store.CheckpointView{plan, review}
 	f.sched.set(func(s *orchestrator.Snapshot) {
 		s.Running = []orchestrator.RunningView{runningView(1)}
 		s.Held = []orchestrator.HeldView{{IssueID: "id-8", Identifier: "PROJ-8", Reason: "awaiting_input",
@@ -88,7 +88,7 @@ func TestDashboard_AnswersACheckpoint(t *testing.T) {
 			{IssueID: "id-6", Identifier: "PROJ-6", Reason: "error", Message: "agent_not_found: codex is not on PATH", State: "Todo", Since: t0.Add(-30 * time.Minute)}}
 		s.Retrying = []orchestrator.RetryView{{IssueID: "id-3", Identifier: "PROJ-3", Attempt: 2, Kind: "failure",
 			DueAt: t0.Add(40 * time.Second), Error: "turn_failed: exit 1"}}
-		s.Checkpoints = []orchestrator.CheckpointView{plan, review}
+		s.Checkpoints = []store.CheckpointView{plan, review}
 		s.Totals = orchestrator.Totals{InputTokens: 50000, OutputTokens: 9000, TotalTokens: 59000, CostUSD: 3.5, SecondsRunning: 4000, ToolCalls: 120}
 	})
 	seedWorkflowHistory(t, f.st)

@@ -6,6 +6,7 @@ import (
 
 	"sortie/internal/orchestrator"
 	"sortie/internal/store"
+	"sortie/internal/workflow/checkpoint"
 )
 
 // Bounds of the issue detail.
@@ -74,7 +75,7 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.snapshotTime(snap)
 	out := issueBody{Identifier: id, Status: issueIdle, Runs: []runJSON{}, RecentEvents: []eventJSON{},
-		Workflow: issueWorkflowJSON{Checkpoints: []decisionJSON{}, Runs: []activityPathJSON{}, RefusedAnswers: []orchestrator.RefusedAnswer{}}}
+		Workflow: issueWorkflowJSON{Checkpoints: []decisionJSON{}, Runs: []activityPathJSON{}, RefusedAnswers: []checkpoint.RefusedAnswer{}}}
 	known := false
 	// Decide the status from the most to the least active; an issue is in at most one
 	// of running and retrying, but may also be held.
@@ -138,7 +139,7 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		out.Workflow.RefusedAnswers = []orchestrator.RefusedAnswer{}
+		out.Workflow.RefusedAnswers = []checkpoint.RefusedAnswer{}
 		if ra, ok := s.opts.Checkpoints.(RefusedAnswers); ok && out.IssueID != "" {
 			if list := ra.RefusedAnswers(out.IssueID); len(list) > 0 {
 				out.Workflow.RefusedAnswers = list

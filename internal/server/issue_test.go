@@ -11,6 +11,7 @@ import (
 
 	"sortie/internal/orchestrator"
 	"sortie/internal/store"
+	"sortie/internal/workflow/checkpoint"
 )
 
 func TestIssue_StatusFromSchedulerAndHistory(t *testing.T) {
@@ -256,11 +257,11 @@ func TestActivityPath_KeepsTheLastActivities(t *testing.T) {
 // refusingAnswerer is an answerer that refused a tracker answer for id-8.
 type refusingAnswerer struct{ fakeAnswerer }
 
-func (*refusingAnswerer) RefusedAnswers(issueID string) []orchestrator.RefusedAnswer {
+func (*refusingAnswerer) RefusedAnswers(issueID string) []checkpoint.RefusedAnswer {
 	if issueID != "id-8" {
 		return nil
 	}
-	return []orchestrator.RefusedAnswer{{Author: "mallory", Option: "approve", Reason: `"mallory" is NONE on the repository`, At: t0}}
+	return []checkpoint.RefusedAnswer{{Author: "mallory", Option: "approve", Reason: `"mallory" is NONE on the repository`, At: t0}}
 }
 
 // TestIssue_ListsRefusedTrackerAnswers: the issue page shows the tracker answers that

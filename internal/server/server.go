@@ -77,7 +77,7 @@ type Options struct {
 	// workflow records (WorkflowHistory, which a store.Reader has), the issue detail
 	// shows its checkpoint decisions and its runs' activity paths.
 	Runs Runs
-	// Checkpoints records humans' answers to workflow checkpoints (the orchestrator
+	// Checkpoints records humans' answers to workflow checkpoints (*checkpoint.Desk
 	// satisfies it). Without it POST /api/v1/{identifier}/checkpoints/{checkpoint_id}
 	// answers 503 checkpoints_unavailable.
 	Checkpoints CheckpointAnswerer

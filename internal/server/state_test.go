@@ -162,7 +162,7 @@ func TestState_AwaitingInputAsksEachUnansweredCheckpoint(t *testing.T) {
 	running := planCheckpoint()
 	running.ID, running.IssueID, running.Identifier, running.Blocking = 9, "id-1", "PROJ-1", false
 	running.DefaultOption, running.AutoAdvanceAt = "approve", t0.Add(time.Minute)
-	snap.Checkpoints = []orchestrator.CheckpointView{plan, answered, running}
+	snap.Checkpoints = []store.CheckpointView{plan, answered, running}
 	f.sched.snap = snap
 
 	var got stateBody

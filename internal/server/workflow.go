@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"sortie/internal/orchestrator"
 	"sortie/internal/store"
+	"sortie/internal/workflow/checkpoint"
 	"sortie/internal/workflow/engine"
 )
 
@@ -41,17 +41,17 @@ type issueWorkflowJSON struct {
 	Runs []activityPathJSON `json:"runs"`
 	// RefusedAnswers are the newest "/sortie choose" tracker comments that did not
 	// answer a checkpoint because their author may not, oldest first.
-	RefusedAnswers []orchestrator.RefusedAnswer `json:"refused_answers"`
+	RefusedAnswers []checkpoint.RefusedAnswer `json:"refused_answers"`
 }
 
 // RefusedAnswers is implemented by a CheckpointAnswerer that remembers the tracker
-// answers it refused (the orchestrator).
+// answers it refused (*checkpoint.Desk).
 type RefusedAnswers interface {
-	RefusedAnswers(issueID string) []orchestrator.RefusedAnswer
+	RefusedAnswers(issueID string) []checkpoint.RefusedAnswer
 }
 
-// The issue page finds it by a type assertion: keep the orchestrator's method in step.
-var _ RefusedAnswers = (*orchestrator.Orchestrator)(nil)
+// The issue page finds it by a type assertion: keep the Desk's method in step.
+var _ RefusedAnswers = (*checkpoint.Desk)(nil)
 
 // decisionJSON is one issuance of a checkpoint: who answered what, and how the
 // agent resolved it.

@@ -302,7 +302,7 @@ func checkAgentCall(query string, variables json.RawMessage, issueID, identifier
 }
 
 // sortieHeaders are how Sortie's own comments begin (orchestrator/comments.go and
-// checkpoints.go), lower case: an agent's comment must not pass for one of them.
+// workflow/checkpoint: CommentPrefix and the "/sortie choose" answers), lower case: an agent's comment must not pass for one of them.
 var sortieHeaders = []string{"/sortie", "sortie checkpoint", "sortie session", "sortie:"}
 
 // imitatesSortie returns the first line of body that begins, past Markdown decoration,

@@ -1,4 +1,4 @@
-package orchestrator
+package checkpoint
 
 import (
 	"strings"
@@ -15,14 +15,14 @@ func TestCheckpointComment_SaysHowThisTrackerAnswers(t *testing.T) {
 		Options: []store.CheckpointOption{{ID: "approve", Label: "Approve"}, {ID: "revise", Label: "Revise"}}}
 	const link = "http://127.0.0.1:7678/issues/PROJ-8"
 
-	byComment := checkpointComment(cp, "PROJ-8", link, true)
+	byComment := comment(cp, "PROJ-8", link, true)
 	for _, want := range []string{"/sortie choose approve", "Or answer on the dashboard: " + link} {
 		if !strings.Contains(byComment, want) {
 			t.Errorf("comment where comments answer lacks %q:\n%s", want, byComment)
 		}
 	}
 
-	file := checkpointComment(cp, "PROJ-8", link, false)
+	file := comment(cp, "PROJ-8", link, false)
 	if strings.Contains(file, "/sortie choose") {
 		t.Errorf("the file tracker's comment tells the human to reply with /sortie choose, which it refuses:\n%s", file)
 	}
@@ -31,14 +31,7 @@ func TestCheckpointComment_SaysHowThisTrackerAnswers(t *testing.T) {
 			t.Errorf("the file tracker's comment lacks %q:\n%s", want, file)
 		}
 	}
-	if noLink := checkpointComment(cp, "PROJ-8", "", false); !strings.Contains(noLink, "To answer, send POST /api/v1/PROJ-8/") {
+	if noLink := comment(cp, "PROJ-8", "", false); !strings.Contains(noLink, "To answer, send POST /api/v1/PROJ-8/") {
 		t.Errorf("without a dashboard link: %s", noLink)
-	}
-
-	if a := holdAlert(issue("PROJ-8", "Todo"), holdAwaiting, "Plan: Approve?", false); strings.Contains(a.Message, "/sortie choose") {
-		t.Errorf("the file tracker's alert tells the human to comment: %q", a.Message)
-	}
-	if a := holdAlert(issue("PROJ-8", "Todo"), holdAwaiting, "Plan: Approve?", true); !strings.Contains(a.Message, "/sortie choose") {
-		t.Errorf("the alert where comments answer does not say how: %q", a.Message)
 	}
 }
