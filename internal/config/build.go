@@ -139,12 +139,12 @@ func (b *builder) str(sec map[string]any, field string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s, isStr := v.(string)
-	if !isStr {
+	s, err := agent.OptionString(v)
+	if err != nil {
 		b.invalid(field, "must be a string", v)
 		return "", false
 	}
-	return strings.TrimSpace(s), true
+	return s, true
 }
 
 // reportMissing records an error for each $VAR that did not resolve.
@@ -303,8 +303,8 @@ func (b *builder) boolean(sec map[string]any, field string) bool {
 	if !ok {
 		return false
 	}
-	t, isBool := v.(bool)
-	if !isBool {
+	t, err := agent.OptionBool(v)
+	if err != nil {
 		b.invalid(field, "must be true or false", v)
 	}
 	return t
@@ -537,7 +537,7 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	b.buildTrackerReads(a, sec)
 	a.BudgetWarnRatio = DefaultBudgetWarnRatio
 	if v, ok := b.value(sec, "agent.budget_warn_ratio"); ok {
-		switch f, isNum := toFloat(v); {
+		switch f, isNum := agent.NumberValue(v); {
 		case !isNum || f < 0 || f >= 1:
 			b.invalid("agent.budget_warn_ratio", "must be a number from 0 (no warning) to below 1", v)
 		default:
@@ -580,7 +580,7 @@ func (b *builder) buildAgent(cfg *Config, raw map[string]any) {
 	}
 
 	if v, ok := b.value(sec, "agent.max_cost_usd"); ok {
-		f, isNum := toFloat(v)
+		f, isNum := agent.NumberValue(v)
 		switch {
 		case !isNum:
 			b.invalid("agent.max_cost_usd", "must be an amount in USD", v)
@@ -748,7 +748,7 @@ func (b *builder) buildTokenRates(cfg *Config, raw map[string]any) {
 				b.warnf(CheckUnknownSubKey, field+"."+k, "unknown key in %s; it is ignored (known: %s)", field, strings.Join(tokenRateKeys, ", "))
 				continue
 			}
-			f, ok := toFloat(entry[k])
+			f, ok := agent.NumberValue(entry[k])
 			if !ok || f < 0 {
 				b.warnf(CheckTypeMismatch, field+"."+k, "must be a non-negative number; %s ignored (got %s)", field, gotValue(entry[k]))
 				good = false
