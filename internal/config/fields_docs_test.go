@@ -187,3 +187,23 @@ func docKey(heading, key string) string {
 	}
 	return strings.Join(parts, ".")
 }
+
+// TestSettings_AreWellFormed: each key is declared once under a section, a zero rule is
+// only a number's, and a key read with another names it in its Doc line.
+func TestSettings_AreWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range settings {
+		top, _, _ := strings.Cut(s.Key, ".")
+		switch {
+		case seen[s.Key]:
+			t.Errorf("%s: declared twice", s.Key)
+		case !slices.Contains(typedKeys, top):
+			t.Errorf("%s: under no section; add %q to sections", s.Key, top)
+		case s.Zero != zeroNA && !slices.Contains([]string{"integer", "duration", "number"}, s.Type):
+			t.Errorf("%s: a zero rule for a %s", s.Key, s.Type)
+		case s.read == nil && !strings.Contains(s.Doc, "read with") && !strings.HasPrefix(s.Key, "token_rates."):
+			t.Errorf("%s: no reader, and its Doc line does not say which key reads it", s.Key)
+		}
+		seen[s.Key] = true
+	}
+}
