@@ -70,57 +70,34 @@ func OptionToolList(v any) (string, error) {
 	return strings.Join(names, ","), nil
 }
 
-// OptionCount is a non-negative whole number: an integer, a float without a fraction,
-// or a decimal string. Unsigned and float values above math.MaxInt32 are refused.
+// OptionCount is a non-negative whole number (IntValue): an integer, a float without a
+// fraction, or a decimal string. Unsigned and float values above math.MaxInt32 are
+// refused.
 func OptionCount(v any) (int64, error) {
-	switch n := v.(type) {
-	case nil:
+	if v == nil {
 		return 0, nil
-	case int:
-		if n >= 0 {
-			return int64(n), nil
-		}
-	case int64:
-		if n >= 0 {
-			return n, nil
-		}
-	case uint64:
-		if n <= math.MaxInt32 {
-			return int64(n), nil
-		}
-	case float64:
-		if n >= 0 && n == math.Trunc(n) && n <= math.MaxInt32 {
-			return int64(n), nil
-		}
-	case string:
-		if i, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64); err == nil && i >= 0 {
-			return i, nil
+	}
+	n, reason := IntValue(v)
+	switch v.(type) {
+	case uint64, float64:
+		if n > math.MaxInt32 {
+			reason = "is too large"
 		}
 	}
-	return 0, fmt.Errorf("must be a non-negative whole number (got %s)", DescribeValue(v))
+	if reason != "" || n < 0 {
+		return 0, fmt.Errorf("must be a non-negative whole number (got %s)", DescribeValue(v))
+	}
+	return n, nil
 }
 
 // OptionUSD is a non-negative, finite amount in US dollars: a number or a decimal
-// string.
+// string (NumberValue).
 func OptionUSD(v any) (float64, error) {
-	var f float64
-	switch n := v.(type) {
-	case nil:
+	if v == nil {
 		return 0, nil
-	case int:
-		f = float64(n)
-	case int64:
-		f = float64(n)
-	case uint64:
-		f = float64(n)
-	case float64:
-		f = n
-	case string:
-		var err error
-		if f, err = strconv.ParseFloat(strings.TrimSpace(n), 64); err != nil {
-			return 0, fmt.Errorf("must be an amount in USD (got %s)", DescribeValue(v))
-		}
-	default:
+	}
+	f, ok := anyNumber(v)
+	if !ok {
 		return 0, fmt.Errorf("must be an amount in USD (got %s)", DescribeValue(v))
 	}
 	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {

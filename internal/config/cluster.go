@@ -56,48 +56,32 @@ const (
 	maxClusterLeaseMS   = 10 * 60 * 1000
 )
 
-var clusterKeys = []string{"lease_ms", "max_concurrent_agents"}
-
-// buildCluster reads database_url and the cluster: section. The URL is checked for its
-// shape only; `sortie validate` and start-up check that the driver accepts it.
-func (b *builder) buildCluster(cfg *Config, raw map[string]any) {
-	c := &cfg.Cluster
-	c.Lease = DefaultClusterLease
+// readDatabaseURL reads database_url. The URL is checked for its shape only; `sortie
+// validate` and start-up check that the driver accepts it.
+func (b *builder) readDatabaseURL(cfg *Config, _, raw map[string]any) {
 	const field = "database_url"
-	if v, ok := raw[field]; ok && v != nil {
-		s, isStr := v.(string)
-		if !isStr {
-			// Not gotValue: a mistyped URL may still hold a password.
-			b.errorf(field, "must be a string (a postgres:// URL)")
+	v, ok := raw[field]
+	if !ok || v == nil {
+		return
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		// Not gotValue: a mistyped URL may still hold a password.
+		b.errorf(field, "must be a string (a postgres:// URL)")
+		return
+	}
+	s = strings.TrimSpace(s)
+	if b.sources[field] == "" && strings.Contains(s, "$") {
+		out, missing := expandEnv(s, b.env)
+		b.reportMissing(field, missing)
+		s = strings.TrimSpace(out)
+	}
+	if s != "" {
+		if err := checkDatabaseURL(s); err != nil {
+			b.errorf(field, "%v", err)
 		} else {
-			s = strings.TrimSpace(s)
-			if b.sources[field] == "" && strings.Contains(s, "$") {
-				out, missing := expandEnv(s, b.env)
-				b.reportMissing(field, missing)
-				s = strings.TrimSpace(out)
-			}
-			if s != "" {
-				if err := checkDatabaseURL(s); err != nil {
-					b.errorf(field, "%v", err)
-				} else {
-					c.DatabaseURL = s
-				}
-			}
+			cfg.Cluster.DatabaseURL = s
 		}
-	}
-	sec := b.section(raw, "cluster", clusterKeys)
-	if v, ok := b.value(sec, "cluster.lease_ms"); ok {
-		if n, ok := b.integer("cluster.lease_ms", v); ok {
-			if n < minClusterLeaseMS || n > maxClusterLeaseMS {
-				b.invalid("cluster.lease_ms", fmt.Sprintf("must be between %d (1 s) and %d (10 min) milliseconds", minClusterLeaseMS, maxClusterLeaseMS), v)
-			} else {
-				c.Lease = time.Duration(n) * time.Millisecond
-			}
-		}
-	}
-	c.MaxConcurrentAgents = int(b.count(sec, "cluster.max_concurrent_agents", 0, false))
-	if sec != nil && c.DatabaseURL == "" && !b.failed(field) {
-		b.warnf(CheckUnknownSubKey, "cluster", "the cluster section applies only with database_url (PostgreSQL); it is ignored with db_path")
 	}
 }
 

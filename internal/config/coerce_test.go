@@ -1,46 +1,12 @@
 package config
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
-
-func TestToInt64(t *testing.T) {
-	tests := []struct {
-		in     any
-		want   int64
-		reason string
-	}{
-		{5000, 5000, ""},
-		{int64(-3), -3, ""},
-		{uint64(7), 7, ""},
-		{uint64(math.MaxUint64), 0, "is too large"},
-		{" 5000 ", 5000, ""},
-		{"-1", -1, ""},
-		{"99999999999999999999", 0, "is too large"},
-		{"5000.0", 0, "must be an integer"},
-		{"1e3", 0, "must be an integer"},
-		{5000.0, 5000, ""},
-		{1.5, 0, "must be a whole number"},
-		{math.NaN(), 0, "must be a whole number"},
-		{math.Inf(1), 0, "must be a whole number"},
-		{1e30, 0, "is too large"},
-		{true, 0, "must be an integer"},
-		{nil, 0, "must be an integer"},
-		{[]any{1}, 0, "must be an integer"},
-		{map[string]any{}, 0, "must be an integer"},
-	}
-	for _, tt := range tests {
-		got, reason := IntValue(tt.in)
-		if got != tt.want || reason != tt.reason {
-			t.Errorf("IntValue(%#v) = %d, %q; want %d, %q", tt.in, got, reason, tt.want, tt.reason)
-		}
-	}
-}
 
 func TestGotValue(t *testing.T) {
 	tests := []struct {

@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // NotifyOperatorConfig is the `notify_operator:` section: how often agents may call the
 // notify_operator tool. The daemon's own alerts are not limited. Read at every call, so
@@ -40,46 +37,3 @@ const (
 	minNotifyEveryMS = 1000             // 1 s
 	maxNotifyEveryMS = 24 * 3600 * 1000 // 24 h
 )
-
-var (
-	notifyOperatorKeys = []string{"rate_limit"}
-	notifyRateKeys     = []string{"per_issue", "global"}
-	tokenBucketKeys    = []string{"burst", "every_ms"}
-)
-
-// buildNotifyOperator reads the `notify_operator:` section. A value out of bounds is an
-// error, never silently replaced: a limit the operator did not get is no limit.
-func (b *builder) buildNotifyOperator(cfg *Config, raw map[string]any) {
-	sec := b.section(raw, "notify_operator", notifyOperatorKeys)
-	rl := b.subMap(sec, "rate_limit", "notify_operator.rate_limit", notifyRateKeys)
-	r := &cfg.NotifyOperator.RateLimit
-	r.PerIssue = b.tokenBucket(rl, "per_issue", DefaultNotifyPerIssue)
-	r.Global = b.tokenBucket(rl, "global", DefaultNotifyGlobal)
-}
-
-// tokenBucket reads notify_operator.rate_limit.<key>: {burst, every_ms}. An absent
-// field keeps its default.
-func (b *builder) tokenBucket(rl map[string]any, key string, def TokenBucket) TokenBucket {
-	field := "notify_operator.rate_limit." + key
-	sec := b.subMap(rl, key, field, tokenBucketKeys)
-	tb := def
-	if v, ok := b.value(sec, field+".burst"); ok {
-		if n, ok := b.integer(field+".burst", v); ok {
-			if n < 1 || n > maxNotifyBurst {
-				b.invalid(field+".burst", fmt.Sprintf("must be between 1 and %d messages", maxNotifyBurst), v)
-			} else {
-				tb.Burst = int(n)
-			}
-		}
-	}
-	if v, ok := b.value(sec, field+".every_ms"); ok {
-		if n, ok := b.integer(field+".every_ms", v); ok {
-			if n < minNotifyEveryMS || n > maxNotifyEveryMS {
-				b.invalid(field+".every_ms", fmt.Sprintf("must be between %d (1 s) and %d (24 h) milliseconds", minNotifyEveryMS, maxNotifyEveryMS), v)
-			} else {
-				tb.Every = time.Duration(n) * time.Millisecond
-			}
-		}
-	}
-	return tb
-}

@@ -9,23 +9,8 @@ import (
 )
 
 // This file reads the keys that Symphony's WORKFLOW.md has and Sortie's own schema did
-// not: prompt.engine, tracker.project_slug, tracker.team_key, tracker.assignee, their
+// not (prompt.engine, in fields.go), tracker.project_slug, tracker.team_key, tracker.assignee, their
 // tracker.provider forms, tracker.required_labels and the `codex:` block's timeouts (docs/configuration.md, "Symphony compatibility").
-
-// buildPrompt reads the `prompt:` section: the template dialect.
-func (b *builder) buildPrompt(cfg *Config, raw map[string]any) {
-	sec := b.section(raw, "prompt", promptKeys)
-	s, ok := b.str(sec, "prompt.engine")
-	if !ok || s == "" {
-		return
-	}
-	switch s = strings.ToLower(s); s {
-	case "go", "liquid":
-		cfg.PromptEngine = s
-	default:
-		b.invalid("prompt.engine", "must be go or liquid; remove it to detect the dialect from the template", s)
-	}
-}
 
 // linearProviderKeys are the keys of tracker.provider that a Linear tracker reads:
 // Symphony's home for its Linear settings since its generic tracker interface (its
