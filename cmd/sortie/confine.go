@@ -10,7 +10,7 @@ import (
 	"sortie/internal/agent/sandbox"
 	"sortie/internal/agent/supervise"
 	"sortie/internal/config"
-	"sortie/internal/orchestrator"
+	"sortie/internal/confine"
 )
 
 // cmdConfine is `sortie confine --write P --read P --hide P --private P ... -- PROGRAM ARGS`: the
@@ -60,15 +60,15 @@ func isSelf(argv []string, sub string) bool {
 // agents run unconfined (the dashboard says so). hide are the daemon's private files:
 // its database and everything named after it (journal, lock, workflow key, operator
 // token, agent socket directory) and the env file.
-func agentSandbox(cfg *config.Config, workflow, envFile string, log *slog.Logger) (orchestrator.Sandbox, error) {
+func agentSandbox(cfg *config.Config, workflow, envFile string, log *slog.Logger) (confine.Sandbox, error) {
 	self, err := os.Executable()
 	if err == nil {
 		self, err = filepath.EvalSymlinks(self)
 	}
 	if err != nil {
-		return orchestrator.Sandbox{}, fmt.Errorf("finding this executable to confine agents with: %w", err)
+		return confine.Sandbox{}, fmt.Errorf("finding this executable to confine agents with: %w", err)
 	}
-	s := orchestrator.Sandbox{Self: self, Hide: privateFiles(cfg, envFile)}
+	s := confine.Sandbox{Self: self, Hide: privateFiles(cfg, envFile)}
 	if abs, err := filepath.Abs(workflow); err == nil {
 		s.Read = []string{abs} // the agent's MCP sidecar loads it; secrets in it are $VAR references
 	}

@@ -8,7 +8,7 @@ import (
 
 	"sortie/internal/agent/sandbox"
 	"sortie/internal/config"
-	"sortie/internal/orchestrator"
+	"sortie/internal/confine"
 	"sortie/internal/runas"
 )
 
@@ -50,7 +50,7 @@ func socketWarning(environ []string, confined bool, runAs *runas.User, namespace
 // warnSocketReach logs socketWarning for the daemon as it starts, whose agents are
 // confined unless agent.sandbox.mode is off or Landlock is unavailable (s.Unavailable),
 // and run here unless worker.ssh_hosts sends them elsewhere.
-func warnSocketReach(cfg *config.Config, s orchestrator.Sandbox, runAs *runas.User, log *slog.Logger) {
+func warnSocketReach(cfg *config.Config, s confine.Sandbox, runAs *runas.User, log *slog.Logger) {
 	confined := cfg.Agent.Sandbox.Mode != config.SandboxOff && s.Unavailable == "" && len(cfg.Worker.SSHHosts) == 0
 	namespace := func() bool { return sandbox.MountNamespaceAvailable() || sandbox.UserNamespaceAvailable() }
 	if msg := socketWarning(os.Environ(), confined, runAs, namespace); msg != "" {

@@ -2,10 +2,7 @@ package orchestrator
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -296,17 +293,6 @@ func (o *Orchestrator) applyAdoption(ctx context.Context, a adoption) {
 		if _, ok := shared[id]; !ok && h.reason != holdRemote {
 			delete(o.holds, id)
 			o.log.Info("hold lifted on another daemon", "issue_identifier", h.identifier)
-		}
-	}
-}
-
-// removeRunTmpOf removes the temporary directories of the given runs (recovery in a
-// cluster, where other daemons' runs share the directory).
-func removeRunTmpOf(cfg *config.Config, runs []store.Run) {
-	for _, r := range runs {
-		dirs, _ := filepath.Glob(filepath.Join(runTmpRoot(cfg), "run-"+strconv.FormatInt(r.ID, 10)+"-*"))
-		for _, d := range dirs {
-			_ = os.RemoveAll(d)
 		}
 	}
 }

@@ -5,50 +5,27 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"sortie/internal/agent/sandbox"
 	"sortie/internal/config"
+	"sortie/internal/confine"
 	"sortie/internal/workspace"
 )
-
-func TestHookPolicy_IsTheRunsPolicyPlusHooksSandbox(t *testing.T) {
-	cfg := &config.Config{}
-	cfg.Agent.Sandbox.ReadPaths = []string{"/opt/sdk"}
-	cfg.Hooks.Sandbox.ReadPaths = []string{"/home/op/.ssh/deploy_key"}
-	cfg.Hooks.Sandbox.WritePaths = []string{"/srv/mirror.git"}
-	s := Sandbox{Self: "/bin/sortie", Hide: []string{"/srv/p/.sortie.db", "/srv/p/.env"}}
-	env := []string{"PATH=/usr/local/go/bin:/usr/bin", "HOME=/home/op"}
-	run := s.runPolicy(cfg, "/srv/ws/A-1", "/tmp/hook-1", env)
-	p := hookPolicy(s, cfg, "/srv/ws/A-1", "/tmp/hook-1", env)
-	if !slices.Equal(p.Write, append(run.Write, "/srv/mirror.git")) {
-		t.Errorf("write = %v, want the run's %v and hooks.sandbox.write_paths", p.Write, run.Write)
-	}
-	if !slices.Equal(p.Read, append(run.Read, "/home/op/.ssh/deploy_key")) {
-		t.Errorf("read = %v, want the run's %v and hooks.sandbox.read_paths", p.Read, run.Read)
-	}
-	if !p.PrivateTmp {
-		t.Error("a confined hook gets the machine's /tmp, where tmux's and an SSH agent's sockets can be named")
-	}
-	if !slices.Equal(p.Hide, s.Hide) {
-		t.Errorf("hide = %v, want %v", p.Hide, s.Hide)
-	}
-}
 
 func TestConfineHook_UnconfinedWhereAgentsAreSaidOnce(t *testing.T) {
 	off := &config.Config{}
 	off.Agent.Sandbox.Mode = config.SandboxOff
 	for _, c := range []struct {
 		name string
-		s    Sandbox
+		s    confine.Sandbox
 		cfg  *config.Config
 		host string
 	}{
-		{"agent.sandbox.mode off", Sandbox{Self: "/bin/sortie"}, off, ""},
-		{"no Landlock", Sandbox{Self: "/bin/sortie", Unavailable: "old kernel"}, &config.Config{}, ""},
-		{"SSH host", Sandbox{Self: "/bin/sortie"}, &config.Config{}, "build1"},
+		{"agent.sandbox.mode off", confine.Sandbox{Self: "/bin/sortie"}, off, ""},
+		{"no Landlock", confine.Sandbox{Self: "/bin/sortie", Unavailable: "old kernel"}, &config.Config{}, ""},
+		{"SSH host", confine.Sandbox{Self: "/bin/sortie"}, &config.Config{}, "build1"},
 	} {
 		var logs bytes.Buffer
 		o := &Orchestrator{opts: Options{Sandbox: c.s}, log: slog.New(slog.NewTextHandler(&logs, nil))}
@@ -98,7 +75,7 @@ echo "$TMPDIR" > tmpdir.out && echo t > "$TMPDIR/t"
 cat ` + token + ` > token.out 2>&1 || true`
 	cfg.Hooks.Sandbox.ReadPaths = []string{keys}
 	cfg.Hooks.Sandbox.WritePaths = []string{mirror}
-	o := &Orchestrator{opts: Options{Sandbox: Sandbox{Self: "/nonexistent/sortie", Hide: []string{token}},
+	o := &Orchestrator{opts: Options{Sandbox: confine.Sandbox{Self: "/nonexistent/sortie", Hide: []string{token}},
 		Environ: []string{"PATH=" + os.Getenv("PATH")}}, log: slog.New(slog.DiscardHandler)}
 	mgr, err := o.workspaces(cfg)
 	if err != nil {
@@ -126,8 +103,8 @@ cat ` + token + ` > token.out 2>&1 || true`
 		t.Errorf("the hook read the hidden operator token: %q", got)
 	}
 	tmp := read("tmpdir.out")
-	if !strings.HasPrefix(tmp, runTmpRoot(cfg)+string(filepath.Separator)+"hook-") {
-		t.Errorf("the hook's TMPDIR is %q, want a private one in %s", tmp, runTmpRoot(cfg))
+	if !strings.HasPrefix(tmp, confine.RunTmpRoot(cfg)+string(filepath.Separator)+"hook-") {
+		t.Errorf("the hook's TMPDIR is %q, want a private one in %s", tmp, confine.RunTmpRoot(cfg))
 	}
 	if _, err := os.Stat(tmp); err == nil {
 		t.Errorf("the hook's temporary directory %s outlived it", tmp)

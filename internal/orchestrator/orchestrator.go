@@ -13,6 +13,7 @@ import (
 	"sortie/internal/agent/cgroup"
 	"sortie/internal/clock"
 	"sortie/internal/config"
+	"sortie/internal/confine"
 	"sortie/internal/prompt"
 	"sortie/internal/runas"
 	"sortie/internal/store"
@@ -55,7 +56,7 @@ type Options struct {
 	// Environ is the daemon's environment; agents and hooks get a filtered copy.
 	Environ []string
 	// Sandbox confines local agents (confine.go). Its zero value runs them unconfined.
-	Sandbox Sandbox
+	Sandbox confine.Sandbox
 	// Cgroups, when not nil, gives each local run its own cgroup v2 group, killed whole
 	// when the run ends (internal/agent/cgroup). Optional: the supervisor alone owns
 	// the process tree without it.
@@ -110,9 +111,9 @@ type Orchestrator struct {
 	log  *slog.Logger
 	clk  clock.Clock
 
-	warnedBudget sync.Map   // issue id → true once its budget warning went out (budget.go)
-	runTmp       runTmpPool // finished runs' temporary directories, for the next runs
-	hooksLogged  sync.Map   // why hooks run unconfined → true once said (hooks.go)
+	warnedBudget sync.Map        // issue id → true once its budget warning went out (budget.go)
+	runTmp       confine.TmpPool // finished runs' temporary directories, for the next runs
+	hooksLogged  sync.Map        // why hooks run unconfined → true once said (hooks.go)
 
 	// Channels into the loop.
 	exits      chan workerExit

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sortie/internal/agent/supervise"
+	"sortie/internal/confine"
 	"sortie/internal/store"
 )
 
@@ -129,8 +130,12 @@ func (o *Orchestrator) stopLeftRuns(ctx context.Context, runs []store.Run) []err
 	// Their runs' temporary directories went with them (their agents are stopped
 	// first, above, so nothing writes there any more).
 	if o.opts.Cluster != nil {
-		removeRunTmpOf(cfg, local)
-	} else if err := removeRunTmp(cfg); err != nil {
+		ids := make([]int64, len(local))
+		for i, r := range local {
+			ids[i] = r.ID
+		}
+		confine.RemoveRunTmpOf(cfg, ids)
+	} else if err := confine.RemoveRunTmp(cfg); err != nil {
 		o.log.Warn("removing the temporary directories of a previous daemon's runs failed", "error", err)
 	}
 	// An agent on an SSH host outlives its local ssh: it is stopped there first. The
@@ -336,8 +341,8 @@ func (o *Orchestrator) shutdown(ctx context.Context) {
 	// Every run gave back its own temporary directory; the kept ones go, and their
 	// parent too, when empty (a daemon of a cluster may share it with another on
 	// this machine).
-	o.runTmp.drain()
-	_ = os.Remove(runTmpRoot(o.opts.Config()))
+	o.runTmp.Drain()
+	_ = os.Remove(confine.RunTmpRoot(o.opts.Config()))
 	if c := o.opts.Cluster; c != nil {
 		// The others take over this daemon's retries and resumes at once.
 		if err := c.Leave(ctx); err != nil {

@@ -157,7 +157,7 @@ func (o *Orchestrator) compose(v *view) Snapshot {
 	s.GeneratedAt = o.clk.Now()
 	s.MaxAgents, s.PollInterval = cfg.Agent.MaxConcurrentAgents, cfg.Polling.Interval
 	s.Retrying, s.Held = slices.Clone(s.Retrying), slices.Clone(s.Held)
-	s.AgentsConfined, s.NotConfined = o.opts.Sandbox.confined(cfg)
+	s.AgentsConfined, s.NotConfined = o.opts.Sandbox.Confined(cfg)
 	if o.opts.ConfigError != nil {
 		if err := o.opts.ConfigError(); err != nil {
 			s.WorkflowError = err.Error()

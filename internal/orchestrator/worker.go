@@ -13,6 +13,7 @@ import (
 	"sortie/internal/agent/cgroup"
 	"sortie/internal/agentsock"
 	"sortie/internal/config"
+	"sortie/internal/confine"
 	"sortie/internal/prompt"
 	"sortie/internal/store"
 	"sortie/internal/tracker"
@@ -255,7 +256,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	env := w.agentEnv()
 	w.openCgroup()
 	ctx = w.bindPeers(ctx)
-	confine, cleanup, err := w.confinement(cfg, env)
+	confinement, cleanup, err := w.confinement(cfg, env)
 	if err != nil {
 		w.closeCgroup()
 		return w.fail(ex, err)
@@ -266,8 +267,8 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		w.closeCgroup()
 		cleanup()
 	}()
-	if confine != nil {
-		env = confinedEnv(env, confine.Policy.Write[1])
+	if confinement != nil {
+		env = confine.Env(env, confinement.Policy.Write[1])
 	}
 	sess, err := w.ad.Agent.StartSession(ctx, agent.StartParams{
 		Workspace:                w.ws.Path,
@@ -277,7 +278,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		Env:                      env,
 		SSHHost:                  w.e.host,
 		SSHStrictHostKeyChecking: cfg.Worker.SSHStrictHostKeyChecking,
-		Confine:                  confine,
+		Confine:                  confinement,
 		RunAs:                    w.runAs(),
 		Supervise:                w.supervision(),
 	})

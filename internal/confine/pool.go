@@ -1,4 +1,4 @@
-package orchestrator
+package confine
 
 import (
 	"errors"
@@ -13,23 +13,23 @@ import (
 	"sortie/internal/runas"
 )
 
-// maxPooledRunTmp bounds the emptied run directories a daemon keeps for reuse.
-const maxPooledRunTmp = 64
+// maxPooled bounds the emptied run directories a daemon keeps for reuse.
+const maxPooled = 64
 
-// runTmpPool keeps the temporary directories of finished runs, emptied, for the next
+// TmpPool keeps the temporary directories of finished runs, emptied, for the next
 // runs: renaming one costs no inode, where making and removing a directory per run
 // does, and on ext4 without a journal every directory removed makes each later file
 // creation on the disk dearer for a minute. Only a directory whose run is known to
 // have nothing left running (its cgroup was emptied and removed) is kept: nothing of
 // one issue's agent can still write into a directory another issue's agent gets.
-type runTmpPool struct {
+type TmpPool struct {
 	mu   sync.Mutex
 	free []string
 }
 
-// get returns a directory for run id in parent, owned by owner with mode 0700: a
+// Get returns a directory for run id in parent, owned by owner with mode 0700: a
 // pooled one renamed for the run, or a new one.
-func (p *runTmpPool) get(parent string, id int64, owner *runas.User) (string, error) {
+func (p *TmpPool) Get(parent string, id int64, owner *runas.User) (string, error) {
 	prefix := "run-" + strconv.FormatInt(id, 10) + "-"
 	for {
 		old := p.pop(parent)
@@ -58,7 +58,7 @@ func (p *runTmpPool) get(parent string, id int64, owner *runas.User) (string, er
 	return dir, nil
 }
 
-func (p *runTmpPool) pop(parent string) string {
+func (p *TmpPool) pop(parent string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := len(p.free) - 1; i >= 0; i-- {
@@ -70,12 +70,12 @@ func (p *runTmpPool) pop(parent string) string {
 	return ""
 }
 
-// put takes back dir once its run is over: emptied and kept when reuse is true and
+// Put takes back dir once its run is over: emptied and kept when reuse is true and
 // the pool has room, else removed.
-func (p *runTmpPool) put(dir string, reuse bool) {
+func (p *TmpPool) Put(dir string, reuse bool) {
 	if reuse && emptyDir(dir) == nil {
 		p.mu.Lock()
-		if len(p.free) < maxPooledRunTmp {
+		if len(p.free) < maxPooled {
 			p.free = append(p.free, dir)
 			p.mu.Unlock()
 			return
@@ -87,8 +87,8 @@ func (p *runTmpPool) put(dir string, reuse bool) {
 	}
 }
 
-// drain removes every pooled directory (the daemon is stopping).
-func (p *runTmpPool) drain() {
+// Drain removes every pooled directory (the daemon is stopping).
+func (p *TmpPool) Drain() {
 	p.mu.Lock()
 	free := p.free
 	p.free = nil

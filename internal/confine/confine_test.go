@@ -1,4 +1,4 @@
-package orchestrator
+package confine
 
 import (
 	"slices"
@@ -26,7 +26,7 @@ func TestSandbox_ConfinedUnlessOffOrUnavailable(t *testing.T) {
 		{"kernel without Landlock", Sandbox{Self: "/bin/sortie", Unavailable: "no landlock"}, "", false},
 		{"no executable to confine with", Sandbox{}, "", false},
 	} {
-		got, why := c.s.confined(cfg(c.mode))
+		got, why := c.s.Confined(cfg(c.mode))
 		if got != c.want || (!got && why == "") {
 			t.Errorf("%s: confined = %v (%q), want %v with a reason when false", c.name, got, why, c.want)
 		}
@@ -38,7 +38,7 @@ func TestSandbox_RunPolicy(t *testing.T) {
 	cfg.Agent.Sandbox.ReadPaths = []string{"/opt/sdk"}
 	cfg.Agent.Sandbox.WritePaths = []string{"/home/op/.cache/go-build"}
 	s := Sandbox{Self: "/bin/sortie", Hide: []string{"/srv/p/.sortie.db", "/srv/p/.env"}}
-	p := s.runPolicy(cfg, "/srv/ws/A-1", "/tmp/sortie-run-1", []string{"PATH=/usr/local/go/bin:/usr/bin"})
+	p := s.RunPolicy(cfg, "/srv/ws/A-1", "/tmp/sortie-run-1", []string{"PATH=/usr/local/go/bin:/usr/bin"})
 	for _, w := range []string{"/srv/ws/A-1", "/tmp/sortie-run-1", "/dev/null", "/home/op/.cache/go-build"} {
 		if !slices.Contains(p.Write, w) {
 			t.Errorf("write %v lacks %s", p.Write, w)
@@ -65,8 +65,8 @@ func TestSandbox_RunPolicyPrivateAndGitFiles(t *testing.T) {
 	s := Sandbox{Self: "/usr/local/bin/sortie"}
 	home := "/var/lib/agent"
 	env := []string{"HOME=" + home, "PATH=" + home + "/.cargo/bin:" + home + "/.local/bin:/usr/bin"}
-	p := s.runPolicy(cfg, "/var/lib/sortie/workspaces/A-1", "/tmp/sortie-runs-x/1", env)
-	for _, want := range []string{cfg.Workspace.Root, runTmpRoot(cfg), home, home + "/.cache/sortie"} {
+	p := s.RunPolicy(cfg, "/var/lib/sortie/workspaces/A-1", "/tmp/sortie-runs-x/1", env)
+	for _, want := range []string{cfg.Workspace.Root, RunTmpRoot(cfg), home, home + "/.cache/sortie"} {
 		if !slices.Contains(p.Private, want) {
 			t.Errorf("private %v lacks %s", p.Private, want)
 		}
@@ -85,7 +85,7 @@ func TestSandbox_RunPolicyPrivateAndGitFiles(t *testing.T) {
 	if p.Write[0] != "/var/lib/sortie/workspaces/A-1" || p.Write[1] != "/tmp/sortie-runs-x/1" {
 		t.Errorf("write = %v, want the workspace and the run's temporary directory first", p.Write)
 	}
-	xdg := s.runPolicy(cfg, "/w", "/t", []string{"HOME=/h", "XDG_CONFIG_HOME=/cfg", "XDG_CACHE_HOME=/c"})
+	xdg := s.RunPolicy(cfg, "/w", "/t", []string{"HOME=/h", "XDG_CONFIG_HOME=/cfg", "XDG_CACHE_HOME=/c"})
 	if !slices.Contains(xdg.Read, "/cfg/git/config") || slices.Contains(xdg.Read, "/h/.config/git/config") ||
 		!slices.Contains(xdg.Private, "/c/sortie") {
 		t.Errorf("with XDG_CONFIG_HOME and XDG_CACHE_HOME: read %v, private %v", xdg.Read, xdg.Private)

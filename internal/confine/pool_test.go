@@ -1,4 +1,4 @@
-package orchestrator
+package confine
 
 import (
 	"os"
@@ -12,8 +12,8 @@ import (
 // its mode set back; one whose run may have left something running is removed.
 func TestRunTmpPool_ReusesOnlyWhatIsSafe(t *testing.T) {
 	parent := t.TempDir()
-	var p runTmpPool
-	a, err := p.get(parent, 1, nil)
+	var p TmpPool
+	a, err := p.Get(parent, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +40,9 @@ func TestRunTmpPool_ReusesOnlyWhatIsSafe(t *testing.T) {
 		return fi.Sys().(*syscall.Stat_t).Ino
 	}
 	inoA := ino(a)
-	p.put(a, true)
+	p.Put(a, true)
 
-	b, err := p.get(parent, 2, nil)
+	b, err := p.Get(parent, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,16 +62,16 @@ func TestRunTmpPool_ReusesOnlyWhatIsSafe(t *testing.T) {
 		t.Errorf("run 1's name is still there: %v", err)
 	}
 
-	p.put(b, false) // its cgroup was not emptied
+	p.Put(b, false) // its cgroup was not emptied
 	if _, err := os.Stat(b); !os.IsNotExist(err) {
 		t.Errorf("a directory whose run may still run is kept: %v", err)
 	}
-	c, err := p.get(parent, 3, nil)
+	c, err := p.Get(parent, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.put(c, true)
-	p.drain()
+	p.Put(c, true)
+	p.Drain()
 	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 		t.Errorf("left after drain: %v", entries)
 	}
