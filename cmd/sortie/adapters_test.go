@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,7 +59,7 @@ func TestAdapterSet_RebuildsWhatChangedAndKeepsTheSetOnFailure(t *testing.T) {
 		}
 		return cfg
 	}
-	mets := metrics.New(testVersion, func(context.Context) (orchestrator.Snapshot, error) { return orchestrator.Snapshot{}, nil })
+	mets := metrics.New(testVersion)
 	b := &adapterSet{ctx: t.Context(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), mets: mets}
 	if err := b.validate(load(adapterWorkflow(v1, "Todo", "Work."))); err != nil {
 		t.Fatalf("validate before startUp: %v, want nil (nothing to build yet)", err)

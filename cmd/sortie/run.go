@@ -157,9 +157,8 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		}
 		return dryRun(ctx, cfg, trk, stdout, stderr)
 	}
-	// The orchestrator is built below; metrics read its snapshot at scrape time.
-	var orch *orchestrator.Orchestrator
-	mets := metrics.New(version, func(ctx context.Context) (orchestrator.Snapshot, error) { return orch.Snapshot(ctx) })
+	// The session gauges, which read the orchestrator's snapshot, join once it exists.
+	mets := metrics.New(version)
 	hub := server.NewHub()
 	adapters.mets = mets
 	mets.SetRateLimits(adapters.rateLimits)
@@ -233,7 +232,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		return fail("%v", err)
 	}
 	warnSocketReach(cfg, confine, runAs, logger)
-	orch, err = orchestrator.New(orchestrator.Options{
+	orch, err := orchestrator.New(orchestrator.Options{
 		Sandbox:       confine,
 		RunAs:         runAs,
 		StopRemote:    remoteStopper(watcher.Current),
@@ -259,6 +258,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
+	mets.ReadSessions(orch.Snapshot)
 	tools = serveAgentTools(sock, orch, watcher.Current, st, notifier, wfCaller, mets.NotifyRateLimited)
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", dbShown, "pid", os.Getpid(),

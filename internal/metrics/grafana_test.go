@@ -103,7 +103,8 @@ func exportedBy(fams map[string]*dto.MetricFamily, name string) bool {
 }
 
 func TestGrafanaDashboard_UsesOnlyMetricsWeExport(t *testing.T) {
-	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(twoRunning()))
 	observeAll(m, script())
 	// A remote tracker's budget, as GitHub reports it.
 	m.SetRateLimits(func() []tracker.RateLimit {
@@ -137,7 +138,8 @@ func TestGrafanaDashboard_UsesOnlyMetricsWeExport(t *testing.T) {
 }
 
 func TestExportedBy_HistogramSuffixesOnlyForHistograms(t *testing.T) {
-	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(twoRunning()))
 	observeAll(m, script())
 	fams := gather(t, m)
 	tests := []struct {

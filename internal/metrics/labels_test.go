@@ -37,7 +37,7 @@ func TestSanitizeLabel(t *testing.T) {
 }
 
 func TestToolLabel_DistinctValuesAreCappedAndTheRestFoldIntoOther(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	const tools = 3 * maxLabelValues
 	for i := range tools {
 		m.Observe(toolEvent(fmt.Sprintf("tool_%03d", i), false))
@@ -63,7 +63,7 @@ func TestToolLabel_DistinctValuesAreCappedAndTheRestFoldIntoOther(t *testing.T) 
 }
 
 func TestModelLabel_CappedAcrossTokensCostAndRequests(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	for i := range 2 * maxLabelValues {
 		model := fmt.Sprintf("model-%d", i)
 		m.Observe(tokenEvent(model, 1, 1, 1))
@@ -84,7 +84,7 @@ func TestModelLabel_CappedAcrossTokensCostAndRequests(t *testing.T) {
 }
 
 func TestBoundedLabel_RawValuesThatSanitizeAlikeShareASeries(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	m.Observe(toolEvent("my tool", false))
 	m.Observe(toolEvent("my_tool", false))
 	m.Observe(toolEvent(" my_tool ", false))

@@ -67,9 +67,9 @@ type Metrics struct {
 }
 
 // New builds the metrics of one daemon. version is the build's version (the
-// sortie_build_info label); snapshot, called at each scrape with a short timeout (it must
-// honour ctx), feeds the session gauges, which a scrape leaves out when it fails or is nil.
-func New(version string, snapshot func(context.Context) (orchestrator.Snapshot, error)) *Metrics {
+// sortie_build_info label). The session gauges come from the orchestrator's snapshot,
+// which exists only later: ReadSessions adds them.
+func New(version string) *Metrics {
 	if version == "" {
 		version = unknownValue
 	}
@@ -151,8 +151,7 @@ func New(version string, snapshot func(context.Context) (orchestrator.Snapshot, 
 
 	m.rateLimits = newRateLimitCollector()
 	reg.MustRegister(m.rateLimits)
-	reg.MustRegister(newSnapshotCollector(snapshot, snapshotTimeout),
-		collectors.NewGoCollector(),
+	reg.MustRegister(collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	m.handler = promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
@@ -161,6 +160,16 @@ func New(version string, snapshot func(context.Context) (orchestrator.Snapshot, 
 		MaxRequestsInFlight: maxScrapesInFlight,
 	}))
 	return m
+}
+
+// ReadSessions adds the session gauges (sessions_running, slots_available, ...), read
+// at each scrape from snapshot, called with a short timeout (it must honour ctx); a
+// scrape leaves them out when it fails. The daemon calls it once, as soon as the
+// orchestrator exists (the metrics exist before: the tracker adapters and the
+// orchestrator's Activity report to them); until then a scrape has no session gauges.
+// A second call panics.
+func (m *Metrics) ReadSessions(snapshot func(context.Context) (orchestrator.Snapshot, error)) {
+	m.reg.MustRegister(newSnapshotCollector(snapshot, snapshotTimeout))
 }
 
 // Handler serves the registry in the Prometheus exposition formats, for GET /metrics.

@@ -160,7 +160,8 @@ func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, want m
 }
 
 func TestNew_EveryFamilyIsExportedAfterAScriptedDay(t *testing.T) {
-	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(twoRunning()))
 	observeAll(m, script())
 	m.SetRateLimits(func() []tracker.RateLimit {
 		return []tracker.RateLimit{{Resource: "core", Limit: 5000, Remaining: 4999}}
@@ -197,7 +198,7 @@ func TestNew_EveryFamilyIsExportedAfterAScriptedDay(t *testing.T) {
 }
 
 func TestObserve_ScriptedDayCountsEveryCounter(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	observeAll(m, script())
 
 	want := `
@@ -285,7 +286,7 @@ sortie_notify_rate_limited_total{scope="issue"} 0
 }
 
 func TestObserve_HistogramsRecordRunAndPollDurations(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	observeAll(m, script())
 	fams := gather(t, m)
 
@@ -329,13 +330,14 @@ func TestBuildInfo_NamesVersionAndGoVersion(t *testing.T) {
 # TYPE sortie_build_info gauge
 sortie_build_info{go_version="` + runtime.Version() + `",version="1.2.3"} 1
 `
-	if err := testutil.GatherAndCompare(New("1.2.3", nil).reg, strings.NewReader(want), "sortie_build_info"); err != nil {
+	if err := testutil.GatherAndCompare(New("1.2.3").reg, strings.NewReader(want), "sortie_build_info"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestSnapshotGauges_ComeFromTheSnapshotAtScrapeTime(t *testing.T) {
-	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(twoRunning()))
 	want := `
 # HELP sortie_sessions_running Agent sessions running now.
 # TYPE sortie_sessions_running gauge
@@ -362,14 +364,30 @@ sortie_active_sessions_elapsed_seconds 120
 func TestSnapshotGauges_SlotsAvailableIsNeverNegative(t *testing.T) {
 	s := twoRunning()
 	s.MaxAgents = 1 // lowered by a reload while two run
-	m := New("1.2.3", fakeSnapshot(s))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(s))
 	if got := series(t, gather(t, m), "sortie_slots_available", nil).GetGauge().GetValue(); got != 0 {
 		t.Fatalf("slots_available = %g, want 0", got)
 	}
 }
 
+// TestSnapshotGauges_NoneBeforeReadSessions: the metrics exist before the orchestrator
+// (the daemon's tracker adapters count into them); a scrape then has no session gauges,
+// and has them once ReadSessions names the snapshot to read.
+func TestSnapshotGauges_NoneBeforeReadSessions(t *testing.T) {
+	m := New("1.2.3")
+	if _, ok := gather(t, m)["sortie_sessions_running"]; ok {
+		t.Fatal("sortie_sessions_running before ReadSessions")
+	}
+	m.ReadSessions(fakeSnapshot(twoRunning()))
+	if got := series(t, gather(t, m), "sortie_sessions_running", nil).GetGauge().GetValue(); got != 2 {
+		t.Fatalf("sessions_running = %g, want 2", got)
+	}
+}
+
 func TestSnapshotGauges_LeftOutWhenTheSnapshotFailsAndTheScrapeStillSucceeds(t *testing.T) {
-	m := New("1.2.3", func(context.Context) (orchestrator.Snapshot, error) {
+	m := New("1.2.3")
+	m.ReadSessions(func(context.Context) (orchestrator.Snapshot, error) {
 		return orchestrator.Snapshot{}, orchestrator.ErrNotRunning
 	})
 	m.Observe(orchestrator.Activity{Kind: orchestrator.ActivityDispatch})
@@ -407,7 +425,8 @@ func TestSnapshotCollector_GivesUpAfterItsTimeout(t *testing.T) {
 }
 
 func TestHandler_ServesTheExpositionFormat(t *testing.T) {
-	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(twoRunning()))
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	want := `
@@ -421,7 +440,8 @@ sortie_sessions_running 2
 }
 
 func TestRegistry_PassesPromlint(t *testing.T) {
-	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(twoRunning()))
 	observeAll(m, script())
 	problems, err := testutil.GatherAndLint(m.reg)
 	if err != nil {
@@ -447,7 +467,7 @@ func TestDocs_ListEveryFamily(t *testing.T) {
 }
 
 func TestObserve_IgnoresNegativeDurationsAndImpossibleCosts(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	// A clock stepping back, a CLI reporting nonsense: never a panic (a counter cannot
 	// go down), never a poisoned total.
 	m.Observe(orchestrator.Activity{Kind: orchestrator.ActivityRunFinished, Result: "succeeded", Duration: -time.Second,

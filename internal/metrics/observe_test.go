@@ -11,7 +11,8 @@ import (
 )
 
 func TestObserve_ConcurrentWorkersAndScrapesCountEveryEvent(t *testing.T) {
-	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(twoRunning()))
 	const workers, events = 8, 500
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -74,7 +75,7 @@ func TestObserve_ConcurrentWorkersAndScrapesCountEveryEvent(t *testing.T) {
 }
 
 func TestObserve_AgentEventsOtherThanUsageAndToolsCountNothing(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	for _, typ := range []agent.EventType{agent.EventSessionStarted, agent.EventNotification, agent.EventOtherMessage,
 		agent.EventMalformed, agent.EventTurnCompleted} {
 		m.Observe(orchestrator.Activity{Kind: orchestrator.ActivityAgentEvent, Event: &agent.Event{Type: typ, Model: "opus"},
@@ -92,7 +93,7 @@ func TestObserve_AgentEventsOtherThanUsageAndToolsCountNothing(t *testing.T) {
 // BenchmarkObserve_AgentEvent is the cost the orchestrator pays per agent event: a mix
 // of token usage, tool results and other events, with label values already seen.
 func BenchmarkObserve_AgentEvent(b *testing.B) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	events := []orchestrator.Activity{
 		tokenEvent("claude-sonnet-4-5-20250929", 1200, 300, 40000),
 		toolEvent("Bash", false),
@@ -111,7 +112,7 @@ func BenchmarkObserve_AgentEvent(b *testing.B) {
 // BenchmarkObserve_AgentEventParallel is the same on every core at once, as with many
 // sessions running.
 func BenchmarkObserve_AgentEventParallel(b *testing.B) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	events := []orchestrator.Activity{
 		tokenEvent("claude-sonnet-4-5-20250929", 1200, 300, 40000),
 		toolEvent("Bash", false),
@@ -133,7 +134,8 @@ func BenchmarkObserve_AgentEventParallel(b *testing.B) {
 // TestObserve_RevisionCountsTokensNotRequests: a token_usage event that revises figures
 // already reported (Claude's result totals) adds its tokens but is not an API request.
 func TestObserve_RevisionCountsTokensNotRequests(t *testing.T) {
-	m := New("1.2.3", fakeSnapshot(twoRunning()))
+	m := New("1.2.3")
+	m.ReadSessions(fakeSnapshot(twoRunning()))
 	m.Observe(tokenEvent("opus", 10, 1, 0))
 	rev := tokenEvent("opus", 0, 40, 0)
 	rev.Event.Revision = true
@@ -148,7 +150,7 @@ func TestObserve_RevisionCountsTokensNotRequests(t *testing.T) {
 }
 
 func TestNotifyRateLimited_CountsByScopeFromZero(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	count := func(scope string) float64 {
 		return series(t, gather(t, m), "sortie_notify_rate_limited_total", map[string]string{"scope": scope}).GetCounter().GetValue()
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestRateLimits_ReportedPerResourceAtScrapeTime(t *testing.T) {
-	m := New("v1", nil)
+	m := New("v1")
 	if n, _ := testutil.GatherAndCount(m.reg, "sortie_tracker_rate_limit_remaining"); n != 0 {
 		t.Fatalf("rate-limit series without a rate-limited tracker: %d", n)
 	}

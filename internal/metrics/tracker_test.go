@@ -45,7 +45,7 @@ func TestTracker_CountsEveryOperationBySuccessAndError(t *testing.T) {
 	if len(calls) != int(opCount) {
 		t.Fatalf("test covers %d operations, the wrapper has %d", len(calls), opCount)
 	}
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	fake := faketracker.New("Todo")
 	fake.Put(tracker.Issue{ID: "1", Identifier: "T-1", State: "Todo"})
 	wrapped := m.Tracker(fake)
@@ -76,14 +76,14 @@ func TestTracker_CountsEveryOperationBySuccessAndError(t *testing.T) {
 }
 
 func TestTracker_EveryOperationIsExportedBeforeItsFirstCall(t *testing.T) {
-	fams := gather(t, New("1.2.3", nil))
+	fams := gather(t, New("1.2.3"))
 	if got, want := len(fams["sortie_tracker_requests_total"].GetMetric()), 2*int(opCount); got != want {
 		t.Errorf("tracker_requests_total has %d series before any call, want %d (every operation × success, error)", got, want)
 	}
 }
 
 func TestTracker_KeepsWatcherOnlyWhenTheTrackerHasIt(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	fake := faketracker.New("Todo")
 	fake.Put(tracker.Issue{ID: "1", Identifier: "T-1", State: "Todo"})
 
@@ -107,7 +107,7 @@ func TestTracker_KeepsWatcherOnlyWhenTheTrackerHasIt(t *testing.T) {
 }
 
 func TestTracker_UnwrapAndNil(t *testing.T) {
-	m := New("1.2.3", nil)
+	m := New("1.2.3")
 	fake := faketracker.New("Todo")
 	u, ok := m.Tracker(fake).(interface{ Unwrap() tracker.Tracker })
 	if !ok || u.Unwrap() != tracker.Tracker(fake) {
@@ -133,7 +133,7 @@ func testCounterSum(t *testing.T, m *Metrics) float64 {
 // the orchestrator still learns which account Sortie writes as (its own comments must
 // never answer a checkpoint).
 func TestTracker_WrapperStillShowsTheTrackersAccount(t *testing.T) {
-	wrapped := New("1.2.3", nil).Tracker(faketracker.New("Todo"))
+	wrapped := New("1.2.3").Tracker(faketracker.New("Todo"))
 	acc, ok := tracker.As[tracker.Account](wrapped)
 	if !ok {
 		t.Fatal("tracker.As found no Account behind the metrics wrapper")
