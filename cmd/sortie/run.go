@@ -195,12 +195,11 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	if err != nil {
 		return fail("%v", err)
 	}
-	var wfCaller agenttools.WorkflowCaller
 	if wf != nil {
 		// After orch.Run, so that no auto-advance answers into a stopped loop's store.
 		defer wf.desk.Close()
-		wfCaller = wf.eng
 	}
+	toolOpts := agentToolOptions(watcher.Current, st, notifier, wf, mets.NotifyRateLimited)
 	sockBase := cfg.DBPath
 	if clu != nil {
 		// Daemons of a cluster may share a WORKFLOW.md directory, and so a db_path:
@@ -209,8 +208,10 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 	}
 	// The socket grants the orchestrator's tokens from now on; the tool service, which
 	// needs the orchestrator, serves it once both exist, before any session starts.
-	var tools *agenttools.Service
-	ext, sock, err := startAgentTools(sockBase, func() agentsock.Capabilities { return tools.Info().Capabilities })
+	// What it will serve is known now: the start-up tracker is of the kind it will have.
+	capOpts := toolOpts
+	capOpts.Tracker = initial.Tracker
+	ext, sock, err := startAgentTools(sockBase, func() agentsock.Capabilities { return agenttools.Capabilities(capOpts) })
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -259,7 +260,7 @@ func runDaemon(ctx context.Context, path string, f runFlags, stdout, stderr io.W
 		return fail("%v", err)
 	}
 	mets.ReadSessions(orch.Snapshot)
-	tools = serveAgentTools(sock, orch, watcher.Current, st, notifier, wfCaller, mets.NotifyRateLimited)
+	serveAgentTools(sock, orch, toolOpts)
 	logger.Info("sortie started", "version", version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", dbShown, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
@@ -521,18 +522,17 @@ func startAgentTools(sockBase string, caps func() agentsock.Capabilities) (works
 	return workspace.Extensions{Executable: exe, Socket: sock, PromptTools: promptTools}, sock, nil
 }
 
-// serveAgentTools builds the daemon's side of the Tier 2 tools and serves the agent
-// socket with it: tracker_api reaches the tracker in force (orch.Tracker(), which a
-// reload may replace) and tells orch of the agent's own moves; wf, when not nil,
-// answers the workflow tools (workflows.dir), which are then offered to every session
-// that reaches the socket. rateLimited counts the notify_operator calls its rate limit
+// agentToolOptions are the options of the daemon's side of the Tier 2 tools that need
+// no orchestrator: current is the configuration in force; history serves the run
+// history; wf, when not nil, answers the workflow tools (workflows.dir), which are then
+// offered to every session that reaches the socket; notify_operator goes through n's
+// backends when it has any; rateLimited counts the notify_operator calls its rate limit
 // refuses, by scope (the metrics).
-func serveAgentTools(sock *agentsock.Server, orch *orchestrator.Orchestrator, current func() *config.Config, history agenttools.RunReader,
-	n *notify.Notifier, wf agenttools.WorkflowCaller, rateLimited func(scope string)) *agenttools.Service {
-	o := agenttools.Options{Config: current, Tracker: orch.Tracker(), History: history, NotifyRateLimited: rateLimited,
-		Refresh: func() { orch.Refresh() }, AgentMoving: orch.AgentMoving}
+func agentToolOptions(current func() *config.Config, history agenttools.RunReader, n *notify.Notifier,
+	wf *daemonWorkflows, rateLimited func(scope string)) agenttools.Options {
+	o := agenttools.Options{Config: current, History: history, NotifyRateLimited: rateLimited}
 	if wf != nil {
-		o.Workflows = wf
+		o.Workflows = wf.eng
 	}
 	if n.Enabled() {
 		o.Deliver = func(ctx context.Context, sess agentsock.Session, req agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
@@ -540,6 +540,14 @@ func serveAgentTools(sock *agentsock.Server, orch *orchestrator.Orchestrator, cu
 				Title: req.Title, Message: req.Message, IssueID: sess.IssueID, IssueIdentifier: sess.Identifier})
 		}
 	}
+	return o
+}
+
+// serveAgentTools builds the daemon's side of the Tier 2 tools from o and serves the
+// agent socket with it: tracker_api reaches the tracker in force (orch.Tracker(), which
+// a reload may replace) and tells orch of the agent's own moves.
+func serveAgentTools(sock *agentsock.Server, orch *orchestrator.Orchestrator, o agenttools.Options) *agenttools.Service {
+	o.Tracker, o.Refresh, o.AgentMoving = orch.Tracker(), func() { orch.Refresh() }, orch.AgentMoving
 	svc := agenttools.New(o)
 	sock.Start(svc)
 	return svc

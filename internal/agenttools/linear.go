@@ -19,14 +19,17 @@ type linearGraphQL interface {
 }
 
 // linear returns the tracker's linear_graphql side when the tracker in force is Linear.
-func (t *Service) linear() linearGraphQL {
-	if t.o.Tracker == nil || t.o.Config == nil {
+func (t *Service) linear() linearGraphQL { return linearOf(t.o) }
+
+// linearOf is the linear_graphql side of o's tracker when the tracker in force is Linear.
+func linearOf(o Options) linearGraphQL {
+	if o.Tracker == nil || o.Config == nil {
 		return nil
 	}
-	if cfg := t.o.Config(); cfg == nil || cfg.Tracker.Kind != "linear" {
+	if cfg := o.Config(); cfg == nil || cfg.Tracker.Kind != "linear" {
 		return nil
 	}
-	l, _ := tracker.As[linearGraphQL](t.o.Tracker)
+	l, _ := tracker.As[linearGraphQL](o.Tracker)
 	return l
 }
 

@@ -231,3 +231,31 @@ func TestLinearGraphQL_AMoveOutOfTheActiveStatesWaitsForTheGates(t *testing.T) {
 		t.Fatalf("a move within the active states: %v, sent %d times", err, updates.Load())
 	}
 }
+
+// TestCapabilities_WithoutAService: what a Service built from some Options serves is
+// known from the Options alone, before the Service exists (the daemon tells sessions
+// before it has its orchestrator), and is what the Service then says.
+func TestCapabilities_WithoutAService(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Tracker.Kind = "linear" })
+	linearTrk, err := tracker.New(tracker.Config{Kind: "linear", Endpoint: "http://127.0.0.1:1", APIKey: "k", Team: "ENG",
+		ActiveStates: cfg.Tracker.ActiveStates, TerminalStates: cfg.Tracker.TerminalStates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(context.Context, agentsock.Session, agentsock.NotifyRequest) (agentsock.NotifyResult, error) {
+		return agentsock.NotifyResult{}, nil
+	}
+	current := func() *config.Config { return cfg }
+	for _, o := range []Options{
+		{Config: current},
+		{Config: current, Tracker: linearTrk},
+		{Config: current, Tracker: faketracker.New("Todo"), Deliver: deliver},
+	} {
+		if got, want := Capabilities(o), New(o).Info().Capabilities; got != want {
+			t.Errorf("Capabilities = %+v, want the Service's %+v", got, want)
+		}
+	}
+	if !Capabilities(Options{Config: current, Tracker: linearTrk}).LinearGraphQL {
+		t.Error("a Linear tracker with tracker.kind linear: no linear_graphql")
+	}
+}

@@ -110,14 +110,23 @@ type HandoffChecker interface {
 
 var _ HandoffChecker = (*engine.Engine)(nil)
 
+// Capabilities are the tools a Service built from o serves, as its Info reports them.
+// It needs no Service: the daemon tells each session which tools it is offered before
+// the Service, which needs the orchestrator, exists. o.Tracker need only be a tracker
+// of the kind the Service will have (the daemon's start-up adapter): linear_graphql
+// depends on its type, never its state. o.Config is read at each call.
+func Capabilities(o Options) agentsock.Capabilities {
+	return agentsock.Capabilities{TrackerAPI: o.Tracker != nil, NotifyOperator: o.Deliver != nil,
+		Workflows: o.Workflows != nil, Runs: o.History != nil, LinearGraphQL: linearOf(o) != nil}
+}
+
 // Info describes the Tier 2 and workflow tools this daemon serves.
 func (t *Service) Info() agentsock.SessionInfo {
 	cfg := t.o.Config()
 	return agentsock.SessionInfo{
-		Capabilities: agentsock.Capabilities{TrackerAPI: t.o.Tracker != nil, NotifyOperator: t.o.Deliver != nil,
-			Workflows: t.o.Workflows != nil, Runs: t.o.History != nil, LinearGraphQL: t.linear() != nil},
-		TrackerKind: cfg.Tracker.Kind,
-		Project:     cfg.Tracker.Project,
+		Capabilities: Capabilities(t.o),
+		TrackerKind:  cfg.Tracker.Kind,
+		Project:      cfg.Tracker.Project,
 	}
 }
 
