@@ -438,59 +438,17 @@ func remoteStopper(current func() *config.Config) func(ctx context.Context, host
 	}
 }
 
-// agentRunAs resolves agent.run_as: the user local agents and hooks run as, nil for
-// the daemon's own. Only root can start processes as another user. The user must be
-// able to reach what its processes use: this executable (the agents' MCP sidecar and
-// `sortie confine`), WORKFLOW.md (which the sidecar loads) and the agent socket, which
-// is opened to the user's group here. It must not be able to read the daemon's private
-// files (private: the database, the key, the token, the env file), whatever the
-// sandbox: they lose their group and other permissions here, and the daemon refuses
-// to start if the user can still read one.
+// agentRunAs resolves agent.run_as (runas.ForAgents): the user local agents and
+// hooks run as, nil for the daemon's own. The user must be able to reach what its
+// processes use: this executable (the agents' MCP sidecar and `sortie confine`),
+// WORKFLOW.md (which the sidecar loads) and the agent socket, which is opened to the
+// user's group. It must not be able to read the daemon's private files.
 func agentRunAs(cfg *config.Config, workflowPath, exe string, sock *agentsock.Server, private []string, logger *slog.Logger) (*runas.User, error) {
-	if cfg.Agent.RunAs == "" {
-		return nil, nil
-	}
-	if uid := os.Geteuid(); uid != 0 {
-		return nil, fmt.Errorf("agent.run_as is %q, but the daemon runs as uid %d and only root can start processes as another user: "+
-			"run the daemon as root, or remove agent.run_as and run the daemon itself as an unprivileged user", cfg.Agent.RunAs, uid)
-	}
-	u, err := runas.Lookup(cfg.Agent.RunAs)
-	if err != nil {
-		return nil, err
-	}
-	if err := sock.ShareWithGroup(int(u.GID)); err != nil {
-		return nil, fmt.Errorf("agent.run_as: %w", err)
-	}
-	for _, need := range []struct {
-		path   string
-		access runas.Access
-		what   string
-	}{
-		{exe, runas.Read | runas.Exec, "the sortie executable, which runs the agents' MCP server"},
-		{workflowPath, runas.Read, "WORKFLOW.md, which the agents' MCP server loads"},
-		{sock.Path(), runas.Write, "the agent socket"},
-	} {
-		if err := u.CanReach(need.path, need.access); err != nil {
-			return nil, fmt.Errorf("agent.run_as: %s: %w", need.what, err)
-		}
-	}
-	for _, p := range private {
-		fi, err := os.Lstat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if fi.Mode().Perm()&0o077 != 0 {
-			if err := os.Chmod(p, fi.Mode().Perm()&^0o077); err != nil {
-				return nil, fmt.Errorf("agent.run_as: making %s private to the daemon: %w", p, err)
-			}
-			logger.Info("made a private file of the daemon unreadable by group and others, for agent.run_as", "path", p)
-		}
-		if u.CanReach(p, runas.Read) == nil {
-			return nil, fmt.Errorf("agent.run_as: %s can read %s, a private file of the daemon: give it to the daemon's user (chown root %s)", u, p, p)
-		}
-	}
-	logger.Info("local agents and hooks run as another user", "user", u.String(), "home", u.Home)
-	return u, nil
+	return runas.ForAgents(cfg.Agent.RunAs, []runas.Need{
+		{Path: exe, Access: runas.Read | runas.Exec, What: "the sortie executable, which runs the agents' MCP server"},
+		{Path: workflowPath, Access: runas.Read, What: "WORKFLOW.md, which the agents' MCP server loads"},
+		{Path: sock.Path(), Access: runas.Write, What: "the agent socket", Share: sock.ShareWithGroup},
+	}, private, logger)
 }
 
 // startAgentTools opens the agent socket next to the database and prepares what every
