@@ -78,7 +78,7 @@ func TestCluster_Kill9OneOfThreeDaemonsTheOthersDrainEverything(t *testing.T) {
 	writeFile(t, dir, "issues.json", string(b))
 	wf := writeFile(t, dir, "WORKFLOW.md", clusterWorkflow(dbURL, agentCmd, tmp))
 
-	daemons := make([]*daemon, 3)
+	daemons := make([]*runningDaemon, 3)
 	for i := range daemons {
 		daemons[i] = startDaemon(t, env, wf)
 	}

@@ -201,7 +201,7 @@ func freePort(t *testing.T) int {
 
 // waitHTTP waits until url answers 200, or fails when the daemon exits or
 // browser.Timeout passes.
-func waitHTTP(t *testing.T, d *daemon, url string) {
+func waitHTTP(t *testing.T, d *runningDaemon, url string) {
 	t.Helper()
 	deadline := time.Now().Add(browser.Timeout)
 	tick := time.NewTicker(50 * time.Millisecond)

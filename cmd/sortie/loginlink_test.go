@@ -12,7 +12,7 @@ var loginLinkLine = regexp.MustCompile(`sortie: open the dashboard, logged in: (
 
 // printedLoginLink is the login link the daemon d printed in its log (once its
 // server answers, it has).
-func printedLoginLink(t *testing.T, d *daemon) string {
+func printedLoginLink(t *testing.T, d *runningDaemon) string {
 	t.Helper()
 	m := loginLinkLine.FindStringSubmatch(d.stderrText())
 	if m == nil {

@@ -197,9 +197,9 @@ func runSortieWithin(t *testing.T, timeout time.Duration, dir string, env []stri
 	return r
 }
 
-// daemon is a sortie process a test started and talks to through signals and its
+// runningDaemon is a sortie process a test started and talks to through signals and its
 // stderr, which a goroutine reads line by line.
-type daemon struct {
+type runningDaemon struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	name string
@@ -215,11 +215,11 @@ type daemon struct {
 
 // startDaemon starts `sortie args...` with env, and kills it at the end of the test if
 // it is still running.
-func startDaemon(t *testing.T, env []string, args ...string) *daemon {
+func startDaemon(t *testing.T, env []string, args ...string) *runningDaemon {
 	t.Helper()
 	cmd := exec.Command(sortieBin, args...)
 	cmd.Env = env
-	d := &daemon{t: t, cmd: cmd, name: "sortie " + strings.Join(args, " "),
+	d := &runningDaemon{t: t, cmd: cmd, name: "sortie " + strings.Join(args, " "),
 		changed: make(chan struct{}), done: make(chan struct{})}
 	cmd.Stdout = &lockedWriter{mu: &d.mu, w: &d.stdout}
 	cmd.Stderr = &lineWriter{d: d}
@@ -246,7 +246,7 @@ func startDaemon(t *testing.T, env []string, args ...string) *daemon {
 	return d
 }
 
-func (d *daemon) waitExit() {
+func (d *runningDaemon) waitExit() {
 	err := d.cmd.Wait()
 	w := d.cmd.Stderr.(*lineWriter)
 	if len(w.pending) > 0 { // os/exec's copy has finished: no more writes
@@ -266,7 +266,7 @@ func (d *daemon) waitExit() {
 // lineWriter splits the daemon's stderr into lines. os/exec calls Write from one
 // goroutine at a time.
 type lineWriter struct {
-	d       *daemon
+	d       *runningDaemon
 	pending []byte
 }
 
@@ -282,7 +282,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	}
 }
 
-func (d *daemon) addLine(s string) {
+func (d *runningDaemon) addLine(s string) {
 	d.mu.Lock()
 	d.lines = append(d.lines, s)
 	close(d.changed)
@@ -293,7 +293,7 @@ func (d *daemon) addLine(s string) {
 // waitLine waits until a stderr line after index from contains every one of subs,
 // and returns its index. It fails the test when the process exits first or timeout
 // passes.
-func (d *daemon) waitLine(from int, timeout time.Duration, subs ...string) int {
+func (d *runningDaemon) waitLine(from int, timeout time.Duration, subs ...string) int {
 	d.t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -320,7 +320,7 @@ func (d *daemon) waitLine(from int, timeout time.Duration, subs ...string) int {
 }
 
 // countLines counts the stderr lines so far that contain every one of subs.
-func (d *daemon) countLines(subs ...string) int {
+func (d *runningDaemon) countLines(subs ...string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
@@ -332,21 +332,21 @@ func (d *daemon) countLines(subs ...string) int {
 	return n
 }
 
-func (d *daemon) stderrText() string {
+func (d *runningDaemon) stderrText() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return strings.Join(d.lines, "\n")
 }
 
-func (d *daemon) exitCode() int {
+func (d *runningDaemon) exitCode() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.code
 }
 
-func (d *daemon) pid() int { return d.cmd.Process.Pid }
+func (d *runningDaemon) pid() int { return d.cmd.Process.Pid }
 
-func (d *daemon) signal(sig syscall.Signal) {
+func (d *runningDaemon) signal(sig syscall.Signal) {
 	d.t.Helper()
 	if err := d.cmd.Process.Signal(sig); err != nil {
 		d.t.Fatalf("signalling %s: %v", d.name, err)
@@ -355,7 +355,7 @@ func (d *daemon) signal(sig syscall.Signal) {
 
 // wait waits for the process to exit and returns its exit code (-1 when a signal
 // killed it). timeout is a guard against a hung process.
-func (d *daemon) wait(timeout time.Duration) int {
+func (d *runningDaemon) wait(timeout time.Duration) int {
 	d.t.Helper()
 	select {
 	case <-d.done:

@@ -51,13 +51,13 @@ Work on {{ .issue.identifier }}.
 // mcpFixture is what a sidecar session can see: a workflow, a workspace with a state
 // file, a database with history, and a fake daemon behind an agent socket.
 type mcpFixture struct {
-	workflow  string
-	workspace string
-	dbPath    string
-	runningID int64
-	daemon    *mcpDaemon
-	sock      *agentsock.Server
-	token     string
+	workflow      string
+	workspace     string
+	dbPath        string
+	runningID     int64
+	runningDaemon *mcpDaemon
+	sock          *agentsock.Server
+	token         string
 }
 
 func newMCPFixture(t *testing.T) *mcpFixture {
@@ -65,10 +65,10 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	dir := t.TempDir()
 	writeFile(t, dir, "issues.json", "[]\n")
 	f := &mcpFixture{
-		workflow:  writeFile(t, dir, "WORKFLOW.md", mcpWorkflow),
-		workspace: filepath.Join(dir, "workspaces", "PROJ-42"),
-		dbPath:    filepath.Join(dir, ".sortie.db"),
-		daemon:    &mcpDaemon{},
+		workflow:      writeFile(t, dir, "WORKFLOW.md", mcpWorkflow),
+		workspace:     filepath.Join(dir, "workspaces", "PROJ-42"),
+		dbPath:        filepath.Join(dir, ".sortie.db"),
+		runningDaemon: &mcpDaemon{},
 	}
 	if err := os.MkdirAll(f.workspace, 0o755); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.sock.Close() })
-	f.sock.Start(f.daemon)
+	f.sock.Start(f.runningDaemon)
 	f.token = f.sock.Grant(agentsock.Session{IssueID: "42", Identifier: "PROJ-42", RunID: f.runningID})
 	return f
 }
@@ -171,9 +171,9 @@ func (f *mcpFixture) serveHistory(t *testing.T, env ...string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	f.daemon.mu.Lock()
-	defer f.daemon.mu.Unlock()
-	f.daemon.history = agenttools.New(agenttools.Options{Config: func() *config.Config { return cfg }, History: db})
+	f.runningDaemon.mu.Lock()
+	defer f.runningDaemon.mu.Unlock()
+	f.runningDaemon.history = agenttools.New(agenttools.Options{Config: func() *config.Config { return cfg }, History: db})
 }
 
 // mcpDaemon is the daemon's side of the agent socket: canned tracker answers, a
@@ -442,9 +442,9 @@ func TestMCP_ToolEnvelopes(t *testing.T) {
 			}
 		})
 	}
-	f.daemon.mu.Lock()
-	notified := f.daemon.notified
-	f.daemon.mu.Unlock()
+	f.runningDaemon.mu.Lock()
+	notified := f.runningDaemon.notified
+	f.runningDaemon.mu.Unlock()
 	if len(notified) != 1 || notified[0] != (agentsock.NotifyRequest{Message: "need a decision", Severity: "warning"}) {
 		t.Errorf("the daemon was notified %+v, want the one valid warning", notified)
 	}

@@ -69,7 +69,7 @@ func TestOperatorToken_EveryAPIRouteNeedsItOnLoopbackToo(t *testing.T) {
 // startServingDaemon starts a daemon with the mock agent, the file tracker's
 // issues.json in dir (which the test wrote) and the HTTP server on a free port, its
 // database in dir, and returns it once /livez answers, with the server's base URL.
-func startServingDaemon(t *testing.T, dir string) (*daemon, string) {
+func startServingDaemon(t *testing.T, dir string) (*runningDaemon, string) {
 	t.Helper()
 	port := freePort(t)
 	wf := writeFile(t, dir, "WORKFLOW.md", `---

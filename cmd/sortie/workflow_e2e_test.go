@@ -193,7 +193,7 @@ func TestWorkflowCheckpoint_HumanAnswerOverTheAPIResumesTheAgent(t *testing.T) {
 			Checkpoint *checkpointJSON `json:"checkpoint"`
 		} `json:"awaiting_input"`
 	}
-	awaitParked := func(d *daemon) stateJSON {
+	awaitParked := func(d *runningDaemon) stateJSON {
 		var st stateJSON
 		pollUntil(t, daemonTimeout, "WF-1 awaiting input at checkpoint ship", func() (bool, string) {
 			st = stateJSON{}
