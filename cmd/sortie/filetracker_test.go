@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sortie/internal/daemon"
+
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -135,7 +137,7 @@ func TestFileTracker_PathLikeIdentifierStaysInsideTheWorkspaceRoot(t *testing.T)
 		t.Error("a directory was created at <workspace.root>/../../etc")
 	}
 	outside := map[string]bool{"WORKFLOW.md": true, "issues.json": true, "sortie.db": true, "sortie.db.lock": true,
-		"sortie.db-wal": true, "sortie.db-shm": true, "sortie.db" + operatorTokenSuffix: true,
+		"sortie.db-wal": true, "sortie.db-shm": true, "sortie.db" + daemon.OperatorTokenSuffix: true,
 		".issues.json.lock": true, ".issues.json.next": true} // the file tracker's write lock and next version, beside its file
 	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {

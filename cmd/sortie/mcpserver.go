@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sortie/internal/config"
+	"sortie/internal/daemon"
 	"sortie/internal/mcp"
 	"sortie/internal/workflow"
 	"sortie/internal/workflow/engine"
@@ -151,7 +152,7 @@ func standaloneEngine(ctx context.Context, dir, stateDir string, log *slog.Logge
 	if err != nil {
 		var le *workflow.LoadError
 		if errors.As(err, &le) {
-			return nil, fmt.Errorf("--workflows %s: %d problem(s) in the workflow library:\n%s", dir, len(le.Problems), problemList(le.Problems))
+			return nil, fmt.Errorf("--workflows %s: %d problem(s) in the workflow library:\n%s", dir, len(le.Problems), daemon.ProblemList(le.Problems))
 		}
 		return nil, fmt.Errorf("--workflows: %w", err)
 	}
@@ -188,18 +189,6 @@ func standaloneEngine(ctx context.Context, dir, stateDir string, log *slog.Logge
 	}
 	log.Info("workflow library loaded", "dir", lib.Dir(), "workflows", len(lib.Workflows()), "state_dir", stateDir)
 	return eng, nil
-}
-
-// problemList formats library problems one to a line.
-func problemList(ps []workflow.Problem) string {
-	var out string
-	for i, p := range ps {
-		if i > 0 {
-			out += "\n"
-		}
-		out += "  " + p.String()
-	}
-	return out
 }
 
 // defaultWorkflowStateDir is $XDG_STATE_HOME/sortie/workflows, else

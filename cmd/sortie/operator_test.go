@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sortie/internal/daemon"
+
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,7 +21,7 @@ func TestOperatorToken_EveryAPIRouteNeedsItOnLoopbackToo(t *testing.T) {
 	writeFile(t, dir, "issues.json", `[{"id": "1", "identifier": "OP-1", "title": "t", "state": "Backlog"}]`)
 	d, base := startServingDaemon(t, dir)
 
-	tokenFile := filepath.Join(dir, "sortie.db"+operatorTokenSuffix)
+	tokenFile := filepath.Join(dir, "sortie.db"+daemon.OperatorTokenSuffix)
 	fi, err := os.Stat(tokenFile)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("the operator token file %s: %v, mode %v; want it, 0600", tokenFile, err, fi.Mode())

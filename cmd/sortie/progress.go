@@ -62,7 +62,7 @@ func (v *progressView) draw() {
 }
 
 // start redraws the table twice a second until ctx ends or the returned func is called.
-func (v *progressView) start(ctx context.Context, o *orchestrator.Orchestrator) (stop func()) {
+func (v *progressView) start(ctx context.Context, snapshot func(context.Context) (orchestrator.Snapshot, error)) (stop func()) {
 	if !v.tty {
 		return func() {}
 	}
@@ -81,7 +81,7 @@ func (v *progressView) start(ctx context.Context, o *orchestrator.Orchestrator) 
 			case <-t.C:
 			}
 			sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			s, err := o.Snapshot(sctx)
+			s, err := snapshot(sctx)
 			cancel()
 			if err != nil {
 				continue

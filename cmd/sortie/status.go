@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"sortie/internal/config"
+	"sortie/internal/daemon"
 	"sortie/internal/store"
 )
 
@@ -133,14 +134,14 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	if *port >= 0 {
 		cfg.Server.Port = *port
 	}
-	token, err := readOperatorToken(cfg)
+	token, err := daemon.ReadOperatorToken(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sortie status: %v\n", err)
 		return exitFailure
 	}
 	cfg.Server.AuthToken = token
 	if (*printToken || *login) && token == "" {
-		fmt.Fprintf(stderr, "sortie status: no operator token yet: the daemon writes %s on its first start (or set server.auth_token)\n", cfg.DBPath+operatorTokenSuffix)
+		fmt.Fprintf(stderr, "sortie status: no operator token yet: the daemon writes %s on its first start (or set server.auth_token)\n", cfg.DBPath+daemon.OperatorTokenSuffix)
 		return exitFailure
 	}
 	if *printToken {
@@ -148,8 +149,8 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if *login {
-		base := "http://" + net.JoinHostPort(apiHost(cfg.Server.Host), strconv.Itoa(cfg.Server.Port)) + "/"
-		fmt.Fprintln(stdout, loginURL(base, token))
+		base := "http://" + net.JoinHostPort(daemon.APIHost(cfg.Server.Host), strconv.Itoa(cfg.Server.Port)) + "/"
+		fmt.Fprintln(stdout, daemon.LoginURL(base, token))
 		return exitOK
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -184,7 +185,7 @@ func statusFromAPI(ctx context.Context, cfg *config.Config) (statusReport, error
 	if cfg.Server.Port == 0 {
 		return statusReport{}, errors.New("server.port is 0, so the daemon serves no API")
 	}
-	base := "http://" + net.JoinHostPort(apiHost(cfg.Server.Host), strconv.Itoa(cfg.Server.Port))
+	base := "http://" + net.JoinHostPort(daemon.APIHost(cfg.Server.Host), strconv.Itoa(cfg.Server.Port))
 	client := &http.Client{Timeout: 3 * time.Second}
 	get := func(path string, v any) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
@@ -235,21 +236,9 @@ func statusFromAPI(ctx context.Context, cfg *config.Config) (statusReport, error
 	return rep, nil
 }
 
-// apiHost is where to reach a server bound to host: a wildcard address is reached on
-// loopback.
-func apiHost(host string) string {
-	switch host {
-	case "", "0.0.0.0":
-		return "127.0.0.1"
-	case "::":
-		return "::1"
-	}
-	return host
-}
-
 // statusFromDB reads what a stopped (or API-less) daemon left in its database.
 func statusFromDB(ctx context.Context, cfg *config.Config) (statusReport, error) {
-	st, err := openStoreReader(ctx, cfg)
+	st, err := daemon.OpenStoreReader(ctx, cfg)
 	if err != nil {
 		return statusReport{}, err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sortie/internal/daemon"
+
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -48,7 +50,7 @@ func TestStatus_NeverWritesTheDaemonsTokenFile(t *testing.T) {
 	if r.code == exitOK || !strings.Contains(r.stderr, "no operator token yet") {
 		t.Errorf("status --login-url before any daemon: %s", r)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".sortie.db"+operatorTokenSuffix)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, ".sortie.db"+daemon.OperatorTokenSuffix)); err == nil {
 		t.Error("sortie status created the daemon's operator token file")
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sortie/internal/daemon"
+
 	"net/http"
 	"os"
 	"path/filepath"
@@ -46,7 +48,7 @@ func TestStatusToken_PrintsWhatAClientSends(t *testing.T) {
 	if code := get(token); code != http.StatusOK {
 		t.Errorf("the API answered %d to the token status --token printed, want 200", code)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "sortie.db"+operatorTokenSuffix))
+	raw, err := os.ReadFile(filepath.Join(dir, "sortie.db"+daemon.OperatorTokenSuffix))
 	if err != nil || len(raw) != 32 {
 		t.Fatalf("the token file: %d bytes, %v; want 32 raw bytes", len(raw), err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/config"
+	"sortie/internal/daemon"
 	"sortie/internal/prompt"
 	"sortie/internal/store/postgres"
 	"sortie/internal/tracker"
@@ -58,7 +59,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		// The tracker adapter checks what only it knows (a repository name's rules, an
 		// endpoint's form) when it is built, as the daemon builds it; building one makes
 		// no request.
-		if _, err := tracker.New(trackerConfig(cfg)); err != nil {
+		if _, err := tracker.New(daemon.TrackerConfig(cfg, version)); err != nil {
 			problems = append(problems, trackerProblem(err))
 		}
 		problems = append(problems, agentProblems(cfg, problems)...)
@@ -182,7 +183,7 @@ func agentProblems(cfg *config.Config, known []config.Problem) []config.Problem 
 	if _, ok := agent.Lookup(cfg.Agent.Kind); !ok {
 		return nil // reported above
 	}
-	a, err := agent.New(agentConfig(cfg))
+	a, err := agent.New(daemon.AgentConfig(cfg))
 	if err != nil {
 		return []config.Problem{{Severity: config.SeverityError, Check: "agent", Field: cfg.Agent.Kind, Message: err.Error()}}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sortie/internal/daemon"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -116,7 +118,7 @@ func readMCPLog(t *testing.T, path string) []mcpLogLine {
 // generated, server.auth_token being unset).
 func daemonToken(t *testing.T, dbPath string) string {
 	t.Helper()
-	key, err := session.LoadOrCreateKey(dbPath + operatorTokenSuffix)
+	key, err := session.LoadOrCreateKey(dbPath + daemon.OperatorTokenSuffix)
 	if err != nil {
 		t.Fatal(err)
 	}

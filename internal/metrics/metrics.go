@@ -2,7 +2,7 @@
 // registry (plus the Go and process collectors), fed by the orchestrator's Activity reports
 // and by a counting wrapper around the tracker, and the /metrics handler that serves them.
 // It decides nothing and keeps no scheduling state; the server mounts its handler and
-// cmd/sortie wires its Observe method and tracker wrapper.
+// internal/daemon wires its Observe method and tracker wrapper.
 package metrics
 
 import (

@@ -6,6 +6,6 @@
 // It reads the scheduler only through the functions in Options and run history only
 // through Runs; the one thing it asks the scheduler to do is poll now (refresh). It
 // owns no scheduling state. The dashboard's assets live in server/dashboard and the
-// metrics in internal/metrics; cmd/sortie mounts them here. docs/api.md is the
+// metrics in internal/metrics; internal/daemon mounts them here. docs/api.md is the
 // reference for every route.
 package server

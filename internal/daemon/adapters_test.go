@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ func TestAdapterSet_RebuildsWhatChangedAndKeepsTheSetOnFailure(t *testing.T) {
 		return cfg
 	}
 	mets := metrics.New(testVersion)
-	b := &adapterSet{ctx: t.Context(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), mets: mets}
+	b := &adapterSet{ctx: t.Context(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), mets: mets, version: testVersion}
 	if err := b.validate(load(adapterWorkflow(v1, "Todo", "Work."))); err != nil {
 		t.Fatalf("validate before startUp: %v, want nil (nothing to build yet)", err)
 	}

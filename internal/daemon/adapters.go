@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -31,9 +31,10 @@ import (
 // (docs/configuration.md): issues already claimed belong to that tracker, and sessions
 // to be resumed to that agent. A reload that changes them says so in a warning.
 type adapterSet struct {
-	ctx  context.Context // bounds the agent CLI's preflight
-	log  *slog.Logger
-	mets *metrics.Metrics // counts every tracker's calls
+	ctx     context.Context // bounds the agent CLI's preflight
+	log     *slog.Logger
+	mets    *metrics.Metrics // counts every tracker's calls
+	version string           // the build's, which trackers' User-Agent names
 
 	// buildMu serialises startUp and validate and guards what they keep; mu guards the
 	// set in force for its readers, which never wait for a preflight. cur and raw are
@@ -165,7 +166,7 @@ func (b *adapterSet) newAgent(cfg *config.Config, ac agent.Config) (agent.Adapte
 			b.log.Warn("agent configuration", "warning", msg)
 		}
 	}
-	version, err := preflightAgent(b.ctx, cfg, a, b.log)
+	version, err := PreflightAgent(b.ctx, cfg, a, b.log)
 	if err != nil {
 		return nil, "", fmt.Errorf("agent: %w", err)
 	}
@@ -175,8 +176,8 @@ func (b *adapterSet) newAgent(cfg *config.Config, ac agent.Config) (agent.Adapte
 // trackerConfig is the tracker configuration of cfg with the start-up tracker's
 // identity: only the states follow a reload.
 func (b *adapterSet) trackerConfig(cfg *config.Config) tracker.Config {
-	tc := trackerConfig(b.start)
-	now := trackerConfig(cfg)
+	tc := TrackerConfig(b.start, b.version)
+	now := TrackerConfig(cfg, b.version)
 	tc.ActiveStates, tc.TerminalStates, tc.HandoffState = now.ActiveStates, now.TerminalStates, now.HandoffState
 	return tc
 }
@@ -185,14 +186,14 @@ func (b *adapterSet) trackerConfig(cfg *config.Config) tracker.Config {
 func (b *adapterSet) agentConfig(cfg *config.Config) agent.Config {
 	c := *cfg
 	c.Agent.Kind = b.start.Agent.Kind
-	return agentConfig(&c)
+	return AgentConfig(&c)
 }
 
 // warnRestartOnly logs the settings of cfg that differ from the start-up ones but
 // apply only after a restart. It names the settings, never their values: api_key is a
 // credential.
 func (b *adapterSet) warnRestartOnly(cfg *config.Config) {
-	was, now := trackerConfig(b.start), trackerConfig(cfg)
+	was, now := TrackerConfig(b.start, b.version), TrackerConfig(cfg, b.version)
 	var changed []string
 	for _, f := range []struct {
 		name    string

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/hex"
@@ -11,10 +11,10 @@ import (
 	"sortie/internal/workflow/session"
 )
 
-// operatorTokenSuffix names the operator token file, next to the database: the
+// OperatorTokenSuffix names the operator token file, next to the database: the
 // credential every API route but /livez and /readyz needs when server.auth_token is not
 // set (docs/api.md, "Authentication").
-const operatorTokenSuffix = ".operator-token"
+const OperatorTokenSuffix = ".operator-token"
 
 // operatorToken is the token the API and dashboard require: server.auth_token when
 // set, otherwise one generated on first start and kept 0600 beside the database
@@ -24,10 +24,10 @@ func operatorToken(cfg *config.Config) (string, error) {
 	return loadOperatorToken(cfg, session.LoadOrCreateKey)
 }
 
-// readOperatorToken is operatorToken for a client of the daemon (`sortie status`),
+// ReadOperatorToken is operatorToken for a client of the daemon (`sortie status`),
 // which reads the token file and never writes it: "" when the daemon has not made
 // one yet.
-func readOperatorToken(cfg *config.Config) (string, error) {
+func ReadOperatorToken(cfg *config.Config) (string, error) {
 	token, err := loadOperatorToken(cfg, session.LoadKey)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -39,7 +39,7 @@ func loadOperatorToken(cfg *config.Config, load func(string) ([]byte, error)) (s
 	if cfg.Server.AuthToken != "" {
 		return cfg.Server.AuthToken, nil
 	}
-	path := cfg.DBPath + operatorTokenSuffix
+	path := cfg.DBPath + OperatorTokenSuffix
 	key, err := load(path)
 	if err != nil {
 		return "", fmt.Errorf("operator token %s: %w", path, err)
@@ -47,9 +47,9 @@ func loadOperatorToken(cfg *config.Config, load func(string) ([]byte, error)) (s
 	return hex.EncodeToString(key), nil
 }
 
-// loginURL is the link that logs a browser in to the dashboard at base (ending in /),
+// LoginURL is the link that logs a browser in to the dashboard at base (ending in /),
 // with the operator token itself: `sortie status --login-url`.
-func loginURL(base, token string) string {
+func LoginURL(base, token string) string {
 	return base + "login?token=" + url.QueryEscape(token)
 }
 

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -35,9 +35,9 @@ func openDaemonStore(ctx context.Context, cfg *config.Config) (daemonStore, stri
 	return st, cfg.DBPath, nil
 }
 
-// openStoreReader opens the daemon's store for reading, as `sortie status` does when
+// OpenStoreReader opens the daemon's store for reading, as `sortie status` does when
 // no daemon answers: the SQLite file read-only, or the PostgreSQL database.
-func openStoreReader(ctx context.Context, cfg *config.Config) (store.Reader, error) {
+func OpenStoreReader(ctx context.Context, cfg *config.Config) (store.Reader, error) {
 	if cfg.Cluster.Enabled() {
 		return postgres.Open(ctx, cfg.Cluster.DatabaseURL)
 	}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -37,10 +37,11 @@ type daemonWorkflows struct {
 // engine (checkpoint.New builds the engine with the desk's hooks: no hook is patched in
 // later), or returns nil when workflows.dir is not set. A library with problems stops
 // the daemon, naming each. dashboardURL is linked from checkpoint comments; activity
-// receives the checkpoints' activity (armed, answered, resolved, abandoned). Close the
+// receives the checkpoints' activity (armed, answered, resolved, abandoned); version is the
+// build's, which the engine reports. Close the
 // desk when the daemon stops.
 func startWorkflows(ctx context.Context, cfg *config.Config, current func() *config.Config, st store.WorkflowStore,
-	dashboardURL string, activity func(orchestrator.Activity), log *slog.Logger) (*daemonWorkflows, error) {
+	dashboardURL string, activity func(orchestrator.Activity), version string, log *slog.Logger) (*daemonWorkflows, error) {
 	if cfg.Workflows.Dir == "" {
 		return nil, nil
 	}
@@ -134,7 +135,7 @@ func loadLibrary(dir string) (*workflow.Library, error) {
 	lib, err := workflow.LoadLibrary(dir)
 	var le *workflow.LoadError
 	if errors.As(err, &le) {
-		return nil, fmt.Errorf("workflows.dir %s: %d problem(s) in the workflow library:\n%s", dir, len(le.Problems), problemList(le.Problems))
+		return nil, fmt.Errorf("workflows.dir %s: %d problem(s) in the workflow library:\n%s", dir, len(le.Problems), ProblemList(le.Problems))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workflows.dir: %w", err)
@@ -211,4 +212,16 @@ func fingerprint(dir string) ([32]byte, error) {
 	var sum [32]byte
 	copy(sum[:], h.Sum(nil))
 	return sum, err
+}
+
+// ProblemList formats library problems one to a line.
+func ProblemList(ps []workflow.Problem) string {
+	var out string
+	for i, p := range ps {
+		if i > 0 {
+			out += "\n"
+		}
+		out += "  " + p.String()
+	}
+	return out
 }
