@@ -197,6 +197,8 @@ type Server struct {
 	ln   net.Listener
 	srv  *http.Server
 	h    Handler
+	// served is closed when the goroutine Start launched has returned; nil before Start.
+	served chan struct{}
 
 	mu     sync.RWMutex
 	grants map[string]Session
@@ -271,7 +273,11 @@ func (s *Server) Start(h Handler) {
 		panic("agentsock: Start called twice")
 	}
 	s.h = h
-	go s.srv.Serve(s.ln)
+	s.served = make(chan struct{})
+	go func() {
+		defer close(s.served)
+		s.srv.Serve(s.ln)
+	}()
 }
 
 // Path is the socket's path.
@@ -298,6 +304,8 @@ func (s *Server) ShareWithGroup(gid int) error {
 }
 
 // Close stops serving and removes the socket, and its directory when that is empty.
+// It returns once the goroutine Start launched has returned. Call it after Start, not
+// during it.
 func (s *Server) Close() error {
 	err := s.srv.Close()
 	// Close the listener here too: if Serve's goroutine has not started yet (or Start
@@ -306,6 +314,9 @@ func (s *Server) Close() error {
 	s.ln.Close()
 	os.Remove(s.path)
 	os.Remove(filepath.Dir(s.path)) // fails, harmlessly, when something else is in it
+	if s.served != nil {
+		<-s.served
+	}
 	return err
 }
 
