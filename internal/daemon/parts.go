@@ -119,11 +119,9 @@ func agentToolOptions(current func() *config.Config, history agenttools.RunReade
 // serveAgentTools builds the daemon's side of the Tier 2 tools from o and serves the
 // agent socket with it: tracker_api reaches the tracker in force (orch.Tracker(), which
 // a reload may replace) and tells orch of the agent's own moves.
-func serveAgentTools(sock *agentsock.Server, orch *orchestrator.Orchestrator, o agenttools.Options) *agenttools.Service {
+func serveAgentTools(sock *agentsock.Server, orch *orchestrator.Orchestrator, o agenttools.Options) {
 	o.Tracker, o.Refresh, o.AgentMoving = orch.Tracker(), func() { orch.Refresh() }, orch.AgentMoving
-	svc := agenttools.New(o)
-	sock.Start(svc)
-	return svc
+	sock.Start(agenttools.New(o))
 }
 
 // alerter sends the daemon's own alerts through the notification backends.
