@@ -20,7 +20,6 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 		return
 	}
 	delete(o.running, ex.issueID)
-	o.moves.forget(ex.issueID)
 	if e.host != "" {
 		o.hostLoad[e.host]--
 	}

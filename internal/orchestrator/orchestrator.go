@@ -177,7 +177,6 @@ type Orchestrator struct {
 
 	lastReloadErr string // the rejected WORKFLOW.md edit already reported
 
-	moves   agentMoves        // the states running issues' own agents moved them to
 	own     tracker.OwnWrites // Sortie's own changes to issues, for holds (comments.go)
 	started time.Time
 }

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"sortie/internal/config"
@@ -24,7 +23,7 @@ func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
 		if !ok {
 			continue
 		}
-		if moved, ok := o.moves.movedTo(id); ok && tracker.StateIn(state, []string{moved}) {
+		if moved := e.progress.agentMove(); moved != "" && tracker.StateIn(state, []string{moved}) {
 			// The agent moved its own issue (tracker_api): it is finishing its work, so
 			// its turn ends normally and the worker stops after it.
 			e.issue.State = state
@@ -233,53 +232,32 @@ func (o *Orchestrator) overBudget(cfg *config.Config, id string) bool {
 // turn, since the issue left the active states. Call it before the move is sent (a
 // poll may see the move at once), then call what it returns with whether the tracker
 // made the move: a move not made puts back the record held before. It is safe to call
-// from any goroutine.
+// from any goroutine: the record is the run's (its progress), found through the state
+// the loop published, so a next run of the issue starts afresh.
 func (o *Orchestrator) AgentMoving(issueID, state string) (settle func(moved bool)) {
-	return o.moves.moving(issueID, state)
-}
-
-// agentMoves is the state each running issue's own agent moved it to, by issue id.
-// The loop reads it in reconcile; the agent socket's handlers write it.
-type agentMoves struct {
-	mu sync.Mutex
-	to map[string]string
-}
-
-func (m *agentMoves) moving(issueID, state string) func(moved bool) {
-	m.mu.Lock()
-	prev, had := m.to[issueID]
-	if m.to == nil {
-		m.to = map[string]string{}
+	var p *progress
+	if v := o.published.Load(); v != nil {
+		for _, r := range v.running {
+			if r.IssueID == issueID {
+				p = r.progress
+			}
+		}
 	}
-	m.to[issueID] = state
-	m.mu.Unlock()
+	if p == nil {
+		return func(bool) {} // no run of the issue here: nothing to let finish
+	}
+	p.mu.Lock()
+	prev := p.movedTo
+	p.movedTo = state
+	p.mu.Unlock()
 	return func(moved bool) {
 		if moved {
 			return
 		}
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if m.to[issueID] != state {
-			return // a later move is recorded: it settles itself
-		}
-		if had {
-			m.to[issueID] = prev
-		} else {
-			delete(m.to, issueID)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.movedTo == state { // else a later move is recorded: it settles itself
+			p.movedTo = prev
 		}
 	}
-}
-
-func (m *agentMoves) movedTo(issueID string) (string, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.to[issueID]
-	return s, ok
-}
-
-// forget drops the record when the issue's worker exits: a next run starts afresh.
-func (m *agentMoves) forget(issueID string) {
-	m.mu.Lock()
-	delete(m.to, issueID)
-	m.mu.Unlock()
 }

@@ -108,6 +108,16 @@ type progressData struct {
 	// finishing is set once the turns are over: the worker is handing off and
 	// recording, and a state change seen now is its own doing, not a reason to stop it.
 	finishing bool
+	// movedTo is the state the run's agent moved its issue to itself (AgentMoving),
+	// "" when none.
+	movedTo string
+}
+
+// agentMove is the state the run's agent moved its issue to itself, "" when none.
+func (p *progress) agentMove() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.movedTo
 }
 
 func (p *progress) snapshot() progressData {
