@@ -19,6 +19,13 @@ func (h *harness) w2() (*report, error) {
 		setup{name: "w2", issues: 20, slots: 10, lines: 20000, burn: h.opts.agentCPU}, false)
 }
 
+// w2long is W2 with 100,000-line transcripts, what a multi-hour agent session prints:
+// the daemon's memory must not grow with the length of its agents' sessions.
+func (h *harness) w2long() (*report, error) {
+	return h.drain("W2-long: 20 issues, 10 slots, 100,000-line claude transcripts, 1 turn"+h.burnTitle(),
+		setup{name: "w2long", issues: 20, slots: 10, lines: 100000, burn: h.opts.agentCPU}, false)
+}
+
 // burnTitle names -agent-cpu in a drain's title. The targets were set for the agent
 // without it, so with it W1 is reported without them.
 func (h *harness) burnTitle() string {
