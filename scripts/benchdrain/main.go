@@ -49,13 +49,13 @@ func benchMain(args []string) int {
 	fs.StringVar(&o.sortie, "sortie", "bin/sortie", "the sortie binary to measure")
 	fs.StringVar(&o.capture, "capture", "internal/agent/claude/testdata/two_blocks_tool_call.jsonl",
 		"a stream-json transcript captured from the real claude CLI, which the workloads' transcripts repeat")
-	fs.StringVar(&workloads, "workloads", "w1,w2,backlog,agents,latency", "comma-separated: w1, w2, backlog, agents, latency")
+	fs.StringVar(&workloads, "workloads", "w1,w1cpu,w2,w2long,backlog,agents,latency", "comma-separated: w1, w1cpu, w2, w2long, backlog, agents, latency")
 	fs.IntVar(&o.count, "count", 3, "runs of W1 and W2 each (and of their xargs baselines); medians are reported")
 	fs.StringVar(&o.profile, "profile", "", "write the daemon's CPU and heap profiles of each workload into this directory")
 	fs.BoolVar(&o.trace, "trace", false, "with -profile: also write the daemon's execution trace (go tool trace)")
 	fs.BoolVar(&o.keep, "keep", false, "keep each workload's directory (WORKFLOW.md, issues, logs)")
 	fs.DurationVar(&o.soak, "soak", 30*time.Minute, "the agents workload: how long 100 agents work (simulated work, real time)")
-	fs.DurationVar(&o.agentCPU, "agent-cpu", 0, "W1 and W2: CPU time the fake agent burns at each start before its transcript, under xargs and under Sortie alike (a heavier agent, nearer a real CLI's start)")
+	fs.DurationVar(&o.agentCPU, "agent-cpu", 0, "W1, W2 and W2-long: CPU time the fake agent burns at each start before its transcript, under xargs and under Sortie alike (W1-cpu burns at least 10ms)")
 	fs.BoolVar(&o.verbose, "v", false, "print each run's figures")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -88,7 +88,7 @@ func benchMain(args []string) int {
 	for _, w := range o.workloads {
 		fn, ok := workloadFuncs[strings.TrimSpace(w)]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "benchdrain: unknown workload %q (want w1, w2, backlog, agents, latency)\n", w)
+			fmt.Fprintf(os.Stderr, "benchdrain: unknown workload %q (want w1, w1cpu, w2, w2long, backlog, agents, latency)\n", w)
 			return 2
 		}
 		r, err := fn(h)
@@ -111,7 +111,9 @@ func benchMain(args []string) int {
 
 var workloadFuncs = map[string]func(*harness) (*report, error){
 	"w1":      (*harness).w1,
+	"w1cpu":   (*harness).w1cpu,
 	"w2":      (*harness).w2,
+	"w2long":  (*harness).w2long,
 	"backlog": (*harness).backlog,
 	"agents":  (*harness).agents,
 	"latency": (*harness).latency,

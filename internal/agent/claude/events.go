@@ -123,8 +123,13 @@ type translator struct {
 	costBase float64     // the session's cost before this turn
 	lastCost float64     // the CLI's total_cost_usd after the previous turn, 0 if unknown
 
-	perMessage map[string]turnUsage // usage by message id
-	sum        turnUsage            // Σ perMessage, plus messages without an id
+	// perMessage is the usage of the newest messages by id, at most recentMessages
+	// of them (recent): a message's lines come together, so an older one is complete
+	// and its usage stays only in sum. A session of hours prints tens of thousands of
+	// messages; the translator keeps a window of them, not all.
+	perMessage map[string]turnUsage
+	recent     []string  // perMessage's ids, oldest first
+	sum        turnUsage // Σ of every message's usage, plus messages without an id
 	turn       turnUsage            // max(sum, the result's totals)
 	model      string
 	inflight   map[string]inflightTool
@@ -249,7 +254,7 @@ func (t *translator) assistant(l *wireLine) {
 		prev, seen := t.perMessage[m.ID]
 		first = !seen
 		next := prev.max(u)
-		t.perMessage[m.ID] = next
+		t.remember(m.ID, next)
 		t.sum = t.sum.add(next.sub(prev))
 	}
 	grown := t.sum.max(t.turn)
@@ -267,6 +272,25 @@ func (t *translator) assistant(l *wireLine) {
 		t.timedAPI = true
 	}
 	t.emit(ev)
+}
+
+// recentMessages bounds the messages whose usage the translator keeps by id. The
+// CLI prints a message's content blocks one line after another; a subagent's messages
+// may come in between, a few at a time. A message that is recentMessages messages old
+// is long complete.
+const recentMessages = 64
+
+// remember records message id's usage, forgetting the oldest message beyond
+// recentMessages.
+func (t *translator) remember(id string, u turnUsage) {
+	if _, ok := t.perMessage[id]; !ok {
+		if len(t.recent) == recentMessages {
+			delete(t.perMessage, t.recent[0])
+			t.recent = append(t.recent[:0], t.recent[1:]...)
+		}
+		t.recent = append(t.recent, id)
+	}
+	t.perMessage[id] = u
 }
 
 // summarize describes an assistant message's content for a notification.

@@ -591,3 +591,27 @@ func TestTranslate_CapturedAPIError(t *testing.T) {
 		t.Errorf("usage = %+v, want none for a rejected request", tr.usage())
 	}
 }
+
+// TestTranslate_MemoryStaysFlatOverALongTurn: a turn of tens of thousands of messages
+// (an agent working for hours) keeps the usage of a window of recent messages by id,
+// not of every message, and still counts each message once: a message whose second
+// line comes after other messages' (a subagent's, in between) is not counted again.
+func TestTranslate_MemoryStaysFlatOverALongTurn(t *testing.T) {
+	msg := func(id string, in int) string {
+		return fmt.Sprintf(`{"type":"assistant","message":{"id":%q,"model":"claude-x","content":[{"type":"text","text":"x"}],"usage":{"input_tokens":%d,"output_tokens":1}}}`, id, in)
+	}
+	lines := []string{`{"type":"system","subtype":"init","session_id":"s","model":"claude-x"}`, msg("first", 10)}
+	for i := range 20000 {
+		lines = append(lines, msg(fmt.Sprintf("msg_%d", i), 1))
+		if i == recentMessages-2 {
+			lines = append(lines, msg("first", 10)) // first's second block, after 63 others
+		}
+	}
+	_, tr := run(t, lines...)
+	if n := len(tr.perMessage); n > recentMessages || len(tr.recent) > recentMessages {
+		t.Fatalf("the translator keeps %d messages by id (%d in its window), want at most %d", n, len(tr.recent), recentMessages)
+	}
+	if got := tr.usage().Input; got != 10+20000 {
+		t.Fatalf("input tokens = %d, want %d: every message once", got, 10+20000)
+	}
+}
