@@ -130,7 +130,7 @@ type translator struct {
 	perMessage map[string]turnUsage
 	recent     []string  // perMessage's ids, oldest first
 	sum        turnUsage // Σ of every message's usage, plus messages without an id
-	turn       turnUsage            // max(sum, the result's totals)
+	turn       turnUsage // max(sum, the result's totals)
 	model      string
 	inflight   map[string]inflightTool
 
