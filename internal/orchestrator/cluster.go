@@ -305,21 +305,15 @@ type boundedCluster struct {
 }
 
 func (b boundedCluster) Claim(ctx context.Context, c ClaimRequest) (ClaimResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	return b.c.Claim(ctx, c)
+	return bounded(ctx, b.timeout, func(ctx context.Context) (ClaimResult, error) { return b.c.Claim(ctx, c) })
 }
 
 func (b boundedCluster) Release(ctx context.Context, issueID string) error {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	return b.c.Release(ctx, issueID)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.c.Release(ctx, issueID) })
 }
 
 func (b boundedCluster) Renew(ctx context.Context, running []string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	return b.c.Renew(ctx, running)
+	return bounded(ctx, b.timeout, func(ctx context.Context) ([]string, error) { return b.c.Renew(ctx, running) })
 }
 
 func (b boundedCluster) Adopt(ctx context.Context) ([]store.Run, []store.Retry, error) {
@@ -329,9 +323,7 @@ func (b boundedCluster) Adopt(ctx context.Context) ([]store.Run, []store.Retry, 
 }
 
 func (b boundedCluster) Leave(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	return b.c.Leave(ctx)
+	return bounded0(ctx, b.timeout, b.c.Leave)
 }
 
 func (b boundedCluster) Changed(ctx context.Context, what string) {

@@ -45,114 +45,88 @@ type boundedStore struct {
 	timeout time.Duration
 }
 
-func (b boundedStore) ctx(parent context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, b.timeout)
+// bounded calls f with ctx bounded by timeout.
+func bounded[T any](ctx context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// bounded0 is bounded for a call that returns only an error.
+func bounded0(ctx context.Context, timeout time.Duration, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return f(ctx)
 }
 
 func (b boundedStore) StartRun(ctx context.Context, r store.Run) (int64, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.StartRun(ctx, r)
+	return bounded(ctx, b.timeout, func(ctx context.Context) (int64, error) { return b.s.StartRun(ctx, r) })
 }
 
 func (b boundedStore) UpdateRunProcess(ctx context.Context, id int64, p store.Process) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.UpdateRunProcess(ctx, id, p)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.UpdateRunProcess(ctx, id, p) })
 }
 
 func (b boundedStore) UpdateRunProgress(ctx context.Context, id int64, p store.Progress) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.UpdateRunProgress(ctx, id, p)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.UpdateRunProgress(ctx, id, p) })
 }
 
 func (b boundedStore) FinishRun(ctx context.Context, id int64, end store.RunEnd) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.FinishRun(ctx, id, end)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.FinishRun(ctx, id, end) })
 }
 
 func (b boundedStore) RunsInProgress(ctx context.Context) ([]store.Run, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.RunsInProgress(ctx)
+	return bounded(ctx, b.timeout, func(ctx context.Context) ([]store.Run, error) { return b.s.RunsInProgress(ctx) })
 }
 
 func (b boundedStore) RunsForIssue(ctx context.Context, issueID string, limit int) ([]store.Run, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.RunsForIssue(ctx, issueID, limit)
+	return bounded(ctx, b.timeout, func(ctx context.Context) ([]store.Run, error) { return b.s.RunsForIssue(ctx, issueID, limit) })
 }
 
 func (b boundedStore) RunsForIdentifier(ctx context.Context, identifier string, limit int) ([]store.Run, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.RunsForIdentifier(ctx, identifier, limit)
+	return bounded(ctx, b.timeout, func(ctx context.Context) ([]store.Run, error) { return b.s.RunsForIdentifier(ctx, identifier, limit) })
 }
 
 func (b boundedStore) MarkInterrupted(ctx context.Context, ids []int64) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.MarkInterrupted(ctx, ids)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.MarkInterrupted(ctx, ids) })
 }
 
 func (b boundedStore) CountRuns(ctx context.Context, issueIDs []string) (map[string]int, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.CountRuns(ctx, issueIDs)
+	return bounded(ctx, b.timeout, func(ctx context.Context) (map[string]int, error) { return b.s.CountRuns(ctx, issueIDs) })
 }
 
 func (b boundedStore) IssueTotals(ctx context.Context, issueIDs []string) (map[string]store.Totals, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.IssueTotals(ctx, issueIDs)
+	return bounded(ctx, b.timeout, func(ctx context.Context) (map[string]store.Totals, error) { return b.s.IssueTotals(ctx, issueIDs) })
 }
 
 func (b boundedStore) RecordProgress(ctx context.Context, id int64, p store.Progress, events []store.Event) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.RecordProgress(ctx, id, p, events)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.RecordProgress(ctx, id, p, events) })
 }
 
 func (b boundedStore) RecordProcessAndProgress(ctx context.Context, id int64, proc store.Process, p store.Progress, events []store.Event) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.RecordProcessAndProgress(ctx, id, proc, p, events)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.RecordProcessAndProgress(ctx, id, proc, p, events) })
 }
 
 func (b boundedStore) SaveRetry(ctx context.Context, r store.Retry) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.SaveRetry(ctx, r)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.SaveRetry(ctx, r) })
 }
 
 func (b boundedStore) DeleteRetry(ctx context.Context, issueID string) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.DeleteRetry(ctx, issueID)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.DeleteRetry(ctx, issueID) })
 }
 
 func (b boundedStore) LoadRetries(ctx context.Context) ([]store.Retry, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.LoadRetries(ctx)
+	return bounded(ctx, b.timeout, func(ctx context.Context) ([]store.Retry, error) { return b.s.LoadRetries(ctx) })
 }
 
 func (b boundedStore) SaveHold(ctx context.Context, h store.Hold) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.SaveHold(ctx, h)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.SaveHold(ctx, h) })
 }
 
 func (b boundedStore) DeleteHold(ctx context.Context, issueID string) error {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.DeleteHold(ctx, issueID)
+	return bounded0(ctx, b.timeout, func(ctx context.Context) error { return b.s.DeleteHold(ctx, issueID) })
 }
 
 func (b boundedStore) LoadHolds(ctx context.Context) ([]store.Hold, error) {
-	ctx, cancel := b.ctx(ctx)
-	defer cancel()
-	return b.s.LoadHolds(ctx)
+	return bounded(ctx, b.timeout, func(ctx context.Context) ([]store.Hold, error) { return b.s.LoadHolds(ctx) })
 }
