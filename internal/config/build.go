@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // knownExtensionKeys are untyped top-level keys that other parts of Sortie read, so they
@@ -116,7 +117,7 @@ func (b *builder) str(sec map[string]any, field string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s, err := agent.OptionString(v)
+	s, err := option.String(v)
 	if err != nil {
 		b.invalid(field, "must be a string", v)
 		return "", false
@@ -272,7 +273,7 @@ func (b *builder) boolean(sec map[string]any, field string) bool {
 	if !ok {
 		return false
 	}
-	t, err := agent.OptionBool(v)
+	t, err := option.Bool(v)
 	if err != nil {
 		b.invalid(field, "must be true or false", v)
 	}

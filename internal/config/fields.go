@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // This file declares the typed sections of WORKFLOW.md once: every key, its type, its
@@ -211,7 +212,7 @@ var settings = []setting{
 	{Key: "agent.max_cost_usd", Type: "number", Default: "0", Zero: zeroUnlimited, Doc: "spend budget per issue in USD",
 		read: func(b *builder, c *Config, sec, _ map[string]any) {
 			if v, ok := b.value(sec, "agent.max_cost_usd"); ok {
-				switch f, isNum := agent.NumberValue(v); {
+				switch f, isNum := option.NumberValue(v); {
 				case !isNum:
 					b.invalid("agent.max_cost_usd", "must be an amount in USD", v)
 				case f < 0:
@@ -245,7 +246,7 @@ var settings = []setting{
 		read: func(b *builder, c *Config, sec, _ map[string]any) {
 			c.Agent.BudgetWarnRatio = DefaultBudgetWarnRatio
 			if v, ok := b.value(sec, "agent.budget_warn_ratio"); ok {
-				switch f, isNum := agent.NumberValue(v); {
+				switch f, isNum := option.NumberValue(v); {
 				case !isNum || f < 0 || f >= 1:
 					b.invalid("agent.budget_warn_ratio", "must be a number from 0 (no warning) to below 1", v)
 				default:
@@ -617,7 +618,7 @@ func (b *builder) readByState(c *Config, sec, _ map[string]any) {
 	}
 	for _, k := range sortedKeys(m) {
 		field := byState + "." + k
-		n, reason := agent.IntValue(m[k])
+		n, reason := option.IntValue(m[k])
 		state := strings.ToLower(strings.TrimSpace(k))
 		switch {
 		case state == "":
@@ -639,7 +640,7 @@ func (b *builder) readHookTimeout(c *Config, sec, _ map[string]any) {
 	if !ok {
 		return
 	}
-	n, reason := agent.IntValue(v)
+	n, reason := option.IntValue(v)
 	def := DefaultHookTimeout.Milliseconds()
 	switch {
 	case reason != "":
@@ -761,7 +762,7 @@ func (b *builder) readTokenRates(cfg *Config, raw map[string]any) {
 				b.warnf(CheckUnknownSubKey, field+"."+k, "unknown key in %s; it is ignored (known: %s)", field, strings.Join(known, ", "))
 				continue
 			}
-			f, ok := agent.NumberValue(entry[k])
+			f, ok := option.NumberValue(entry[k])
 			if !ok || f < 0 {
 				b.warnf(CheckTypeMismatch, field+"."+k, "must be a non-negative number; %s ignored (got %s)", field, gotValue(entry[k]))
 				good = false
