@@ -13,6 +13,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/option"
+	"sortie/internal/tracker"
 )
 
 // This file declares the typed sections of WORKFLOW.md once: every key, its type, its
@@ -20,8 +21,8 @@ import (
 // that reads it. The builder reads the sections from this table (build), the lists of
 // known keys that unknown_key and unknown_sub_key warnings name come from it
 // (knownKeys), and docs/configuration.md's reference tables are checked against it
-// (fields_docs_test.go). An adapter's own block (`claude-code:`, `codex:`) is declared
-// by the adapter (agent.Meta.Options), not here.
+// (fields_docs_test.go). An adapter's own block (`claude-code:`, `codex:`, `jira:`) is
+// declared by the adapter (agent.Meta.Options, tracker.Meta.Options), not here.
 
 // A setting is one key of a typed section.
 type setting struct {
@@ -95,7 +96,7 @@ var sections = []section{
 // settings are the keys of the sections, by section, each section's in the order of
 // the known keys its unknown_sub_key warnings list; they are read in this order.
 var settings = []setting{
-	{Key: "tracker.kind", Type: "string", Doc: "the tracker adapter: " + strings.Join(trackerKinds, ", "),
+	{Key: "tracker.kind", Type: "string", Doc: "the tracker adapter: " + strings.Join(tracker.Kinds(), ", "),
 		read: func(b *builder, c *Config, sec, _ map[string]any) { c.Tracker.Kind, _ = b.str(sec, "tracker.kind") }},
 	ref("tracker.endpoint", "the adapter's own; "+DefaultLinearEndpoint+" for linear", "base URL of the tracker API",
 		func(c *Config) *string { return &c.Tracker.Endpoint }),
