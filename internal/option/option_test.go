@@ -116,7 +116,7 @@ func TestUSD_TakesNonNegativeFiniteAmounts(t *testing.T) {
 	})
 }
 
-func TestDescribeValue(t *testing.T) {
+func TestDescribe(t *testing.T) {
 	cases := []struct {
 		in   any
 		want string
@@ -312,7 +312,7 @@ func TestSet_DeclarationMistakesPanic(t *testing.T) {
 	}
 }
 
-func TestReadOptions_DefaultsThenTheBlockWithPathsResolved(t *testing.T) {
+func TestRead_DefaultsThenTheBlockWithPathsResolved(t *testing.T) {
 	type opts struct {
 		Config string
 		Note   string
