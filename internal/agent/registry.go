@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sortie/internal/option"
 )
 
 // Config is what an adapter is built from: the generic agent fields the adapter needs
@@ -64,7 +66,7 @@ type Meta struct {
 	// Options declares the keys of the adapter's own block of WORKFLOW.md, the
 	// top-level one named after its kind: the adapter reads its block by it, and
 	// config checks Symphony's `codex:` block by it without building the adapter.
-	Options OptionSet
+	Options option.Set
 }
 
 // Factory builds an Adapter from its configuration.

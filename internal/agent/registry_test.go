@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sortie/internal/option"
 )
 
 type nopAdapter struct{ cfg Config }
@@ -95,7 +97,7 @@ func TestConfig_ProgramAndReadTimeoutDefaults(t *testing.T) {
 }
 
 func TestRegistry_LookupGivesTheDeclaredOptions(t *testing.T) {
-	Register("test-options", Meta{Options: OptionSet{Strict: true, Keys: []Option{{Key: "model"}, {Key: "effort"}}}},
+	Register("test-options", Meta{Options: option.Set{Strict: true, Keys: []option.Option{{Key: "model"}, {Key: "effort"}}}},
 		func(c Config) (Adapter, error) { return nopAdapter{c}, nil })
 	m, ok := Lookup("test-options")
 	if !ok || !m.Options.Strict || strings.Join(m.Options.Known(), ",") != "effort,model" {

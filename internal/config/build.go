@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/option"
+	"sortie/internal/tracker"
 )
 
 // knownExtensionKeys are untyped top-level keys that other parts of Sortie read, so they
@@ -102,9 +104,13 @@ func (b *builder) subMap(parent map[string]any, key, field string, known []strin
 		b.invalid(field, "must be a map", v)
 		return nil
 	}
+	list := strings.Join(known, ", ")
+	if list == "" {
+		list = "none" // a tracker that reads no block of its own (github)
+	}
 	for _, k := range sortedKeys(m) {
 		if !slices.Contains(known, k) && !slices.Contains(exempt, k) {
-			b.warnf(CheckUnknownSubKey, field+"."+k, "unknown key in %s; it is ignored (known: %s)", field, strings.Join(known, ", "))
+			b.warnf(CheckUnknownSubKey, field+"."+k, "unknown key in %s; it is ignored (known: %s)", field, list)
 		}
 	}
 	return m
@@ -116,7 +122,7 @@ func (b *builder) str(sec map[string]any, field string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s, err := agent.OptionString(v)
+	s, err := option.String(v)
 	if err != nil {
 		b.invalid(field, "must be a string", v)
 		return "", false
@@ -272,7 +278,7 @@ func (b *builder) boolean(sec map[string]any, field string) bool {
 	if !ok {
 		return false
 	}
-	t, err := agent.OptionBool(v)
+	t, err := option.Bool(v)
 	if err != nil {
 		b.invalid(field, "must be true or false", v)
 	}
@@ -285,6 +291,27 @@ func isAgentKind(kind string) bool {
 	return ok
 }
 
+// isTrackerKind reports whether kind is a registered tracker adapter's
+// (tracker.Register; config links them all, internal/tracker/all).
+func isTrackerKind(kind string) bool {
+	_, ok := tracker.Lookup(kind)
+	return ok
+}
+
+// checkTrackerBlock warns about every key of the tracker's own block (`jira:`) that the
+// adapter does not declare (tracker.Meta.Options), as the `codex:` block's are
+// (buildCodex): the adapter ignores such a key. A block that is not a mapping is left
+// to the adapter, which reads nothing from it.
+func (b *builder) checkTrackerBlock(cfg *Config, raw map[string]any) {
+	meta, ok := tracker.Lookup(cfg.Tracker.Kind)
+	if !ok {
+		return // an unknown tracker.kind, reported by validateTrackerKind
+	}
+	if _, isMap := raw[cfg.Tracker.Kind].(map[string]any); isMap {
+		b.section(raw, cfg.Tracker.Kind, meta.Options.Known())
+	}
+}
+
 // build assembles a Config from raw. Path, Dir, Prompt and SecretEnv are filled by Load.
 func (b *builder) build(raw map[string]any) *Config {
 	cfg := &Config{Extensions: map[string]any{}}
@@ -292,13 +319,14 @@ func (b *builder) build(raw map[string]any) *Config {
 		b.readSection(cfg, sec, raw)
 	}
 	b.buildCodex(cfg, raw)
+	b.checkTrackerBlock(cfg, raw)
 
 	for _, k := range sortedKeys(raw) {
 		if slices.Contains(typedKeys, k) {
 			continue
 		}
 		cfg.Extensions[k] = raw[k]
-		known := slices.Contains(knownExtensionKeys, k) || slices.Contains(trackerKinds, k) ||
+		known := slices.Contains(knownExtensionKeys, k) || isTrackerKind(k) ||
 			isAgentKind(k) || k == cfg.Tracker.Kind || k == cfg.Agent.Kind
 		if what, ok := unsupportedKeys[k]; ok {
 			b.warnf(CheckNotSupported, k, "is not supported yet: nothing reads it, so %s does not happen; it is kept so the file loads", what)

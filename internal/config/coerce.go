@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // maxMillis is the largest millisecond count that fits a time.Duration.
@@ -48,9 +48,9 @@ func gotType(v any) string {
 }
 
 // IntValue converts a decoded YAML value to an integer, or says why it cannot: it is
-// agent.IntValue, the one integer coercion of WORKFLOW.md values, kept here for the
+// option.IntValue, the one integer coercion of WORKFLOW.md values, kept here for the
 // readers of config's other blocks (notifications).
-func IntValue(v any) (int64, string) { return agent.IntValue(v) }
+func IntValue(v any) (int64, string) { return option.IntValue(v) }
 
 // sortedKeys returns the keys of m in order, so problems come out deterministically.
 func sortedKeys(m map[string]any) []string {

@@ -4,8 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"path/filepath"
-	"slices"
 	"time"
+
+	"sortie/internal/tracker"
+	// Every tracker adapter registers its kind and declares its block's keys, which
+	// config checks tracker.kind and the tracker's block against (TrackerKinds).
+	_ "sortie/internal/tracker/all"
 )
 
 // Config is a loaded WORKFLOW.md: typed settings with defaults applied, every $VAR and ~
@@ -257,14 +261,11 @@ func (c *Config) TrackerPath() string {
 	return filepath.Clean(p)
 }
 
-// trackerKinds are the known tracker kinds. The tracker registry decides what actually
-// runs; this list lets a WORKFLOW.md be validated offline with a message that names the
-// alternatives. The agent kinds are the agent registry's (agent.Kinds): the adapters
-// linked into the program, which internal/agent/all links.
-var trackerKinds = []string{"file", "github", "jira", "linear"}
-
-// TrackerKinds returns the tracker kinds config accepts, sorted.
-func TrackerKinds() []string { return slices.Clone(trackerKinds) }
+// TrackerKinds returns the tracker kinds config accepts, sorted: the tracker registry's
+// (tracker.Kinds), which holds every adapter, as config links them all
+// (internal/tracker/all). The agent kinds are the agent registry's too (agent.Kinds):
+// the adapters linked into the program, which internal/agent/all links.
+func TrackerKinds() []string { return tracker.Kinds() }
 
 // Default values, exported so documentation and callers agree with the builder.
 const (

@@ -5,5 +5,8 @@
 // the operator edits the file.
 //
 // It does not parse the prompt template (package prompt does), construct adapters, or
-// interpret adapter blocks such as `claude-code:`; those stay in Config.Extensions.
+// interpret adapter blocks such as `claude-code:` or `jira:`; those stay in
+// Config.Extensions. It only checks the keys of the codex agent's block and of the
+// tracker's block against what the adapter declares (agent.Meta.Options,
+// tracker.Meta.Options), warning about any other.
 package config

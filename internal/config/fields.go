@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/option"
+	"sortie/internal/tracker"
 )
 
 // This file declares the typed sections of WORKFLOW.md once: every key, its type, its
@@ -19,8 +21,8 @@ import (
 // that reads it. The builder reads the sections from this table (build), the lists of
 // known keys that unknown_key and unknown_sub_key warnings name come from it
 // (knownKeys), and docs/configuration.md's reference tables are checked against it
-// (fields_docs_test.go). An adapter's own block (`claude-code:`, `codex:`) is declared
-// by the adapter (agent.Meta.Options), not here.
+// (fields_docs_test.go). An adapter's own block (`claude-code:`, `codex:`, `jira:`) is
+// declared by the adapter (agent.Meta.Options, tracker.Meta.Options), not here.
 
 // A setting is one key of a typed section.
 type setting struct {
@@ -94,7 +96,7 @@ var sections = []section{
 // settings are the keys of the sections, by section, each section's in the order of
 // the known keys its unknown_sub_key warnings list; they are read in this order.
 var settings = []setting{
-	{Key: "tracker.kind", Type: "string", Doc: "the tracker adapter: " + strings.Join(trackerKinds, ", "),
+	{Key: "tracker.kind", Type: "string", Doc: "the tracker adapter: " + strings.Join(tracker.Kinds(), ", "),
 		read: func(b *builder, c *Config, sec, _ map[string]any) { c.Tracker.Kind, _ = b.str(sec, "tracker.kind") }},
 	ref("tracker.endpoint", "the adapter's own; "+DefaultLinearEndpoint+" for linear", "base URL of the tracker API",
 		func(c *Config) *string { return &c.Tracker.Endpoint }),
@@ -211,7 +213,7 @@ var settings = []setting{
 	{Key: "agent.max_cost_usd", Type: "number", Default: "0", Zero: zeroUnlimited, Doc: "spend budget per issue in USD",
 		read: func(b *builder, c *Config, sec, _ map[string]any) {
 			if v, ok := b.value(sec, "agent.max_cost_usd"); ok {
-				switch f, isNum := agent.NumberValue(v); {
+				switch f, isNum := option.NumberValue(v); {
 				case !isNum:
 					b.invalid("agent.max_cost_usd", "must be an amount in USD", v)
 				case f < 0:
@@ -245,7 +247,7 @@ var settings = []setting{
 		read: func(b *builder, c *Config, sec, _ map[string]any) {
 			c.Agent.BudgetWarnRatio = DefaultBudgetWarnRatio
 			if v, ok := b.value(sec, "agent.budget_warn_ratio"); ok {
-				switch f, isNum := agent.NumberValue(v); {
+				switch f, isNum := option.NumberValue(v); {
 				case !isNum || f < 0 || f >= 1:
 					b.invalid("agent.budget_warn_ratio", "must be a number from 0 (no warning) to below 1", v)
 				default:
@@ -617,7 +619,7 @@ func (b *builder) readByState(c *Config, sec, _ map[string]any) {
 	}
 	for _, k := range sortedKeys(m) {
 		field := byState + "." + k
-		n, reason := agent.IntValue(m[k])
+		n, reason := option.IntValue(m[k])
 		state := strings.ToLower(strings.TrimSpace(k))
 		switch {
 		case state == "":
@@ -639,7 +641,7 @@ func (b *builder) readHookTimeout(c *Config, sec, _ map[string]any) {
 	if !ok {
 		return
 	}
-	n, reason := agent.IntValue(v)
+	n, reason := option.IntValue(v)
 	def := DefaultHookTimeout.Milliseconds()
 	switch {
 	case reason != "":
@@ -761,7 +763,7 @@ func (b *builder) readTokenRates(cfg *Config, raw map[string]any) {
 				b.warnf(CheckUnknownSubKey, field+"."+k, "unknown key in %s; it is ignored (known: %s)", field, strings.Join(known, ", "))
 				continue
 			}
-			f, ok := agent.NumberValue(entry[k])
+			f, ok := option.NumberValue(entry[k])
 			if !ok || f < 0 {
 				b.warnf(CheckTypeMismatch, field+"."+k, "must be a non-negative number; %s ignored (got %s)", field, gotValue(entry[k]))
 				good = false

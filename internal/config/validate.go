@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"sortie/internal/agent"
+	"sortie/internal/tracker"
 )
 
 // validate applies the rules that span fields. It runs after every section is built, and
@@ -28,10 +29,10 @@ func (b *builder) validateTrackerKind(cfg *Config) {
 	case b.failed("tracker.kind"):
 		return
 	case t.Kind == "":
-		b.errorf("tracker.kind", "is required; set it to one of %s", strings.Join(trackerKinds, ", "))
+		b.errorf("tracker.kind", "is required; set it to one of %s", strings.Join(tracker.Kinds(), ", "))
 		return
-	case !slices.Contains(trackerKinds, t.Kind):
-		b.invalid("tracker.kind", "unknown tracker kind; known kinds: "+strings.Join(trackerKinds, ", "), t.Kind)
+	case !isTrackerKind(t.Kind):
+		b.invalid("tracker.kind", "unknown tracker kind; known kinds: "+strings.Join(tracker.Kinds(), ", "), t.Kind)
 		return
 	}
 	switch t.Kind {

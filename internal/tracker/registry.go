@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"sortie/internal/option"
 )
 
 // Config is what a tracker adapter is built from: the typed tracker fields of
@@ -39,6 +41,12 @@ type Config struct {
 type Meta struct {
 	RequiresProject bool
 	RequiresAPIKey  bool
+	// Options declares the keys of the adapter's own block of WORKFLOW.md, the
+	// top-level block named after its kind (`jira:`), which reaches it as
+	// Config.Options. The adapter reads the block by it (option.Read); config learns the
+	// keys from here and warns about any other key in the block, which the adapter
+	// ignores. Empty: the adapter reads no key of a block of its own.
+	Options option.Set
 }
 
 // Factory builds a Tracker from its configuration.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // Kind is the agent.kind that selects this adapter.
@@ -45,37 +46,37 @@ var (
 // optionSpecs declares the `claude-code:` block, registered as the kind's
 // agent.Meta.Options. An unknown key is a warning, since the reference system ignores
 // such keys and an existing WORKFLOW.md must keep starting.
-var optionSpecs = agent.OptionSet{Keys: []agent.Option{
+var optionSpecs = option.Set{Keys: []option.Option{
 	{Key: "permission_mode", Doc: "--permission-mode; unset: --dangerously-skip-permissions",
-		Set: agent.Field(agent.OptionOneOf(permissionModes...), func(o *options) *string { return &o.PermissionMode })},
+		Set: option.Field(option.OneOf(permissionModes...), func(o *options) *string { return &o.PermissionMode })},
 	{Key: "model", Doc: "--model",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.Model })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.Model })},
 	{Key: "fallback_model", Doc: "--fallback-model; dropped, with a warning, when it is the model",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.FallbackModel })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.FallbackModel })},
 	{Key: "max_turns", Doc: "--max-turns; 0: the CLI's default",
-		Set: agent.Field(agent.OptionCount, func(o *options) *int64 { return &o.MaxTurns })},
+		Set: option.Field(option.Count, func(o *options) *int64 { return &o.MaxTurns })},
 	{Key: "max_budget_usd", Doc: "--max-budget-usd; 0: none",
-		Set: agent.Field(agent.OptionUSD, func(o *options) *float64 { return &o.MaxBudgetUSD })},
+		Set: option.Field(option.USD, func(o *options) *float64 { return &o.MaxBudgetUSD })},
 	{Key: "effort", Doc: "--effort",
-		Set: agent.Field(agent.OptionOneOf(efforts...), func(o *options) *string { return &o.Effort })},
+		Set: option.Field(option.OneOf(efforts...), func(o *options) *string { return &o.Effort })},
 	{Key: "allowed_tools", Doc: "--allowedTools",
-		Set: agent.Field(agent.OptionToolList, func(o *options) *string { return &o.AllowedTools })},
+		Set: option.Field(option.ToolList, func(o *options) *string { return &o.AllowedTools })},
 	{Key: "disallowed_tools", Doc: "--disallowedTools",
-		Set: agent.Field(agent.OptionToolList, func(o *options) *string { return &o.DisallowedTools })},
+		Set: option.Field(option.ToolList, func(o *options) *string { return &o.DisallowedTools })},
 	{Key: "system_prompt", Doc: "--append-system-prompt",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.SystemPrompt })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.SystemPrompt })},
 	{Key: "mcp_config", Path: true, Doc: "--mcp-config, relative to WORKFLOW.md's directory; the daemon merges it into .sortie/mcp.json",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.MCPConfig })},
 	{Key: "session_persistence", Default: true, Doc: "false: --no-session-persistence",
-		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.SessionPersistence })},
+		Set: option.Field(option.Bool, func(o *options) *bool { return &o.SessionPersistence })},
 	{Key: "use_login", Doc: "copy the user's claude login into each issue's configuration directory",
-		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.UseLogin })},
+		Set: option.Field(option.Bool, func(o *options) *bool { return &o.UseLogin })},
 }}
 
 // parseOptions validates the block by optionSpecs: a wrong type or value is an error
 // naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	o, warnings, err := agent.ReadOptions[options](optionSpecs, Kind, raw, workflowDir)
+	o, warnings, err := option.Read[options](optionSpecs, Kind, raw, workflowDir)
 	if err != nil {
 		return o, warnings, err
 	}

@@ -62,7 +62,7 @@ func TestParseOptions_Defaults(t *testing.T) {
 }
 
 // TestParseOptions_ClaudesOwnValues: the values only claude takes; how any key is read,
-// and what an unknown key draws, is agent.OptionSet's (internal/agent/options_test.go).
+// and what an unknown key draws, is option.Set's (internal/option/option_test.go).
 func TestParseOptions_ClaudesOwnValues(t *testing.T) {
 	cases := []struct {
 		raw  map[string]any

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // Kind is the agent.kind that selects this adapter.
@@ -55,42 +56,42 @@ const DefaultApprovalPolicy = "never"
 // registered as the kind's agent.Meta.Options; config checks a Symphony WORKFLOW.md's
 // block by it too. An unknown key is a warning, so that a WORKFLOW.md written for
 // Symphony or a newer Sortie keeps starting.
-var optionSpecs = agent.OptionSet{Keys: []agent.Option{
+var optionSpecs = option.Set{Keys: []option.Option{
 	{Key: "command", Doc: "Symphony's shell command line, run with bash -lc; unset: agent.command",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.Command })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.Command })},
 	{Key: "model", Doc: "thread/start model",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.Model })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.Model })},
 	{Key: "model_provider", Doc: "thread/start modelProvider and config.toml model_provider",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.ModelProvider })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.ModelProvider })},
 	{Key: "model_providers", Doc: "config.toml [model_providers.*], passed through",
-		Set: agent.Field(optionMap, func(o *options) *map[string]any { return &o.ModelProviders })},
+		Set: option.Field(optionMap, func(o *options) *map[string]any { return &o.ModelProviders })},
 	{Key: "effort", Doc: "turn/start effort",
-		Set: agent.Field(agent.OptionOneOf(efforts...), func(o *options) *string { return &o.Effort })},
+		Set: option.Field(option.OneOf(efforts...), func(o *options) *string { return &o.Effort })},
 	{Key: "approval_policy", Doc: "thread/start approvalPolicy: " + strings.Join(approvalPolicies, ", ") + " or {granular: {...}}; unset: " + DefaultApprovalPolicy,
-		Set: agent.Field(approvalPolicy, func(o *options) *any { return &o.ApprovalPolicy })},
+		Set: option.Field(approvalPolicy, func(o *options) *any { return &o.ApprovalPolicy })},
 	{Key: "thread_sandbox", Doc: "thread/start sandbox; unset: " + DefaultThreadSandbox,
-		Set: agent.Field(agent.OptionOneOf(sandboxModes...), func(o *options) *string { return &o.ThreadSandbox })},
+		Set: option.Field(option.OneOf(sandboxModes...), func(o *options) *string { return &o.ThreadSandbox })},
 	{Key: "turn_sandbox_policy", Doc: "turn/start sandboxPolicy, passed through",
-		Set: agent.Field(turnSandboxPolicy, func(o *options) *map[string]any { return &o.TurnSandboxPolicy })},
+		Set: option.Field(turnSandboxPolicy, func(o *options) *map[string]any { return &o.TurnSandboxPolicy })},
 	{Key: "config", Doc: "thread config overrides, passed through",
-		Set: agent.Field(optionMap, func(o *options) *map[string]any { return &o.Config })},
+		Set: option.Field(optionMap, func(o *options) *map[string]any { return &o.Config })},
 	{Key: "codex_home", Path: true, Doc: "the directory of the issues' CODEX_HOMEs, relative to WORKFLOW.md's directory",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.CodexHome })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.CodexHome })},
 	{Key: "use_login", Doc: "copy the agent user's ~/.codex/auth.json into CODEX_HOME",
-		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.UseLogin })},
+		Set: option.Field(option.Bool, func(o *options) *bool { return &o.UseLogin })},
 	{Key: "read_timeout_ms", Doc: "per JSON-RPC request; config also reads it as agent.read_timeout_ms",
-		Set: agent.Field(optionMillis, func(o *options) *time.Duration { return &o.ReadTimeout })},
+		Set: option.Field(optionMillis, func(o *options) *time.Duration { return &o.ReadTimeout })},
 	{Key: "turn_timeout_ms", Doc: "silence within a turn",
-		Set: agent.Field(optionMillis, func(o *options) *time.Duration { return &o.TurnTimeout })},
+		Set: option.Field(optionMillis, func(o *options) *time.Duration { return &o.TurnTimeout })},
 	// Symphony: 0 or less turns stall detection off, so a negative value is valid.
 	{Key: "stall_timeout_ms", Doc: "read by config as agent.stall_timeout_ms; 0 or less turns stall detection off",
-		Set: agent.Field(optionSignedMillis, func(o *options) *time.Duration { return &o.StallTimeout })},
+		Set: option.Field(optionSignedMillis, func(o *options) *time.Duration { return &o.StallTimeout })},
 }}
 
 // parseOptions validates the block by optionSpecs: a wrong type or value is an error
 // naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	return agent.ReadOptions[options](optionSpecs, Kind, raw, workflowDir)
+	return option.Read[options](optionSpecs, Kind, raw, workflowDir)
 }
 
 // turnSandboxPolicy is a mapping with a type, passed through as the protocol's
@@ -110,11 +111,11 @@ func turnSandboxPolicy(v any) (map[string]any, error) {
 func approvalPolicy(v any) (any, error) {
 	if m, ok := v.(map[string]any); ok {
 		if _, ok := m["granular"].(map[string]any); !ok || len(m) != 1 {
-			return nil, fmt.Errorf("a mapping must be {granular: {...}} (got %s)", agent.DescribeValue(v))
+			return nil, fmt.Errorf("a mapping must be {granular: {...}} (got %s)", option.Describe(v))
 		}
 		return m, nil
 	}
-	s, err := agent.OptionEnum(v, approvalPolicies)
+	s, err := option.Enum(v, approvalPolicies)
 	if err != nil || s == "" {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func optionMap(v any) (map[string]any, error) {
 		}
 		return m, nil
 	}
-	return nil, fmt.Errorf("must be a mapping (got %s)", agent.DescribeValue(v))
+	return nil, fmt.Errorf("must be a mapping (got %s)", option.Describe(v))
 }
 
 func jsonable(v any) error {
@@ -158,9 +159,9 @@ func jsonable(v any) error {
 
 // optionMillis is a non-negative number of milliseconds; 0 leaves the default.
 func optionMillis(v any) (time.Duration, error) {
-	n, err := agent.OptionCount(v)
+	n, err := option.Count(v)
 	if err != nil {
-		return 0, fmt.Errorf("must be a non-negative number of milliseconds (got %s)", agent.DescribeValue(v))
+		return 0, fmt.Errorf("must be a non-negative number of milliseconds (got %s)", option.Describe(v))
 	}
 	return time.Duration(n) * time.Millisecond, nil
 }
@@ -177,9 +178,9 @@ func optionSignedMillis(v any) (time.Duration, error) {
 			return time.Duration(int64(n)) * time.Millisecond, nil
 		}
 	}
-	n, err := agent.OptionCount(v)
+	n, err := option.Count(v)
 	if err != nil {
-		return 0, fmt.Errorf("must be a whole number of milliseconds (got %s)", agent.DescribeValue(v))
+		return 0, fmt.Errorf("must be a whole number of milliseconds (got %s)", option.Describe(v))
 	}
 	return time.Duration(n) * time.Millisecond, nil
 }

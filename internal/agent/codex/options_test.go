@@ -12,7 +12,7 @@ import (
 )
 
 // TestOptions_Errors: the values only codex refuses. How any key is read, and what an
-// unknown key draws, is agent.OptionSet's (internal/agent/options_test.go).
+// unknown key draws, is option.Set's (internal/option/option_test.go).
 func TestOptions_Errors(t *testing.T) {
 	cases := []struct {
 		name string

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // Kind is the agent.kind that selects this adapter.
@@ -41,35 +42,35 @@ type options struct {
 // optionSpecs declares the `copilot-cli:` block, registered as the kind's
 // agent.Meta.Options. An unknown key is a warning, since the reference system ignores
 // such keys and an existing WORKFLOW.md must keep starting.
-var optionSpecs = agent.OptionSet{Keys: []agent.Option{
+var optionSpecs = option.Set{Keys: []option.Option{
 	{Key: "model", Doc: "--model",
-		Set: agent.Field(agent.OptionWord, func(o *options) *string { return &o.Model })},
+		Set: option.Field(option.Word, func(o *options) *string { return &o.Model })},
 	{Key: "max_autopilot_continues", Default: DefaultMaxAutopilotContinues, Doc: "--max-autopilot-continues",
-		Set: agent.Field(agent.OptionCount, func(o *options) *int64 { return &o.MaxAutopilotContinues })},
+		Set: option.Field(option.Count, func(o *options) *int64 { return &o.MaxAutopilotContinues })},
 	{Key: "agent", Doc: "--agent",
-		Set: agent.Field(agent.OptionWord, func(o *options) *string { return &o.Agent })},
+		Set: option.Field(option.Word, func(o *options) *string { return &o.Agent })},
 	{Key: "allowed_tools", Doc: "--allow-tool=; any tool scoping key replaces --allow-all",
-		Set: agent.Field(asToolList, func(o *options) *string { return &o.AllowedTools })},
+		Set: option.Field(asToolList, func(o *options) *string { return &o.AllowedTools })},
 	{Key: "denied_tools", Doc: "--deny-tool=",
-		Set: agent.Field(asToolList, func(o *options) *string { return &o.DeniedTools })},
+		Set: option.Field(asToolList, func(o *options) *string { return &o.DeniedTools })},
 	{Key: "available_tools", Doc: "--available-tools=",
-		Set: agent.Field(asToolList, func(o *options) *string { return &o.AvailableTools })},
+		Set: option.Field(asToolList, func(o *options) *string { return &o.AvailableTools })},
 	{Key: "excluded_tools", Doc: "--excluded-tools=",
-		Set: agent.Field(asToolList, func(o *options) *string { return &o.ExcludedTools })},
+		Set: option.Field(asToolList, func(o *options) *string { return &o.ExcludedTools })},
 	{Key: "mcp_config", Path: true, Doc: "--additional-mcp-config @<path>, relative to WORKFLOW.md's directory; the daemon merges it into .sortie/mcp.json",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.MCPConfig })},
 	{Key: "disable_builtin_mcps", Doc: "--disable-builtin-mcps",
-		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.DisableBuiltinMCPs })},
+		Set: option.Field(option.Bool, func(o *options) *bool { return &o.DisableBuiltinMCPs })},
 	{Key: "no_custom_instructions", Doc: "--no-custom-instructions",
-		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.NoCustomInstructions })},
+		Set: option.Field(option.Bool, func(o *options) *bool { return &o.NoCustomInstructions })},
 	{Key: "experimental", Doc: "--experimental",
-		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.Experimental })},
+		Set: option.Field(option.Bool, func(o *options) *bool { return &o.Experimental })},
 }}
 
 // parseOptions validates the block by optionSpecs: a wrong type or value is an error
 // naming the key, an unknown key a warning.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	return agent.ReadOptions[options](optionSpecs, Kind, raw, workflowDir)
+	return option.Read[options](optionSpecs, Kind, raw, workflowDir)
 }
 
 // scoped reports whether any tool-scoping key is set, which replaces --allow-all.
@@ -156,11 +157,11 @@ func (o options) args(t turnArgs) []string {
 	return a
 }
 
-// asToolList is agent.OptionToolList with a comma-separated string split as well, so
+// asToolList is option.ToolList with a comma-separated string split as well, so
 // that tool names and permission patterns (shell, write, shell(git:*), MyMCP(tool))
 // reach the CLI without blanks around them or empty names between commas.
 func asToolList(v any) (string, error) {
-	s, err := agent.OptionToolList(v)
+	s, err := option.ToolList(v)
 	if _, list := v.([]any); list || err != nil {
 		return s, err
 	}

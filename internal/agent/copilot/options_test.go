@@ -59,7 +59,7 @@ func TestOptions_DefaultsAndEveryKey(t *testing.T) {
 }
 
 // TestOptions_CopilotsOwnReadings: what only copilot makes of a value. How any key is
-// read, and what an unknown key draws, is agent.OptionSet's (internal/agent/options_test.go).
+// read, and what an unknown key draws, is option.Set's (internal/option/option_test.go).
 func TestOptions_CopilotsOwnReadings(t *testing.T) {
 	cases := []struct {
 		key  string

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // outcome is how a scripted turn ends.
@@ -123,39 +123,39 @@ const (
 
 // profileSpecs declares the keys of a profile: the `mock:` block's own, and those of
 // each per-issue block. A wrong value is refused, and so is an unknown key.
-var profileSpecs = agent.OptionSet{Strict: true, Keys: append([]agent.Option{
+var profileSpecs = option.Set{Strict: true, Keys: append([]option.Option{
 	{Key: "script", Default: []any{string(outcomeSuccess)}, Doc: "how successive turns end",
-		Set: agent.FieldAt(asScript, func(p *profile) *[]outcome { return &p.Script })},
+		Set: option.FieldAt(asScript, func(p *profile) *[]outcome { return &p.Script })},
 	{Key: "delay_ms", Default: 0, Doc: "the duration of one turn, spread over its events",
-		Set: agent.FieldAt(intIn(0, maxDelayMS), func(p *profile) *int64 { return &p.DelayMS })},
+		Set: option.FieldAt(intIn(0, maxDelayMS), func(p *profile) *int64 { return &p.DelayMS })},
 	{Key: "events_per_turn", Default: 3, Doc: "notification events per turn",
-		Set: agent.FieldAt(intIn(0, maxEvents), func(p *profile) *int64 { return &p.EventsPerTurn })},
+		Set: option.FieldAt(intIn(0, maxEvents), func(p *profile) *int64 { return &p.EventsPerTurn })},
 	{Key: "tool_calls", Default: []any{}, Doc: "one tool_result event per {name, duration_ms, error}, every turn",
-		Set: agent.FieldAt(asToolCalls, func(p *profile) *[]toolCall { return &p.ToolCalls })},
+		Set: option.FieldAt(asToolCalls, func(p *profile) *[]toolCall { return &p.ToolCalls })},
 	{Key: "input_tokens_per_turn", Default: 100, Doc: "input tokens one turn reports",
-		Set: agent.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.InputTokens })},
+		Set: option.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.InputTokens })},
 	{Key: "output_tokens_per_turn", Default: 50, Doc: "output tokens one turn reports",
-		Set: agent.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.OutputTokens })},
+		Set: option.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.OutputTokens })},
 	{Key: "cache_read_tokens_per_turn", Default: 0, Doc: "cache-read tokens one turn reports",
-		Set: agent.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.CacheReadTokens })},
+		Set: option.FieldAt(intIn(0, maxTokens), func(p *profile) *int64 { return &p.CacheReadTokens })},
 	{Key: "model", Default: "mock-model", Doc: "the model events name",
-		Set: agent.FieldAt(asModel, func(p *profile) *string { return &p.Model })},
+		Set: option.FieldAt(asModel, func(p *profile) *string { return &p.Model })},
 	{Key: "api_duration_ms", Default: 0, Doc: "APIDurationMS of each token_usage event",
-		Set: agent.FieldAt(intIn(0, maxDelayMS), func(p *profile) *int64 { return &p.APIDurationMS })},
+		Set: option.FieldAt(intIn(0, maxDelayMS), func(p *profile) *int64 { return &p.APIDurationMS })},
 	{Key: "files", Default: map[string]any{}, Doc: "files written into the workspace every turn, by relative path",
-		Set: agent.FieldAt(asFiles, func(p *profile) *map[string]string { return &p.Files })},
+		Set: option.FieldAt(asFiles, func(p *profile) *map[string]string { return &p.Files })},
 	{Key: "status", Default: "", Doc: "written to .sortie/status every turn",
-		Set: agent.FieldAt(asStatus, func(p *profile) *string { return &p.Status })},
+		Set: option.FieldAt(asStatus, func(p *profile) *string { return &p.Status })},
 	{Key: "malformed_lines", Default: 0, Doc: "non-JSON lines written per turn",
-		Set: agent.FieldAt(intIn(0, maxEvents), func(p *profile) *int64 { return &p.MalformedLines })},
+		Set: option.FieldAt(intIn(0, maxEvents), func(p *profile) *int64 { return &p.MalformedLines })},
 	{Key: "helper_processes", Default: 0, Doc: "long-lived processes the child leaves in its group every turn",
-		Set: agent.FieldAt(intIn(0, maxHelpers), func(p *profile) *int64 { return &p.HelperProcesses })},
+		Set: option.FieldAt(intIn(0, maxHelpers), func(p *profile) *int64 { return &p.HelperProcesses })},
 	{Key: "crash_exit_code", Default: 1, Doc: "the exit status of the crash outcome",
-		Set: agent.FieldAt(intIn(1, 255), func(p *profile) *int64 { return &p.CrashExitCode })},
+		Set: option.FieldAt(intIn(1, 255), func(p *profile) *int64 { return &p.CrashExitCode })},
 	{Key: "mcp_calls", Default: []any{}, Doc: "MCP tool calls through .sortie/mcp.json, one group per turn",
-		Set: agent.FieldAt(asMCPCalls, func(p *profile) *[][]mcpCall { return &p.MCPCalls })},
+		Set: option.FieldAt(asMCPCalls, func(p *profile) *[][]mcpCall { return &p.MCPCalls })},
 	{Key: "shell", Default: []any{}, Doc: "shell commands each turn runs in the workspace, as an agent's Bash tool would",
-		Set: agent.FieldAt(asShell, func(p *profile) *[]shellStep { return &p.Shell })},
+		Set: option.FieldAt(asShell, func(p *profile) *[]shellStep { return &p.Shell })},
 },
 	// Keys of the in-process mock of the system we measure against, with what to write
 	// instead.
@@ -170,15 +170,15 @@ var profileSpecs = agent.OptionSet{Strict: true, Keys: append([]agent.Option{
 
 // optionSpecs declares the `mock:` block, registered as the kind's agent.Meta.Options:
 // a profile's keys, and two that only the top level takes.
-var optionSpecs = agent.OptionSet{Strict: true, Keys: append(slices.Clone(profileSpecs.Keys),
-	agent.Option{Key: "issues", Doc: "per-issue blocks by issue identifier, each a profile over the default"},
+var optionSpecs = option.Set{Strict: true, Keys: append(slices.Clone(profileSpecs.Keys),
+	option.Option{Key: "issues", Doc: "per-issue blocks by issue identifier, each a profile over the default"},
 	// The daemon's, as for every adapter: it merges that file into .sortie/mcp.json. The
 	// mock reads the merged file only for mcp_calls.
-	agent.Option{Key: "mcp_config", Doc: "MCP servers the daemon merges into .sortie/mcp.json, for mcp_calls"},
+	option.Option{Key: "mcp_config", Doc: "MCP servers the daemon merges into .sortie/mcp.json, for mcp_calls"},
 )}
 
-func retired(key, hint string) agent.Option {
-	return agent.Option{Key: key, Retired: "not supported by this mock agent; " + hint + " (see docs/agents/mock.md)"}
+func retired(key, hint string) option.Option {
+	return option.Option{Key: key, Retired: "not supported by this mock agent; " + hint + " (see docs/agents/mock.md)"}
 }
 
 // parseOptions validates the `mock:` block (nil means every default). Errors name the
@@ -231,10 +231,10 @@ func (p *profile) apply(path string, m map[string]any) error {
 	return firstProblem(err)
 }
 
-// firstProblem is the first, in key order, of what an OptionSet refused: the mock
+// firstProblem is the first, in key order, of what an option.Set refused: the mock
 // reports one problem at a time.
 func firstProblem(err error) error {
-	var oe *agent.OptionError
+	var oe *option.Error
 	if errors.As(err, &oe) {
 		return errors.New(oe.Problems[0])
 	}
@@ -267,7 +267,7 @@ func asStatus(path string, v any) (string, error) {
 func asScript(path string, v any) ([]outcome, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: must be a list of outcomes (got %s)", path, agent.DescribeValue(v))
+		return nil, fmt.Errorf("%s: must be a list of outcomes (got %s)", path, option.Describe(v))
 	}
 	if len(list) == 0 {
 		return nil, fmt.Errorf("%s: must list at least one outcome", path)
@@ -276,7 +276,7 @@ func asScript(path string, v any) ([]outcome, error) {
 	for i, item := range list {
 		s, _ := item.(string)
 		if !slices.Contains(outcomes, outcome(s)) {
-			return nil, fmt.Errorf("%s[%d]: unknown outcome %s (valid: %s)", path, i, agent.DescribeValue(item), joinOutcomes())
+			return nil, fmt.Errorf("%s[%d]: unknown outcome %s (valid: %s)", path, i, option.Describe(item), joinOutcomes())
 		}
 		script = append(script, outcome(s))
 	}
@@ -292,16 +292,16 @@ func joinOutcomes() string {
 }
 
 // toolCallSpecs declares the keys of a tool_calls entry.
-var toolCallSpecs = agent.OptionSet{Strict: true, Keys: []agent.Option{
-	{Key: "name", Doc: "the tool's name; required", Set: agent.FieldAt(asString, func(c *toolCall) *string { return &c.Name })},
-	{Key: "duration_ms", Doc: "added to the turn's duration", Set: agent.FieldAt(intIn(0, maxDelayMS), func(c *toolCall) *int64 { return &c.DurationMS })},
-	{Key: "error", Doc: "true: the call failed", Set: agent.FieldAt(asBool, func(c *toolCall) *bool { return &c.Error })},
+var toolCallSpecs = option.Set{Strict: true, Keys: []option.Option{
+	{Key: "name", Doc: "the tool's name; required", Set: option.FieldAt(asString, func(c *toolCall) *string { return &c.Name })},
+	{Key: "duration_ms", Doc: "added to the turn's duration", Set: option.FieldAt(intIn(0, maxDelayMS), func(c *toolCall) *int64 { return &c.DurationMS })},
+	{Key: "error", Doc: "true: the call failed", Set: option.FieldAt(asBool, func(c *toolCall) *bool { return &c.Error })},
 }}
 
 func asToolCalls(path string, v any) ([]toolCall, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: must be a list of {name, duration_ms, error} (got %s)", path, agent.DescribeValue(v))
+		return nil, fmt.Errorf("%s: must be a list of {name, duration_ms, error} (got %s)", path, option.Describe(v))
 	}
 	if len(list) > maxTools {
 		return nil, fmt.Errorf("%s: at most %d tool calls (got %d)", path, maxTools, len(list))
@@ -330,7 +330,7 @@ func asToolCalls(path string, v any) ([]toolCall, error) {
 func asMCPCalls(path string, v any) ([][]mcpCall, error) {
 	groups, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: must be a list of turn groups, each a list of {tool, server, arguments, expect_error} (got %s)", path, agent.DescribeValue(v))
+		return nil, fmt.Errorf("%s: must be a list of turn groups, each a list of {tool, server, arguments, expect_error} (got %s)", path, option.Describe(v))
 	}
 	if len(groups) > maxTools {
 		return nil, fmt.Errorf("%s: at most %d turn groups (got %d)", path, maxTools, len(groups))
@@ -340,7 +340,7 @@ func asMCPCalls(path string, v any) ([][]mcpCall, error) {
 		gat := fmt.Sprintf("%s[%d]", path, gi)
 		list, ok := g.([]any)
 		if !ok && g != nil {
-			return nil, fmt.Errorf("%s: must be a list of {tool, server, arguments, expect_error} (got %s)", gat, agent.DescribeValue(g))
+			return nil, fmt.Errorf("%s: must be a list of {tool, server, arguments, expect_error} (got %s)", gat, option.Describe(g))
 		}
 		if len(list) > maxTools {
 			return nil, fmt.Errorf("%s: at most %d calls (got %d)", gat, maxTools, len(list))
@@ -359,13 +359,13 @@ func asMCPCalls(path string, v any) ([][]mcpCall, error) {
 }
 
 // mcpCallSpecs declares the keys of one call of an mcp_calls group.
-var mcpCallSpecs = agent.OptionSet{Strict: true, Keys: []agent.Option{
-	{Key: "tool", Doc: "the tool to call; required", Set: agent.FieldAt(asString, func(c *mcpCall) *string { return &c.Tool })},
+var mcpCallSpecs = option.Set{Strict: true, Keys: []option.Option{
+	{Key: "tool", Doc: "the tool to call; required", Set: option.FieldAt(asString, func(c *mcpCall) *string { return &c.Tool })},
 	{Key: "server", Default: defaultMCPServer, Doc: "the server of .sortie/mcp.json to call it on",
-		Set: agent.FieldAt(asServer, func(c *mcpCall) *string { return &c.Server })},
+		Set: option.FieldAt(asServer, func(c *mcpCall) *string { return &c.Server })},
 	{Key: "arguments", Default: map[string]any{}, Doc: "the call's arguments, a mapping",
-		Set: agent.FieldAt(asJSONObject, func(c *mcpCall) *json.RawMessage { return &c.Arguments })},
-	{Key: "expect_error", Doc: "true: the call must fail", Set: agent.FieldAt(asBool, func(c *mcpCall) *bool { return &c.ExpectError })},
+		Set: option.FieldAt(asJSONObject, func(c *mcpCall) *json.RawMessage { return &c.Arguments })},
+	{Key: "expect_error", Doc: "true: the call must fail", Set: option.FieldAt(asBool, func(c *mcpCall) *bool { return &c.ExpectError })},
 }}
 
 // asServer is the non-empty name of an MCP server.
@@ -446,7 +446,7 @@ func jsonValue(path string, v any) (any, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%s: cannot be sent as JSON (got %s); quote it", path, agent.DescribeValue(v))
+	return nil, fmt.Errorf("%s: cannot be sent as JSON (got %s); quote it", path, option.Describe(v))
 }
 
 // decodeJSONObject decodes a JSON object keeping numbers exact.
@@ -498,13 +498,13 @@ func asMap(path string, v any) (map[string]any, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%s: must be a mapping (got %s)", path, agent.DescribeValue(v))
+	return nil, fmt.Errorf("%s: must be a mapping (got %s)", path, option.Describe(v))
 }
 
 func asString(path string, v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("%s: must be a string (got %s)", path, agent.DescribeValue(v))
+		return "", fmt.Errorf("%s: must be a string (got %s)", path, option.Describe(v))
 	}
 	return s, nil
 }
@@ -512,7 +512,7 @@ func asString(path string, v any) (string, error) {
 func asBool(path string, v any) (bool, error) {
 	b, ok := v.(bool)
 	if !ok {
-		return false, fmt.Errorf("%s: must be true or false (got %s)", path, agent.DescribeValue(v))
+		return false, fmt.Errorf("%s: must be true or false (got %s)", path, option.Describe(v))
 	}
 	return b, nil
 }
@@ -540,7 +540,7 @@ func asInt(path string, v any, lo, hi int64) (int64, error) {
 		ok = false
 	}
 	if !ok || n < lo || n > hi {
-		return 0, fmt.Errorf("%s: must be an integer from %d to %d (got %s)", path, lo, hi, agent.DescribeValue(v))
+		return 0, fmt.Errorf("%s: must be an integer from %d to %d (got %s)", path, lo, hi, option.Describe(v))
 	}
 	return n, nil
 }

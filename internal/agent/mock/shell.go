@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // Limits of the shell step.
@@ -31,7 +31,7 @@ var shellName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 func asShell(path string, v any) ([]shellStep, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: must be a list of {name, run} (got %s)", path, agent.DescribeValue(v))
+		return nil, fmt.Errorf("%s: must be a list of {name, run} (got %s)", path, option.Describe(v))
 	}
 	if len(list) > maxShellSteps {
 		return nil, fmt.Errorf("%s: at most %d steps (got %d)", path, maxShellSteps, len(list))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"sortie/internal/agent"
+	"sortie/internal/option"
 )
 
 // Kind is the agent.kind that selects this adapter, and the name of its block in
@@ -66,33 +67,33 @@ const maxConfigFile = 1 << 20
 // optionSpecs declares the `opencode:` block, registered as the kind's
 // agent.Meta.Options. An unknown key is a warning, so that an existing WORKFLOW.md keeps
 // starting.
-var optionSpecs = agent.OptionSet{Keys: []agent.Option{
+var optionSpecs = option.Set{Keys: []option.Option{
 	{Key: "model", Doc: "--model provider/model",
-		Set: agent.Field(asModel, func(o *options) *string { return &o.Model })},
+		Set: option.Field(asModel, func(o *options) *string { return &o.Model })},
 	{Key: "agent", Doc: "--agent",
-		Set: agent.Field(agent.OptionWord, func(o *options) *string { return &o.Agent })},
+		Set: option.Field(option.Word, func(o *options) *string { return &o.Agent })},
 	{Key: "variant", Doc: "--variant",
-		Set: agent.Field(agent.OptionWord, func(o *options) *string { return &o.Variant })},
+		Set: option.Field(option.Word, func(o *options) *string { return &o.Variant })},
 	{Key: "permission", Doc: "OpenCode's permission: allow, ask, deny or a mapping by tool; set, turns run without --auto",
-		Set: agent.Field(asPermission, func(o *options) *any { return &o.Permission })},
+		Set: option.Field(asPermission, func(o *options) *any { return &o.Permission })},
 	{Key: "config", Doc: "inline OpenCode configuration, merged under the adapter's own",
-		Set: agent.Field(asInlineConfig, func(o *options) *map[string]any { return &o.Config })},
+		Set: option.Field(asInlineConfig, func(o *options) *map[string]any { return &o.Config })},
 	{Key: "config_file", Path: true, Doc: "an OpenCode configuration file (JSON or JSONC), OPENCODE_CONFIG, relative to WORKFLOW.md's directory",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.ConfigFile })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.ConfigFile })},
 	{Key: "mcp_config", Path: true, Doc: "the operator's MCP servers, relative to WORKFLOW.md's directory; the daemon merges them into .sortie/mcp.json",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.MCPConfig })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.MCPConfig })},
 	{Key: "use_login", Doc: "copy the agent user's `opencode auth login` credentials (auth.json) into each issue's data directory, where the agent can read them",
-		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.UseLogin })},
+		Set: option.Field(option.Bool, func(o *options) *bool { return &o.UseLogin })},
 	{Key: "subagents", Doc: "let the agent start OpenCode subagents (the task tool), whose usage budgets do not count",
-		Set: agent.Field(agent.OptionBool, func(o *options) *bool { return &o.Subagents })},
+		Set: option.Field(option.Bool, func(o *options) *bool { return &o.Subagents })},
 	{Key: "state_dir", Path: true, Doc: "OpenCode's isolated configuration, data and state, relative to WORKFLOW.md's directory",
-		Set: agent.Field(agent.OptionString, func(o *options) *string { return &o.StateDir })},
+		Set: option.Field(option.String, func(o *options) *string { return &o.StateDir })},
 }}
 
 // parseOptions validates the block by optionSpecs: a wrong type or value is an error
 // naming the key, an unknown key a warning. A local config_file is read here.
 func parseOptions(raw map[string]any, workflowDir string) (options, []string, error) {
-	o, warnings, err := agent.ReadOptions[options](optionSpecs, Kind, raw, workflowDir)
+	o, warnings, err := option.Read[options](optionSpecs, Kind, raw, workflowDir)
 	if err != nil {
 		return o, warnings, err
 	}
@@ -140,7 +141,7 @@ func validModel(s string) bool {
 
 // asModel is a flag's word of the form provider/model.
 func asModel(v any) (string, error) {
-	s, err := agent.OptionWord(v)
+	s, err := option.Word(v)
 	if err == nil && s != "" && !validModel(s) {
 		return "", fmt.Errorf("must be provider/model, as in anthropic/claude-sonnet-4-5 (got %q)", s)
 	}
@@ -154,7 +155,7 @@ func asPermission(v any) (any, error) {
 	case nil:
 		return nil, nil
 	case string:
-		s, err := agent.OptionEnum(p, permissionActions)
+		s, err := option.Enum(p, permissionActions)
 		if err != nil || s == "" {
 			return nil, err
 		}
@@ -166,7 +167,7 @@ func asPermission(v any) (any, error) {
 		}
 		return m, nil
 	}
-	return nil, fmt.Errorf("must be allow, ask, deny or a mapping by tool (got %s)", agent.DescribeValue(v))
+	return nil, fmt.Errorf("must be allow, ask, deny or a mapping by tool (got %s)", option.Describe(v))
 }
 
 // asConfig is inline OpenCode configuration: a mapping.
@@ -181,7 +182,7 @@ func asConfig(v any) (map[string]any, error) {
 		}
 		return m.(map[string]any), nil
 	}
-	return nil, fmt.Errorf("must be a mapping of OpenCode configuration (got %s)", agent.DescribeValue(v))
+	return nil, fmt.Errorf("must be a mapping of OpenCode configuration (got %s)", option.Describe(v))
 }
 
 // asInlineConfig is asConfig without Sortie's reserved MCP server name.
@@ -236,7 +237,7 @@ func jsonValue(v any, at string) (any, error) {
 	case nil, string, bool, int, int64, uint64, float64:
 		return t, nil
 	}
-	return nil, fmt.Errorf("%s: unsupported value %s", at, agent.DescribeValue(v))
+	return nil, fmt.Errorf("%s: unsupported value %s", at, option.Describe(v))
 }
 
 func join(at, k string) string {

@@ -36,7 +36,7 @@ func TestParseOptions_EveryKey(t *testing.T) {
 }
 
 // TestParseOptions_ErrorsNameTheKey: the values only opencode refuses. How any key is
-// read, and what an unknown key draws, is agent.OptionSet's (internal/agent/options_test.go).
+// read, and what an unknown key draws, is option.Set's (internal/option/option_test.go).
 func TestParseOptions_ErrorsNameTheKey(t *testing.T) {
 	cases := map[string]struct {
 		raw  map[string]any

@@ -10,8 +10,6 @@ package file
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -28,11 +26,6 @@ var (
 	_ tracker.Tracker = (*Tracker)(nil)
 	_ tracker.Watcher = (*Tracker)(nil)
 )
-
-func init() {
-	// The file tracker needs neither tracker.project nor tracker.api_key.
-	tracker.Register("file", tracker.Meta{}, New)
-}
 
 // Tracker reads and writes one issues file. It is safe for concurrent use; transitions
 // and comments made through one Tracker are serialised. Build it with New.
@@ -97,28 +90,6 @@ func (t *Tracker) knownState(state string) (string, bool) {
 // Path returns the absolute path of the issues file, as configured (not following a
 // symlink).
 func (t *Tracker) Path() string { return t.path }
-
-func issuesPath(cfg tracker.Config) (string, error) {
-	v, ok := cfg.Options["path"]
-	if !ok || v == nil {
-		return "", fmt.Errorf("config: file.path: the file tracker needs the path of its issues JSON file; set file.path (or tracker.path) in WORKFLOW.md")
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("config: file.path: must be a string (got %T)", v)
-	}
-	if strings.TrimSpace(s) == "" {
-		return "", fmt.Errorf("config: file.path: must not be empty; set it to the issues JSON file, relative to WORKFLOW.md or absolute")
-	}
-	if !filepath.IsAbs(s) {
-		s = filepath.Join(cfg.WorkflowDir, s)
-	}
-	abs, err := filepath.Abs(s)
-	if err != nil {
-		return "", fmt.Errorf("config: file.path: cannot make %q absolute: %w", s, err)
-	}
-	return abs, nil
-}
 
 // FetchCandidateIssues returns the issues whose state is one of the configured active
 // states (case-insensitively), in file order, with nil comments.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -155,8 +156,11 @@ func TestRegister_FileKindNeedsNoProjectOrKeyAndWatches(t *testing.T) {
 	if !ok {
 		t.Fatalf("kind file is not registered; known: %v", tracker.Kinds())
 	}
-	if meta != (tracker.Meta{}) {
-		t.Errorf("Meta = %+v, want zero (no project, no api key)", meta)
+	if meta.RequiresProject || meta.RequiresAPIKey {
+		t.Errorf("Meta = %+v, want no project and no api key", meta)
+	}
+	if got := meta.Options.Known(); !slices.Equal(got, []string{"path"}) {
+		t.Errorf("the file: block declares %v, want [path]", got)
 	}
 	tr, err := tracker.New(tracker.Config{Kind: "file", Options: map[string]any{"path": "/x.json"}})
 	if err != nil {

@@ -50,10 +50,6 @@ var (
 	_ tracker.Account     = (*Tracker)(nil)
 )
 
-func init() {
-	tracker.Register("jira", tracker.Meta{RequiresProject: true, RequiresAPIKey: true}, New)
-}
-
 // Tracker talks to one Jira site about one project. It is safe for concurrent use and
 // holds no issue state: every call asks Jira. Build it with New.
 type Tracker struct {
@@ -67,13 +63,6 @@ type Tracker struct {
 
 	selfMu sync.Mutex
 	self   *tracker.Identity // the token's account, once known (Self)
-}
-
-// options are the typed contents of the `jira:` block.
-type options struct {
-	cloud    bool
-	pageSize int
-	timeout  time.Duration
 }
 
 // New builds a Jira tracker from cfg: Endpoint is the site URL (https://example.atlassian.net
@@ -134,52 +123,6 @@ func newTracker(cfg tracker.Config, now func() time.Time, transport http.RoundTr
 		t.api = "/rest/api/3"
 	}
 	return t, nil
-}
-
-func parseOptions(o map[string]any) (options, error) {
-	opts := options{cloud: true, pageSize: DefaultPageSize, timeout: DefaultTimeout}
-	if v, ok := o["api"]; ok && v != nil {
-		s, _ := v.(string)
-		switch strings.ToLower(strings.TrimSpace(s)) {
-		case "", APICloud:
-		case APIDataCenter, "data_center", "server", "dc":
-			opts.cloud = false
-		default:
-			return opts, fmt.Errorf("config: jira.api: must be %q (Jira Cloud, REST v3) or %q (Jira Server/Data Center, REST v2) (got %v)", APICloud, APIDataCenter, v)
-		}
-	}
-	if v, ok := o["page_size"]; ok && v != nil {
-		n, ok := intOption(v)
-		if !ok || n < 1 || n > 100 {
-			return opts, fmt.Errorf("config: jira.page_size: must be an integer from 1 to 100 (got %v)", v)
-		}
-		opts.pageSize = n
-	}
-	if v, ok := o["timeout_ms"]; ok && v != nil {
-		n, ok := intOption(v)
-		if !ok || n < 1 {
-			return opts, fmt.Errorf("config: jira.timeout_ms: must be a positive integer of milliseconds (got %v)", v)
-		}
-		opts.timeout = time.Duration(n) * time.Millisecond
-	}
-	return opts, nil
-}
-
-func intOption(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case uint64:
-		return int(min(n, 1<<31)), true
-	case float64:
-		return int(n), n == float64(int(n))
-	case string:
-		i, err := strconv.Atoi(strings.TrimSpace(n))
-		return i, err == nil
-	}
-	return 0, false
 }
 
 func parseEndpoint(raw string) (string, error) {

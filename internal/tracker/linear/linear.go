@@ -52,12 +52,6 @@ var (
 	_ tracker.Account     = (*Tracker)(nil)
 )
 
-func init() {
-	// Neither requirement is declared in Meta: Linear is scoped by a project or a
-	// team, which New checks with errors naming Linear's keys.
-	tracker.Register("linear", tracker.Meta{}, New)
-}
-
 // Tracker talks to one Linear workspace about one project or team. It is safe for
 // concurrent use. Build it with New.
 type Tracker struct {
@@ -144,13 +138,11 @@ func newTracker(cfg tracker.Config) (*Tracker, error) {
 		limits: newLimiter(),
 		states: &stateCache{byTeam: map[string][]apiState{}},
 	}
-	switch v := cfg.Options["agent_reads"]; v {
-	case nil, "", "scoped":
-	case "unrestricted":
-		t.agentReadsUnrestricted = true
-	default:
-		return nil, &tracker.Error{Kind: tracker.ErrPayload, Message: fmt.Sprintf("config: linear.agent_reads: must be scoped (the default: an agent reads only its own issue, team and project) or unrestricted (got %v)", v)}
+	opts, err := parseOptions(cfg.Options)
+	if err != nil {
+		return nil, err
 	}
+	t.agentReadsUnrestricted = opts.agentReadsUnrestricted
 	if len(t.active) == 0 {
 		t.active = slices.Clone(DefaultActiveStates)
 	}

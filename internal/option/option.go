@@ -1,4 +1,14 @@
-package agent
+// Package option reads a block of WORKFLOW.md that an adapter owns: an agent
+// adapter's (`claude-code:`) or a tracker's (`jira:`). An adapter declares the block's
+// keys once, as a Set it registers with its kind (agent.Meta.Options,
+// tracker.Meta.Options), and reads the block by it (Read); internal/config learns the
+// keys from the registry and warns about any other. The coercers here (String, Count,
+// IntValue, ...) are the one place a WORKFLOW.md value becomes a Go value: config uses
+// them for its typed sections too.
+//
+// The package is a leaf: it imports only the standard library, so every layer may use
+// it.
+package option
 
 import (
 	"fmt"
@@ -10,27 +20,27 @@ import (
 	"strings"
 )
 
-// The Option functions coerce one value of an adapter's own block of WORKFLOW.md
-// (Config.Options) to the type its key needs, accepting every form the YAML decoder
-// gives a value (an int, int64, uint64 or float64 for a number, say). A key that is
-// present but empty (nothing) reads as the zero value. Their errors do not name the key:
-// the adapter puts its path in front, as in
+// The coercers below turn one value of an adapter's own block of WORKFLOW.md into the
+// type its key needs, accepting every form the YAML decoder gives a value (an int,
+// int64, uint64 or float64 for a number, say). A key that is present but empty
+// (nothing) reads as the zero value. Their errors do not name the key: the adapter puts
+// its path in front, as in
 // `claude-code.max_turns: must be a non-negative whole number (got -1)`.
 
-// OptionString is a string with surrounding white space removed.
-func OptionString(v any) (string, error) {
+// String is a string with surrounding white space removed.
+func String(v any) (string, error) {
 	switch s := v.(type) {
 	case nil:
 		return "", nil
 	case string:
 		return strings.TrimSpace(s), nil
 	}
-	return "", fmt.Errorf("must be a string (got %s)", DescribeValue(v))
+	return "", fmt.Errorf("must be a string (got %s)", Describe(v))
 }
 
-// OptionEnum is an OptionString that, unless empty, is one of valid.
-func OptionEnum(v any, valid []string) (string, error) {
-	s, err := OptionString(v)
+// Enum is an String that, unless empty, is one of valid.
+func Enum(v any, valid []string) (string, error) {
+	s, err := String(v)
 	if err != nil || s == "" {
 		return s, err
 	}
@@ -40,40 +50,40 @@ func OptionEnum(v any, valid []string) (string, error) {
 	return s, nil
 }
 
-// OptionBool is true or false.
-func OptionBool(v any) (bool, error) {
+// Bool is true or false.
+func Bool(v any) (bool, error) {
 	switch b := v.(type) {
 	case nil:
 		return false, nil
 	case bool:
 		return b, nil
 	}
-	return false, fmt.Errorf("must be true or false (got %s)", DescribeValue(v))
+	return false, fmt.Errorf("must be true or false (got %s)", Describe(v))
 }
 
-// OptionToolList is a list of tool names in the comma-separated form CLIs take. It is
+// ToolList is a list of tool names in the comma-separated form CLIs take. It is
 // written as a YAML list, whose items are trimmed and must not be empty, or as one
 // string, which is kept as written (trimmed): a CLI may read more in it than commas.
-func OptionToolList(v any) (string, error) {
+func ToolList(v any) (string, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return OptionString(v)
+		return String(v)
 	}
 	names := make([]string, 0, len(list))
 	for i, item := range list {
 		s, ok := item.(string)
 		if !ok || strings.TrimSpace(s) == "" {
-			return "", fmt.Errorf("[%d]: must be a non-empty tool name (got %s)", i, DescribeValue(item))
+			return "", fmt.Errorf("[%d]: must be a non-empty tool name (got %s)", i, Describe(item))
 		}
 		names = append(names, strings.TrimSpace(s))
 	}
 	return strings.Join(names, ","), nil
 }
 
-// OptionCount is a non-negative whole number (IntValue): an integer, a float without a
+// Count is a non-negative whole number (IntValue): an integer, a float without a
 // fraction, or a decimal string. Unsigned and float values above math.MaxInt32 are
 // refused.
-func OptionCount(v any) (int64, error) {
+func Count(v any) (int64, error) {
 	if v == nil {
 		return 0, nil
 	}
@@ -85,30 +95,30 @@ func OptionCount(v any) (int64, error) {
 		}
 	}
 	if reason != "" || n < 0 {
-		return 0, fmt.Errorf("must be a non-negative whole number (got %s)", DescribeValue(v))
+		return 0, fmt.Errorf("must be a non-negative whole number (got %s)", Describe(v))
 	}
 	return n, nil
 }
 
-// OptionUSD is a non-negative, finite amount in US dollars: a number or a decimal
+// USD is a non-negative, finite amount in US dollars: a number or a decimal
 // string (NumberValue).
-func OptionUSD(v any) (float64, error) {
+func USD(v any) (float64, error) {
 	if v == nil {
 		return 0, nil
 	}
 	f, ok := anyNumber(v)
 	if !ok {
-		return 0, fmt.Errorf("must be an amount in USD (got %s)", DescribeValue(v))
+		return 0, fmt.Errorf("must be an amount in USD (got %s)", Describe(v))
 	}
 	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("must be a non-negative amount in USD (got %s)", DescribeValue(v))
+		return 0, fmt.Errorf("must be a non-negative amount in USD (got %s)", Describe(v))
 	}
 	return f, nil
 }
 
-// DescribeValue names a configuration value for an error message: a string quoted,
+// Describe names a configuration value for an error message: a string quoted,
 // "a list", "a mapping", "nothing", and anything else as fmt prints it.
-func DescribeValue(v any) string {
+func Describe(v any) string {
 	switch t := v.(type) {
 	case nil:
 		return "nothing"
@@ -122,35 +132,36 @@ func DescribeValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// OptionOneOf is OptionEnum over valid, in the form Field takes.
-func OptionOneOf(valid ...string) func(any) (string, error) {
-	return func(v any) (string, error) { return OptionEnum(v, valid) }
+// OneOf is Enum over valid, in the form Field takes.
+func OneOf(valid ...string) func(any) (string, error) {
+	return func(v any) (string, error) { return Enum(v, valid) }
 }
 
-// OptionWord is an OptionString that becomes the value of a CLI flag of its own: it
+// Word is an String that becomes the value of a CLI flag of its own: it
 // must not start with '-', which the CLI would read as another flag.
-func OptionWord(v any) (string, error) {
-	s, err := OptionString(v)
+func Word(v any) (string, error) {
+	s, err := String(v)
 	if err == nil && strings.HasPrefix(s, "-") {
 		return "", fmt.Errorf("must not start with '-' (got %q)", s)
 	}
 	return s, err
 }
 
-// ResolveOptionPath is p, a path an option gives, made absolute against dir,
+// ResolvePath is p, a path an option gives, made absolute against dir,
 // WORKFLOW.md's directory. An empty p stays empty, and p stays as written when dir is
 // empty (a Config built by hand).
-func ResolveOptionPath(dir, p string) string {
+func ResolvePath(dir, p string) string {
 	if p == "" || dir == "" || filepath.IsAbs(p) {
 		return p
 	}
 	return filepath.Join(dir, p)
 }
 
-// Option declares one key of an adapter's own block of WORKFLOW.md. An adapter lists
-// its keys once, in the OptionSet it registers as Meta.Options: it reads its block by
-// that set (OptionSet.Parse), and config and `sortie validate` learn its keys from the
-// registry, so a key added to the set needs no edit anywhere else.
+// Option declares one key of an adapter's own block of WORKFLOW.md. An adapter (an
+// agent's or a tracker's) lists its keys once, in the Set it registers as Meta.Options:
+// it reads its block by that set (Read, Set.Parse), and config and `sortie validate`
+// learn its keys from the registry, so a key added to the set needs no edit anywhere
+// else.
 type Option struct {
 	// Key is the key as the block writes it: "max_turns".
 	Key string
@@ -166,8 +177,8 @@ type Option struct {
 	// and FieldAt build it. nil: the key is accepted, and read by someone else (the
 	// daemon reads mock.mcp_config, the mock reads mock.issues itself).
 	Set func(dst any, at string, v any) error
-	// Path marks a key whose value is a path: ReadOptions makes a relative one
-	// absolute against WORKFLOW.md's directory (ResolveOptionPath) before Set reads it.
+	// Path marks a key whose value is a path: Read makes a relative one
+	// absolute against WORKFLOW.md's directory (ResolvePath) before Set reads it.
 	Path bool
 	// Retired, when not empty, marks a key the adapter no longer reads and says what to
 	// write instead. The key is treated as unknown, with this text in place of the list
@@ -175,9 +186,9 @@ type Option struct {
 	Retired string
 }
 
-// OptionSet declares an adapter's own block of WORKFLOW.md (Meta.Options): every key
-// it reads, and what an unknown key is.
-type OptionSet struct {
+// Set declares an adapter's own block of WORKFLOW.md (agent.Meta.Options,
+// tracker.Meta.Options): every key it reads, and what an unknown key is.
+type Set struct {
 	Keys []Option
 	// Strict makes an unknown key an error, as a wrong value is. Otherwise it is a
 	// warning and the key is ignored, so that a WORKFLOW.md written for the reference
@@ -186,7 +197,7 @@ type OptionSet struct {
 }
 
 // Known returns the keys the set accepts (every key but the retired ones), sorted.
-func (s OptionSet) Known() []string {
+func (s Set) Known() []string {
 	var keys []string
 	for _, o := range s.Keys {
 		if o.Retired == "" {
@@ -198,7 +209,7 @@ func (s OptionSet) Known() []string {
 }
 
 // Lookup returns the declaration of key.
-func (s OptionSet) Lookup(key string) (Option, bool) {
+func (s Set) Lookup(key string) (Option, bool) {
 	i := slices.IndexFunc(s.Keys, func(o Option) bool { return o.Key == key })
 	if i < 0 {
 		return Option{}, false
@@ -209,13 +220,13 @@ func (s OptionSet) Lookup(key string) (Option, bool) {
 // Defaults sets in dst, a pointer to the adapter's options, the Default of every key
 // that has one. A Default that its Set refuses is a mistake in the declaration, not in
 // WORKFLOW.md: Defaults panics, and every test that builds the adapter finds it.
-func (s OptionSet) Defaults(dst any) {
+func (s Set) Defaults(dst any) {
 	for _, o := range s.Keys {
 		if o.Default == nil || o.Set == nil || o.Retired != "" {
 			continue
 		}
 		if err := o.Set(dst, o.Key, o.Default); err != nil {
-			panic("agent: the declared default is refused: " + err.Error())
+			panic("option: the declared default is refused: " + err.Error())
 		}
 	}
 }
@@ -225,8 +236,8 @@ func (s OptionSet) Defaults(dst any) {
 // as it was: call Defaults first for a whole block. An unknown or retired key is
 // returned as a warning, `<at>.<key>: unknown key, ignored (known: ...)`, or with
 // Strict refused as `<at>.<key>: unknown key (known: ...)`. What is refused comes back
-// as an *OptionError listing every problem, and dst is then partly written.
-func (s OptionSet) Parse(at string, raw map[string]any, dst any) (warnings []string, err error) {
+// as an *Error listing every problem, and dst is then partly written.
+func (s Set) Parse(at string, raw map[string]any, dst any) (warnings []string, err error) {
 	var problems []string
 	var known string
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
@@ -262,15 +273,15 @@ func (s OptionSet) Parse(at string, raw map[string]any, dst any) (warnings []str
 		}
 	}
 	if len(problems) > 0 {
-		return warnings, &OptionError{Problems: problems}
+		return warnings, &Error{Problems: problems}
 	}
 	return warnings, nil
 }
 
-// ReadOptions reads a whole block, raw at the path at (the adapter's kind), into a new
+// Read reads a whole block, raw at the path at (the adapter's kind), into a new
 // O: the declared defaults (Defaults), then the block's keys (Parse), the value of a
 // Path key made absolute against dir, WORKFLOW.md's directory.
-func ReadOptions[O any](s OptionSet, at string, raw map[string]any, dir string) (O, []string, error) {
+func Read[O any](s Set, at string, raw map[string]any, dir string) (O, []string, error) {
 	var o O
 	s.Defaults(&o)
 	if dir != "" {
@@ -278,7 +289,7 @@ func ReadOptions[O any](s OptionSet, at string, raw map[string]any, dir string) 
 		for k, v := range raw {
 			if opt, ok := s.Lookup(k); ok && opt.Path {
 				if p, isString := v.(string); isString {
-					resolved[k] = ResolveOptionPath(dir, strings.TrimSpace(p))
+					resolved[k] = ResolvePath(dir, strings.TrimSpace(p))
 				}
 			}
 		}
@@ -292,19 +303,19 @@ func ReadOptions[O any](s OptionSet, at string, raw map[string]any, dir string) 
 	return o, warnings, nil
 }
 
-// OptionError is what OptionSet.Parse refused in a block: a problem per key, each
+// Error is what Set.Parse refused in a block: a problem per key, each
 // starting with the key's path, in key order. Its text is the problems joined by "; ".
-type OptionError struct {
+type Error struct {
 	Problems []string
 }
 
-func (e *OptionError) Error() string { return strings.Join(e.Problems, "; ") }
+func (e *Error) Error() string { return strings.Join(e.Problems, "; ") }
 
-// Field is an Option.Set that reads a value with coerce (OptionString, OptionCount,
-// OptionOneOf(...), or the adapter's own) into the field of the adapter's options that
+// Field is an Option.Set that reads a value with coerce (String, Count,
+// OneOf(...), or the adapter's own) into the field of the adapter's options that
 // field returns, as in
 //
-//	Set: agent.Field(agent.OptionCount, func(o *options) *int64 { return &o.MaxTurns })
+//	Set: option.Field(option.Count, func(o *options) *int64 { return &o.MaxTurns })
 //
 // A key that is present but empty (nothing) keeps the field's default. An error from
 // coerce follows the key's path: `claude-code.max_turns: must be a non-negative whole
@@ -342,7 +353,7 @@ func FieldAt[O, T any](read func(at string, v any) (T, error), field func(*O) *T
 func optionsOf[O any](dst any) *O {
 	p, ok := dst.(*O)
 	if !ok {
-		panic(fmt.Sprintf("agent: an option declared for %T is read into %T", (*O)(nil), dst))
+		panic(fmt.Sprintf("option: an option declared for %T is read into %T", (*O)(nil), dst))
 	}
 	return p
 }

@@ -1,4 +1,4 @@
-package agent
+package option
 
 import (
 	"errors"
@@ -36,8 +36,8 @@ func checkOption[T comparable](t *testing.T, f func(any) (T, error), cases []opt
 	}
 }
 
-func TestOptionString_TrimsAndRefusesOtherTypes(t *testing.T) {
-	checkOption(t, OptionString, []optionCase[string]{
+func TestString_TrimsAndRefusesOtherTypes(t *testing.T) {
+	checkOption(t, String, []optionCase[string]{
 		{"nothing is empty", nil, "", ""},
 		{"trimmed", "  sonnet \n", "sonnet", ""},
 		{"number", 3, "", "must be a string (got 3)"},
@@ -46,9 +46,9 @@ func TestOptionString_TrimsAndRefusesOtherTypes(t *testing.T) {
 	})
 }
 
-func TestOptionEnum_AcceptsOnlyTheValidValues(t *testing.T) {
+func TestEnum_AcceptsOnlyTheValidValues(t *testing.T) {
 	valid := []string{"low", "high"}
-	enum := func(v any) (string, error) { return OptionEnum(v, valid) }
+	enum := func(v any) (string, error) { return Enum(v, valid) }
 	checkOption(t, enum, []optionCase[string]{
 		{"valid", " high ", "high", ""},
 		{"empty is unset", "", "", ""},
@@ -58,8 +58,8 @@ func TestOptionEnum_AcceptsOnlyTheValidValues(t *testing.T) {
 	})
 }
 
-func TestOptionBool_TakesOnlyBooleans(t *testing.T) {
-	checkOption(t, OptionBool, []optionCase[bool]{
+func TestBool_TakesOnlyBooleans(t *testing.T) {
+	checkOption(t, Bool, []optionCase[bool]{
 		{"true", true, true, ""},
 		{"false", false, false, ""},
 		{"nothing is false", nil, false, ""},
@@ -68,8 +68,8 @@ func TestOptionBool_TakesOnlyBooleans(t *testing.T) {
 	})
 }
 
-func TestOptionToolList_ListsAreJoinedStringsKeptAsWritten(t *testing.T) {
-	checkOption(t, OptionToolList, []optionCase[string]{
+func TestToolList_ListsAreJoinedStringsKeptAsWritten(t *testing.T) {
+	checkOption(t, ToolList, []optionCase[string]{
 		{"list", []any{" Edit ", "Bash(git log:*)"}, "Edit,Bash(git log:*)", ""},
 		{"empty list", []any{}, "", ""},
 		{"string as written", " Edit, Write Bash ", "Edit, Write Bash", ""},
@@ -80,8 +80,8 @@ func TestOptionToolList_ListsAreJoinedStringsKeptAsWritten(t *testing.T) {
 	})
 }
 
-func TestOptionCount_TakesEveryWholeNumberForm(t *testing.T) {
-	checkOption(t, OptionCount, []optionCase[int64]{
+func TestCount_TakesEveryWholeNumberForm(t *testing.T) {
+	checkOption(t, Count, []optionCase[int64]{
 		{"nothing is zero", nil, 0, ""},
 		{"int", 50, 50, ""},
 		{"int64", int64(7), 7, ""},
@@ -100,8 +100,8 @@ func TestOptionCount_TakesEveryWholeNumberForm(t *testing.T) {
 	})
 }
 
-func TestOptionUSD_TakesNonNegativeFiniteAmounts(t *testing.T) {
-	checkOption(t, OptionUSD, []optionCase[float64]{
+func TestUSD_TakesNonNegativeFiniteAmounts(t *testing.T) {
+	checkOption(t, USD, []optionCase[float64]{
 		{"nothing is zero", nil, 0, ""},
 		{"int", 5, 5, ""},
 		{"int64", int64(6), 6, ""},
@@ -116,7 +116,7 @@ func TestOptionUSD_TakesNonNegativeFiniteAmounts(t *testing.T) {
 	})
 }
 
-func TestDescribeValue(t *testing.T) {
+func TestDescribe(t *testing.T) {
 	cases := []struct {
 		in   any
 		want string
@@ -131,14 +131,14 @@ func TestDescribeValue(t *testing.T) {
 		{false, "false"},
 	}
 	for _, c := range cases {
-		if got := DescribeValue(c.in); got != c.want {
-			t.Errorf("DescribeValue(%#v) = %q, want %q", c.in, got, c.want)
+		if got := Describe(c.in); got != c.want {
+			t.Errorf("Describe(%#v) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
 
-func TestOptionWord_RefusesWhatReadsAsAFlag(t *testing.T) {
-	checkOption(t, OptionWord, []optionCase[string]{
+func TestWord_RefusesWhatReadsAsAFlag(t *testing.T) {
+	checkOption(t, Word, []optionCase[string]{
 		{"word", " build ", "build", ""},
 		{"nothing", nil, "", ""},
 		{"flag", "--yolo", "", `must not start with '-' (got "--yolo")`},
@@ -146,14 +146,14 @@ func TestOptionWord_RefusesWhatReadsAsAFlag(t *testing.T) {
 	})
 }
 
-func TestOptionOneOf_IsOptionEnum(t *testing.T) {
-	checkOption(t, OptionOneOf("low", "high"), []optionCase[string]{
+func TestOneOf_IsEnum(t *testing.T) {
+	checkOption(t, OneOf("low", "high"), []optionCase[string]{
 		{"valid", "low", "low", ""},
 		{"unknown", "mid", "", `unknown value "mid" (valid: low, high)`},
 	})
 }
 
-func TestResolveOptionPath_RelativeToTheWorkflowDirectory(t *testing.T) {
+func TestResolvePath_RelativeToTheWorkflowDirectory(t *testing.T) {
 	cases := []struct{ dir, p, want string }{
 		{"/wf", "mcp.json", "/wf/mcp.json"},
 		{"/wf", "./a/../b.json", "/wf/b.json"},
@@ -162,13 +162,13 @@ func TestResolveOptionPath_RelativeToTheWorkflowDirectory(t *testing.T) {
 		{"", "rel.json", "rel.json"},
 	}
 	for _, c := range cases {
-		if got := ResolveOptionPath(c.dir, c.p); got != c.want {
-			t.Errorf("ResolveOptionPath(%q, %q) = %q, want %q", c.dir, c.p, got, c.want)
+		if got := ResolvePath(c.dir, c.p); got != c.want {
+			t.Errorf("ResolvePath(%q, %q) = %q, want %q", c.dir, c.p, got, c.want)
 		}
 	}
 }
 
-// testOptions is the options type of the adapter the OptionSet tests declare.
+// testOptions is the options type of the adapter the Set tests declare.
 type testOptions struct {
 	Model   string
 	Turns   int64
@@ -180,31 +180,31 @@ type testOptions struct {
 func testScript(at string, v any) ([]string, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: must be a list (got %s)", at, DescribeValue(v))
+		return nil, fmt.Errorf("%s: must be a list (got %s)", at, Describe(v))
 	}
 	var out []string
 	for i, item := range list {
 		s, ok := item.(string)
 		if !ok {
-			return nil, fmt.Errorf("%s[%d]: must be a string (got %s)", at, i, DescribeValue(item))
+			return nil, fmt.Errorf("%s[%d]: must be a string (got %s)", at, i, Describe(item))
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-func testOptionSet(strict bool) OptionSet {
-	return OptionSet{Strict: strict, Keys: []Option{
-		{Key: "turns", Default: 50, Set: Field(OptionCount, func(o *testOptions) *int64 { return &o.Turns })},
-		{Key: "model", Set: Field(OptionWord, func(o *testOptions) *string { return &o.Model })},
-		{Key: "persist", Default: true, Set: Field(OptionBool, func(o *testOptions) *bool { return &o.Persist })},
+func testSet(strict bool) Set {
+	return Set{Strict: strict, Keys: []Option{
+		{Key: "turns", Default: 50, Set: Field(Count, func(o *testOptions) *int64 { return &o.Turns })},
+		{Key: "model", Set: Field(Word, func(o *testOptions) *string { return &o.Model })},
+		{Key: "persist", Default: true, Set: Field(Bool, func(o *testOptions) *bool { return &o.Persist })},
 		{Key: "script", Set: FieldAt(testScript, func(o *testOptions) *[]string { return &o.Script })},
 		{Key: "mcp_config"}, // read by someone else
 		{Key: "turn_outcomes", Retired: "no longer read; use script"},
 	}}
 }
 
-func TestOptionSet_Parse(t *testing.T) {
+func TestSet_Parse(t *testing.T) {
 	const known = "(known: mcp_config, model, persist, script, turns)"
 	defaults := testOptions{Turns: 50, Persist: true}
 	cases := []struct {
@@ -239,7 +239,7 @@ func TestOptionSet_Parse(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			set := testOptionSet(c.strict)
+			set := testSet(c.strict)
 			var o testOptions
 			set.Defaults(&o)
 			warnings, err := set.Parse("blk", c.raw, &o)
@@ -248,9 +248,9 @@ func TestOptionSet_Parse(t *testing.T) {
 			}
 			switch {
 			case c.err != "":
-				var oe *OptionError
+				var oe *Error
 				if err == nil || err.Error() != c.err || !errors.As(err, &oe) {
-					t.Errorf("error = %v, want the *OptionError %q", err, c.err)
+					t.Errorf("error = %v, want the *Error %q", err, c.err)
 				}
 			case err != nil:
 				t.Errorf("error = %v, want none", err)
@@ -261,23 +261,23 @@ func TestOptionSet_Parse(t *testing.T) {
 	}
 }
 
-func TestOptionSet_ParseAPartKeepsWhatItDoesNotSet(t *testing.T) {
+func TestSet_ParseAPartKeepsWhatItDoesNotSet(t *testing.T) {
 	// A nested block (the mock's per-issue ones) starts from a copy of its parent.
 	o := testOptions{Turns: 3, Model: "parent"}
-	if _, err := testOptionSet(true).Parse("blk.issues.A-1", map[string]any{"model": "child"}, &o); err != nil {
+	if _, err := testSet(true).Parse("blk.issues.A-1", map[string]any{"model": "child"}, &o); err != nil {
 		t.Fatal(err)
 	}
 	if want := (testOptions{Turns: 3, Model: "child"}); !reflect.DeepEqual(o, want) {
 		t.Errorf("options = %+v, want %+v", o, want)
 	}
-	_, err := testOptionSet(true).Parse("blk.issues.A-1", map[string]any{"turns": "x"}, &o)
+	_, err := testSet(true).Parse("blk.issues.A-1", map[string]any{"turns": "x"}, &o)
 	if err == nil || err.Error() != `blk.issues.A-1.turns: must be a non-negative whole number (got "x")` {
 		t.Errorf("error = %v, want one with the nested path", err)
 	}
 }
 
-func TestOptionSet_KnownAndLookup(t *testing.T) {
-	set := testOptionSet(false)
+func TestSet_KnownAndLookup(t *testing.T) {
+	set := testSet(false)
 	if got, want := set.Known(), []string{"mcp_config", "model", "persist", "script", "turns"}; !slices.Equal(got, want) {
 		t.Errorf("Known = %q, want %q (sorted, without the retired key)", got, want)
 	}
@@ -289,15 +289,15 @@ func TestOptionSet_KnownAndLookup(t *testing.T) {
 	}
 }
 
-func TestOptionSet_DeclarationMistakesPanic(t *testing.T) {
+func TestSet_DeclarationMistakesPanic(t *testing.T) {
 	cases := map[string]func(){
 		"a default its reader refuses": func() {
-			set := OptionSet{Keys: []Option{{Key: "turns", Default: -1, Set: Field(OptionCount, func(o *testOptions) *int64 { return &o.Turns })}}}
+			set := Set{Keys: []Option{{Key: "turns", Default: -1, Set: Field(Count, func(o *testOptions) *int64 { return &o.Turns })}}}
 			set.Defaults(&testOptions{})
 		},
 		"a field of another options type": func() {
 			var other struct{ Turns int64 }
-			_, _ = testOptionSet(false).Parse("blk", map[string]any{"turns": 1}, &other)
+			_, _ = testSet(false).Parse("blk", map[string]any{"turns": 1}, &other)
 		},
 	}
 	for name, f := range cases {
@@ -312,21 +312,21 @@ func TestOptionSet_DeclarationMistakesPanic(t *testing.T) {
 	}
 }
 
-func TestReadOptions_DefaultsThenTheBlockWithPathsResolved(t *testing.T) {
+func TestRead_DefaultsThenTheBlockWithPathsResolved(t *testing.T) {
 	type opts struct {
 		Config string
 		Note   string
 		Keep   bool
 	}
-	set := OptionSet{Keys: []Option{
-		{Key: "config", Path: true, Set: Field(OptionString, func(o *opts) *string { return &o.Config })},
-		{Key: "note", Set: Field(OptionString, func(o *opts) *string { return &o.Note })},
-		{Key: "keep", Default: true, Set: Field(OptionBool, func(o *opts) *bool { return &o.Keep })},
+	set := Set{Keys: []Option{
+		{Key: "config", Path: true, Set: Field(String, func(o *opts) *string { return &o.Config })},
+		{Key: "note", Set: Field(String, func(o *opts) *string { return &o.Note })},
+		{Key: "keep", Default: true, Set: Field(Bool, func(o *opts) *bool { return &o.Keep })},
 	}}
 	raw := map[string]any{"config": " rel/c.json ", "note": "rel/n"}
-	o, warnings, err := ReadOptions[opts](set, "x", raw, "/srv/wf")
+	o, warnings, err := Read[opts](set, "x", raw, "/srv/wf")
 	if err != nil || len(warnings) != 0 {
-		t.Fatalf("ReadOptions = %v, %v", warnings, err)
+		t.Fatalf("Read = %v, %v", warnings, err)
 	}
 	if o != (opts{Config: "/srv/wf/rel/c.json", Note: "rel/n", Keep: true}) {
 		t.Errorf("options = %+v: want the default kept, the Path key resolved against the directory, the other as written", o)
@@ -334,10 +334,10 @@ func TestReadOptions_DefaultsThenTheBlockWithPathsResolved(t *testing.T) {
 	if raw["config"] != " rel/c.json " {
 		t.Errorf("the caller's block was changed: %q", raw["config"])
 	}
-	if o, _, _ := ReadOptions[opts](set, "x", map[string]any{"config": "/abs/c.json"}, "/srv/wf"); o.Config != "/abs/c.json" {
+	if o, _, _ := Read[opts](set, "x", map[string]any{"config": "/abs/c.json"}, "/srv/wf"); o.Config != "/abs/c.json" {
 		t.Errorf("absolute path = %q, want it as written", o.Config)
 	}
-	if _, _, err := ReadOptions[opts](set, "x", map[string]any{"config": 3}, "/srv/wf"); err == nil || !strings.Contains(err.Error(), "x.config: must be a string") {
+	if _, _, err := Read[opts](set, "x", map[string]any{"config": 3}, "/srv/wf"); err == nil || !strings.Contains(err.Error(), "x.config: must be a string") {
 		t.Errorf("a path that is not a string: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package option
 
 import (
 	"math"
@@ -7,10 +7,10 @@ import (
 )
 
 // The coercers below turn a WORKFLOW.md value, as the YAML decoder gives it, into the
-// Go value a key needs. They are the one place that does: the Option functions of
-// adapter blocks build on them, and so does internal/config for the typed sections. A
-// coercer returns what is wrong without naming the key or quoting the value; the
-// caller does both, in its own words.
+// Go value a key needs. They are the one place that does: the coercers of adapter
+// blocks (String, Count, ...) build on them, and so does internal/config for the typed
+// sections. A coercer returns what is wrong without naming the key or quoting the
+// value; the caller does both, in its own words.
 
 // IntValue converts a decoded value to an integer: a YAML int, a float without a
 // fraction, or a string holding a base-10 integer ("5000", " 5000 "). Booleans,
