@@ -12,10 +12,7 @@ import (
 
 	// Adapters register themselves by kind.
 	_ "sortie/internal/agent/all"
-	_ "sortie/internal/tracker/file"
-	_ "sortie/internal/tracker/github"
-	_ "sortie/internal/tracker/jira"
-	_ "sortie/internal/tracker/linear"
+	_ "sortie/internal/tracker/all"
 )
 
 // Set by the build (-ldflags -X).
