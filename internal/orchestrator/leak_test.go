@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -38,5 +40,27 @@ func TestRunAndShutdown_LeaveNoGoroutine(t *testing.T) {
 		if err := goleak.Find(before); err != nil {
 			t.Fatalf("daemon %d left goroutines behind: %v", i, err)
 		}
+	}
+}
+
+// TestSnapshot_WaitsForTheRecoveredState: a snapshot asked for before Run has
+// recovered the state (the API is served while the daemon starts) waits for it rather
+// than failing, as it did when it asked the loop; one whose context ends first fails.
+func TestSnapshot_WaitsForTheRecoveredState(t *testing.T) {
+	cfg := testConfig(t, nil)
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := h.orch.Snapshot(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Snapshot before Run with its context ended = %v, want context.Canceled", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := h.orch.Snapshot(t.Context())
+		got <- err
+	}()
+	h.start()
+	if err := <-got; err != nil {
+		t.Fatalf("Snapshot asked before Run = %v, want the state once recovered", err)
 	}
 }

@@ -131,8 +131,9 @@ type Orchestrator struct {
 	// adapters is the set in force (adapters.go): replaced by the loop, read anywhere.
 	adapters atomic.Pointer[Adapters]
 	// published is what the loop last published for readers on other goroutines
-	// (snapshot.go): nil until the state is recovered.
+	// (snapshot.go): nil until the state is recovered; ready is closed then.
 	published atomic.Pointer[view]
+	ready     chan struct{}
 
 	// Loop-owned state. Only the goroutine running loop() touches these: there is no
 	// lock, and nothing on another goroutine reads them; readers get the published view.
@@ -217,6 +218,7 @@ func New(opts Options) (*Orchestrator, error) {
 		retryFire:   make(chan retryFire, 64),
 		retryFetch:  make(chan retryFetched, 64),
 		refresh:     make(chan struct{}, 1),
+		ready:       make(chan struct{}),
 		stallCheck:  make(chan struct{}, 1),
 		sweeps:      make(chan sweepResult, 1),
 		remotes:     make(chan remoteResult, 1),

@@ -89,7 +89,8 @@ type HeldView struct {
 	Since      time.Time `json:"since"`
 }
 
-// ErrNotRunning is returned by Snapshot before Run has recovered the state.
+// ErrNotRunning says the scheduler is not running. Snapshot does not return it (it
+// waits for the first state instead); fakes of the scheduler do, in the server's tests.
 var ErrNotRunning = errors.New("orchestrator: not running")
 
 // view is what the loop publishes after each step for readers on other goroutines
@@ -107,14 +108,19 @@ type runningRef struct {
 }
 
 // Snapshot returns the state of the scheduler as of the loop's last step, with each
-// running session's progress as of now. It never waits for the loop, and takes no
-// lock the loop holds: the loop publishes a copy of its state after each step.
-// Before Run has recovered the state it returns ErrNotRunning; after Run, the last
-// state published (draining).
-func (o *Orchestrator) Snapshot(context.Context) (Snapshot, error) {
+// running session's progress as of now. It takes no lock the loop holds and never waits
+// for a step: the loop publishes a copy of its state after each. Before Run has
+// recovered the state and published it once, it waits for that, and fails when ctx
+// ends first; after Run, it returns the last state published (draining).
+func (o *Orchestrator) Snapshot(ctx context.Context) (Snapshot, error) {
 	v := o.published.Load()
 	if v == nil {
-		return Snapshot{}, ErrNotRunning
+		select {
+		case <-o.ready:
+			v = o.published.Load()
+		case <-ctx.Done():
+			return Snapshot{}, ctx.Err()
+		}
 	}
 	return o.compose(v), nil
 }
@@ -144,7 +150,11 @@ func (o *Orchestrator) publish() *view {
 	sort.Slice(v.running, func(i, j int) bool { return v.running[i].StartedAt.Before(v.running[j].StartedAt) })
 	sort.Slice(v.base.Retrying, func(i, j int) bool { return v.base.Retrying[i].DueAt.Before(v.base.Retrying[j].DueAt) })
 	sort.Slice(v.base.Held, func(i, j int) bool { return v.base.Held[i].Since.Before(v.base.Held[j].Since) })
+	first := o.published.Load() == nil
 	o.published.Store(v)
+	if first {
+		close(o.ready) // Snapshots waiting for the recovered state go on
+	}
 	return v
 }
 
