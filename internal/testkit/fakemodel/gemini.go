@@ -123,6 +123,13 @@ type GeminiRequest struct {
 // Streaming reports whether r is a conversation turn (…:streamGenerateContent).
 func (r GeminiRequest) Streaming() bool { return r.Action == "streamGenerateContent" }
 
+// Conversation reports whether r is for the script: a …:streamGenerateContent, or a
+// …:generateContent?fakemodel=script.
+func (r GeminiRequest) Conversation() bool {
+	return r.Method == http.MethodPost && (r.Streaming() ||
+		r.Action == "generateContent" && strings.Contains("&"+r.Query+"&", "&fakemodel=script&"))
+}
+
 // GeminiContent is one content of a recorded request: a turn of role "user" or "model".
 type GeminiContent struct {
 	Role  string
@@ -253,12 +260,12 @@ func (s *GeminiServer) WaitStall(t testing.TB, d time.Duration) int {
 	return s.waitStall(t, d)
 }
 
-// Turns returns the recorded conversation requests (…:streamGenerateContent), the
-// rejected ones included.
+// Turns returns the recorded conversation requests (Conversation), the rejected ones
+// included.
 func (s *GeminiServer) Turns() []GeminiRequest {
 	var out []GeminiRequest
 	for _, r := range s.Requests() {
-		if r.Method == http.MethodPost && r.Streaming() {
+		if r.Conversation() {
 			out = append(out, r)
 		}
 	}
@@ -269,7 +276,7 @@ func (s *GeminiServer) Turns() []GeminiRequest {
 func (s *GeminiServer) Helpers() []GeminiRequest {
 	var out []GeminiRequest
 	for _, r := range s.Requests() {
-		if r.Method == http.MethodPost && r.Action == "generateContent" {
+		if r.Method == http.MethodPost && r.Action == "generateContent" && !r.Conversation() {
 			out = append(out, r)
 		}
 	}
@@ -316,7 +323,7 @@ func (s *GeminiServer) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		stream := req.Streaming()
-		if !stream && r.URL.Query().Get("fakemodel") != "script" {
+		if !req.Conversation() {
 			s.mu.Lock()
 			h := s.helper
 			s.mu.Unlock()
