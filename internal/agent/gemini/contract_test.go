@@ -116,8 +116,8 @@ func TestContract_Argv(t *testing.T) {
 	if len(argvs) != 2 {
 		t.Fatalf("argvs = %q, want two runs", argvs)
 	}
-	want1 := []string{"--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo", "--session-id", s.ID, "--model", clis.GeminiModel}
-	want2 := []string{"--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo", "--resume", s.ID, "--model", clis.GeminiModel}
+	want1 := []string{"--output-format", "stream-json", "--skip-trust", "--debug", "--approval-mode", "yolo", "--session-id", s.ID, "--model", clis.GeminiModel}
+	want2 := []string{"--output-format", "stream-json", "--skip-trust", "--debug", "--approval-mode", "yolo", "--resume", s.ID, "--model", clis.GeminiModel}
 	if !slices.Equal(argvs[0], want1) || !slices.Equal(argvs[1], want2) {
 		t.Errorf("argvs =\n%q\n%q\nwant\n%q\n%q", argvs[0], argvs[1], want1, want2)
 	}
@@ -172,7 +172,7 @@ func TestContract_ResumeAfterToolsIsAccepted(t *testing.T) {
 
 // bareResumeArgs are the arguments of a resume of id by the bare CLI.
 func (r *rig) bareResumeArgs(id string) []string {
-	return []string{"--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo", "--resume", id, "--model", clis.GeminiModel}
+	return []string{"--output-format", "stream-json", "--skip-trust", "--debug", "--approval-mode", "yolo", "--resume", id, "--model", clis.GeminiModel}
 }
 
 // The workspace's own .gemini/settings.json is the agent's to write: its MCP servers

@@ -18,12 +18,9 @@ import (
 // output, or a repeated key, must not turn a whole event into a malformed line.
 var decodeOpts = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 
-// Limits on what an event carries.
-const (
-	maxMalformed = 500  // characters of an unparseable line kept
-	maxSummary   = 300  // characters of assistant text in a notification or summary
-	maxToolError = 2048 // bytes of tool error text
-)
+// Limits on what an event carries: characters of an unparseable line, of assistant
+// text, of an error.
+const maxMalformed, maxSummary, maxToolError = 500, 300, 2048
 
 // wireEvent is one line of `gemini --output-format stream-json` (0.61.0): init
 // (session_id, model), message (role, content, delta), tool_use (tool_name, tool_id,
@@ -55,16 +52,35 @@ type wireError struct {
 // this run of the CLI), not the session's. input_tokens is the prompt, cache reads
 // included (cached); output_tokens the candidates.
 type wireStats struct {
-	TotalTokens  int64 `json:"total_tokens"`
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
 	Cached       int64 `json:"cached"`
-	DurationMS   int64 `json:"duration_ms"`
 }
 
-// shellExit is how the CLI's shell tool reports a command that failed, in a call it
-// calls a success: "Command exited with code: N", or terminated by a signal.
-var shellExit = regexp.MustCompile(`^Command (exited with code: (-?\d+)|terminated by signal)`)
+// shellTrailer is a line the CLI's shell tool adds after a command's output (0.61.0,
+// with --debug, which makes the stream-json output what the model sees); a failure
+// line is the command's Exit Code (non-zero), Signal or Error. Without output and
+// without --debug, the output is one line: "Command exited with code: N", "Command
+// terminated by signal: S" or "Command failed: ...".
+var (
+	shellTrailer = regexp.MustCompile(`^(Process Group PGID|Background PIDs): |^</untrusted_context>$`)
+	shellFailure = regexp.MustCompile(`^(Exit Code: -?[1-9]\d*|Signal: |Error: |Command exited with code: -?[1-9]|Command terminated by signal|Command failed)`)
+)
+
+// shellFailed reports whether a shell call's output says its command failed.
+func shellFailed(output string) bool {
+	lines := strings.Split(strings.TrimSpace(output), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		switch {
+		case shellFailure.MatchString(l):
+			return true
+		case !shellTrailer.MatchString(l) && !strings.HasPrefix(l, "Exit Code: "):
+			return false
+		}
+	}
+	return false
+}
 
 // openCall is a tool call the CLI started and has not reported the end of.
 type openCall struct {
@@ -83,11 +99,9 @@ type translator struct {
 	sessionID string
 	model     string
 	calls     map[string]openCall
-	text      strings.Builder // the assistant's text since its last tool call
-	lastText  string
-	errors    []string // error events of severity error
+	text      strings.Builder // the start of the assistant's text since its last tool call
+	errors    []string        // error events of severity error
 	result    *wireEvent
-	events    int // lines that were CLI events
 }
 
 func newTranslator(now func() time.Time, emit func(agent.Event), usage agent.Usage) *translator {
@@ -102,7 +116,6 @@ func (t *translator) line(b []byte) {
 		t.emit(agent.Event{Type: agent.EventMalformed, Message: agent.Excerpt(b, maxMalformed)})
 		return
 	}
-	t.events++
 	switch e.Type {
 	case "init":
 		if e.SessionID != "" && t.sessionID == "" {
@@ -114,9 +127,8 @@ func (t *translator) line(b []byte) {
 		if e.Role != "assistant" {
 			return // the prompt, echoed
 		}
-		t.text.WriteString(e.Content)
-		if s := strings.TrimSpace(t.text.String()); s != "" {
-			t.lastText = s
+		if t.text.Len() < 4*maxSummary { // the start of the reply is its summary
+			t.text.WriteString(e.Content)
 		}
 		if s := strings.TrimSpace(e.Content); s != "" {
 			t.emit(agent.Event{Type: agent.EventNotification, Message: agent.Truncate(s, maxSummary)})
@@ -163,13 +175,9 @@ func (t *translator) toolResult(e *wireEvent) {
 		if e.Error != nil {
 			ev.Message = agent.Truncate(strings.TrimSpace(e.Error.Message), maxToolError)
 		}
-	default:
-		if m := shellExit.FindStringSubmatch(strings.TrimSpace(e.Output)); m != nil {
-			if code, _ := strconv.Atoi(m[2]); code != 0 || m[2] == "" {
-				ev.ToolError = true
-				ev.Message = agent.Truncate(strings.TrimSpace(e.Output), maxToolError)
-			}
-		}
+	case shellFailed(e.Output):
+		ev.ToolError = true
+		ev.Message = agent.Truncate(strings.TrimSpace(e.Output), maxToolError)
 	}
 	t.emit(ev)
 }
@@ -184,9 +192,6 @@ func (t *translator) settle(s *wireStats) {
 	u.Output = add(u.Output, s.OutputTokens)
 	u.CacheRead = add(u.CacheRead, s.Cached)
 	u.Total = add(u.Input, u.Output)
-	if u == t.usage {
-		return
-	}
 	t.usage = u
 	t.emit(agent.Event{Type: agent.EventTokenUsage, Usage: u, Model: t.model})
 }

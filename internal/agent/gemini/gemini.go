@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"sortie/internal/agent"
@@ -128,24 +129,17 @@ func (t *turn) End(e *cli.Ending) (cli.Totals, cli.Verdict) {
 		t.st.created = true // the CLI wrote a conversation under this id
 	}
 	totals := cli.Totals{SessionID: tr.sessionID, Usage: tr.usage}
-	if tr.result != nil && tr.result.Stats != nil {
-		totals.APIDurationMS = tr.result.Stats.DurationMS
-	}
 	switch {
 	case e.Kind == agent.ErrTurnCancelled:
 		return totals, cli.Failed(e.Kind, "%s", e.Crash())
 	case tr.result != nil && e.ReadErr == nil && tr.result.Status == "success":
-		v := cli.Completed(agent.Truncate(cmp.Or(tr.lastText, "turn completed"), maxSummary))
+		v := cli.Completed(agent.Truncate(cmp.Or(strings.TrimSpace(tr.text.String()), "turn completed"), maxSummary))
 		v.Model = tr.model
 		return totals, v
 	case tr.result != nil && e.ReadErr == nil:
 		return totals, cli.Failed(agent.ErrTurnFailed, "%s (pid %d): %s; %s", e.Name, e.PID, e.Exit, tr.failure())
 	case e.Kind != "":
-		more := ""
-		if len(tr.errors) > 0 {
-			more = fmt.Sprintf("%v", tr.errors)
-		}
-		return totals, cli.Failed(e.Kind, "%s", e.Crash(more))
+		return totals, cli.Failed(e.Kind, "%s", e.Crash(strings.Join(tr.errors, "; ")))
 	}
 	msg := fmt.Sprintf("%s (pid %d): exited 0 without a result event", e.Name, e.PID)
 	if e.Stderr != "" {

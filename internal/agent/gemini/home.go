@@ -80,31 +80,18 @@ func transcriptsOf(home, id string) []string {
 // and the MCP servers, each trusted (the CLI offers an untrusted server's tools only
 // with a confirmation no headless run can give).
 func (o options) settings(servers []agent.MCPServer) ([]byte, error) {
-	mcp := map[string]any{}
+	mcp := map[string]mcpEntry{}
 	for _, s := range servers {
 		if err := s.NeedsCommandOrURL(); err != nil {
 			return nil, err
 		}
-		e := map[string]any{"trust": true}
+		e := mcpEntry{Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd, Headers: s.Headers, Trust: true}
 		switch {
 		case s.Command != "":
-			e["command"] = s.Command
-			if len(s.Args) > 0 {
-				e["args"] = s.Args
-			}
-			if len(s.Env) > 0 {
-				e["env"] = s.Env
-			}
-			if s.Cwd != "" {
-				e["cwd"] = s.Cwd
-			}
 		case s.Type == "sse":
-			e["url"] = s.URL
+			e.URL = s.URL
 		default:
-			e["httpUrl"] = s.URL
-		}
-		if len(s.Headers) > 0 {
-			e["headers"] = s.Headers
+			e.HTTPURL = s.URL
 		}
 		mcp[s.Name] = e
 	}
@@ -121,4 +108,17 @@ func (o options) settings(servers []agent.MCPServer) ([]byte, error) {
 		doc["mcpServers"] = mcp
 	}
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// mcpEntry is a server of settings.json's mcpServers: stdio (command), SSE (url) or
+// streamable HTTP (httpUrl).
+type mcpEntry struct {
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	HTTPURL string            `json:"httpUrl,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Trust   bool              `json:"trust"`
 }

@@ -59,9 +59,11 @@ func parseOptions(raw map[string]any, workflowDir string) (options, []string, er
 // args are the CLI arguments of one turn: headless (stdin is not a terminal, and the
 // prompt comes on it), streaming JSON, the workspace trusted for this run only
 // (--skip-trust, which also keeps the CLI from loading the workspace's own
-// .gemini/settings.json), and the session: a new one under our id, or resumed.
+// .gemini/settings.json), --debug (the only way 0.61.0 reports a failed shell
+// command's exit status in stream-json; its logs go to stderr), and the session: a
+// new one under our id, or resumed.
 func (o options) args(sessionID string, resume bool) []string {
-	a := []string{"--output-format", "stream-json", "--skip-trust", "--approval-mode", o.ApprovalMode}
+	a := []string{"--output-format", "stream-json", "--skip-trust", "--debug", "--approval-mode", o.ApprovalMode}
 	if resume {
 		a = append(a, "--resume", sessionID)
 	} else {

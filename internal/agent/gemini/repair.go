@@ -3,6 +3,7 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // repairTranscript is the transcript old of session id, fit to resume. The CLI
@@ -24,43 +25,26 @@ func repairTranscript(old []byte, id string) []byte {
 		return old
 	}
 	out := make([][]byte, 0, len(lines))
-	answered := map[string]bool{}
+	answered := map[string]bool{} // the calls whose response the history holds so far
 	changed := false
 	for _, l := range lines {
-		var rec struct {
-			Set *struct {
-				Messages []json.RawMessage `json:"messages"`
-			} `json:"$set"`
-		}
-		if json.Unmarshal(l, &rec) != nil {
-			out = append(out, l)
-			continue
-		}
-		if rec.Set != nil && rec.Set.Messages != nil {
-			// The history from here on: what came before no longer counts.
-			answered = map[string]bool{}
-			kept := rec.Set.Messages[:0:0]
-			for _, m := range rec.Set.Messages {
-				if duplicate(m, answered) {
-					continue
-				}
-				kept = append(kept, m)
+		var rec, set map[string]json.RawMessage
+		var msgs []json.RawMessage
+		switch {
+		case json.Unmarshal(l, &rec) != nil:
+		case rec["$set"] != nil:
+			if json.Unmarshal(rec["$set"], &set) != nil || json.Unmarshal(set["messages"], &msgs) != nil || msgs == nil {
+				break
 			}
-			if len(kept) != len(rec.Set.Messages) {
-				var whole map[string]json.RawMessage
-				var set map[string]json.RawMessage
-				if json.Unmarshal(l, &whole) == nil && json.Unmarshal(whole["$set"], &set) == nil {
-					set["messages"], _ = json.Marshal(kept)
-					whole["$set"], _ = json.Marshal(set)
-					if b, err := json.Marshal(whole); err == nil {
-						l, changed = b, true
-					}
-				}
+			answered = map[string]bool{} // the history from here on: what came before no longer counts
+			kept := slices.DeleteFunc(slices.Clone(msgs), func(m json.RawMessage) bool { return duplicate(m, answered) })
+			if len(kept) != len(msgs) {
+				set["messages"], _ = json.Marshal(kept)
+				rec["$set"], _ = json.Marshal(set)
+				l, _ = json.Marshal(rec)
+				changed = true
 			}
-			out = append(out, l)
-			continue
-		}
-		if duplicate(l, answered) {
+		case duplicate(l, answered):
 			changed = true
 			continue
 		}
