@@ -128,7 +128,7 @@ func TestValidate_ReportsEachProblemWithItsField(t *testing.T) {
 			name:     "unknown agent kind lists the known ones",
 			workflow: strings.Replace(badBase, "kind: mock", "kind: aider", 1) + "---\nhi\n",
 			wantCode: exitFailure, severity: "error", field: "agent.kind",
-			message: []string{"unknown agent kind", "claude-code, codex, copilot-cli, mock, opencode", `(got "aider")`},
+			message: []string{"unknown agent kind", "claude-code, codex, copilot-cli, gemini, mock, opencode", `(got "aider")`},
 		},
 		{
 			name:     "unknown tracker kind lists the known ones",

@@ -187,7 +187,7 @@ func TestLoad_Errors(t *testing.T) {
 		{"unknown tracker kind lists the known ones", "tracker: {kind: asana, active_states: [a]}\nagent: {kind: mock}\n", nil,
 			`config: tracker.kind: unknown tracker kind; known kinds: file, github, jira, linear (got "asana")`},
 		{"unknown agent kind lists the known ones", minimalWith("agent: {kind: aider}\n"), nil,
-			`config: agent.kind: unknown agent kind; known kinds: claude-code, codex, copilot-cli, mock, opencode (got "aider")`},
+			`config: agent.kind: unknown agent kind; known kinds: claude-code, codex, copilot-cli, gemini, mock, opencode (got "aider")`},
 		{"active and terminal states both empty", "tracker: {kind: file, path: x.json}\nagent: {kind: mock}\n", nil,
 			"config: tracker: active_states and terminal_states are both empty; list at least one state"},
 		{"jira needs a project", "tracker: {kind: jira, api_key: k, active_states: [a]}\nagent: {kind: mock}\n", nil,

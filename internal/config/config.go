@@ -121,7 +121,7 @@ type HookSandboxConfig struct {
 type AgentConfig struct {
 	// Kind is a registered adapter kind (agent.Kinds): claude-code (the default),
 	// copilot-cli, codex (the default when a `codex:` block is present, as in Symphony's
-	// WORKFLOW.md), opencode or mock.
+	// WORKFLOW.md), gemini, opencode or mock.
 	Kind string
 	// Command is the CLI to run: agent.command, else the adapter's default
 	// (agent.Meta.DefaultCommand; none for mock).

@@ -178,7 +178,7 @@ var settings = []setting{
 	{Key: "agent.kind", Type: "string", Default: DefaultAgentKind + ", or codex when a top-level codex: block is present",
 		Doc: "the agent adapter: one of agent.Kinds()", read: (*builder).readAgentKind},
 	{Key: "agent.command", Type: "string",
-		Default: "the adapter's own: claude for claude-code, copilot for copilot-cli, codex app-server for codex, opencode for opencode",
+		Default: "the adapter's own: claude for claude-code, copilot for copilot-cli, codex app-server for codex, gemini for gemini, opencode for opencode",
 		Doc:     "the agent CLI (the default is agent.Meta.DefaultCommand, set by validateAgent)",
 		read:    func(b *builder, c *Config, sec, _ map[string]any) { c.Agent.Command, _ = b.str(sec, "agent.command") }},
 	millis("agent.turn_timeout_ms", DefaultTurnTimeout, zeroIsDefault, "limit of one turn",

@@ -151,7 +151,7 @@ func TestLoad_OverrideErrorsNameTheVariable(t *testing.T) {
 		{"bool", map[string]string{"SORTIE_TRACKER_COMMENTS_ON_FAILURE": "yes"},
 			`config: tracker.comments.on_failure: must be true, false, 1 or 0 (got "yes") (from SORTIE_TRACKER_COMMENTS_ON_FAILURE)`},
 		{"kind", map[string]string{"SORTIE_AGENT_KIND": "aider"},
-			`config: agent.kind: unknown agent kind; known kinds: claude-code, codex, copilot-cli, mock, opencode (got "aider") (from SORTIE_AGENT_KIND)`},
+			`config: agent.kind: unknown agent kind; known kinds: claude-code, codex, copilot-cli, gemini, mock, opencode (got "aider") (from SORTIE_AGENT_KIND)`},
 		{"in-progress state", map[string]string{"SORTIE_TRACKER_IN_PROGRESS_STATE": "Nope"},
 			`config: tracker.in_progress_state: "Nope" is not in active_states; reconciliation would immediately cancel the worker (from SORTIE_TRACKER_IN_PROGRESS_STATE)`},
 	}

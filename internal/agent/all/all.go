@@ -1,5 +1,5 @@
 // Package all links every agent adapter into a program: importing it for its side
-// effects registers each kind (claude-code, codex, copilot-cli, mock, opencode) with
+// effects registers each kind (claude-code, codex, copilot-cli, gemini, mock, opencode) with
 // package agent.
 //
 // Package config checks agent.kind and the `codex:` block against that registry, so
@@ -15,6 +15,7 @@ import (
 	_ "sortie/internal/agent/claude"
 	_ "sortie/internal/agent/codex"
 	_ "sortie/internal/agent/copilot"
+	_ "sortie/internal/agent/gemini"
 	_ "sortie/internal/agent/mock"
 	_ "sortie/internal/agent/opencode"
 )

@@ -30,6 +30,7 @@ var drifts = []struct {
 	{kind: "codex", noSSH: true, login: ".codex/auth.json"},
 	{kind: "copilot-cli", env: []string{"COPILOT_GITHUB_TOKEN=drift-token"}},
 	{kind: "opencode", login: ".local/share/opencode/auth.json"},
+	{kind: "gemini"},
 }
 
 // adapterOf builds the adapter of kind running the fake CLI at command, with options

@@ -1,6 +1,6 @@
 package fakemodel
 
-// What both dialects share: the HTTP server and the stalls it holds, the script of
+// What the dialects share: the HTTP server and the stalls it holds, the script of
 // replies, the recorded requests, id counters, and the framing of errors, event streams
 // and string-or-list JSON. Each server embeds a core and keeps its own exported methods,
 // which only delegate, so that their documentation names the dialect's own Reply and

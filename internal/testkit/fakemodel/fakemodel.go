@@ -1,7 +1,8 @@
 // Package fakemodel is a model API on 127.0.0.1 for tests that run the real
-// coding-agent CLIs without a network, in two dialects: the Anthropic Messages API
-// (Server, for claude and copilot in BYOK mode) and the OpenAI Responses API
-// (ResponsesServer in responses.go, for codex). Each plays a script of replies — text,
+// coding-agent CLIs without a network, in three dialects: the Anthropic Messages API
+// (Server, for claude and copilot in BYOK mode), the OpenAI Responses API
+// (ResponsesServer in responses.go, for codex) and Google's Gemini API (GeminiServer in
+// gemini.go, for the Gemini CLI). Each plays a script of replies — text,
 // tool calls (with fixed inputs or inputs built from the request they answer), usage
 // figures, HTTP errors with retry-after, a stream that stalls, a malformed stream — over
 // SSE or plain JSON, and records every request so that a test can assert on what the
