@@ -48,9 +48,9 @@ func (c *core[Q, R]) start(h http.HandlerFunc, stalled chan int, noun string) {
 	c.srv = httptest.NewServer(h)
 }
 
-// close releases stalled handlers and shuts the server down; calls after the first do
+// Close releases stalled handlers and shuts the server down; calls after the first do
 // nothing.
-func (c *core[Q, R]) close() {
+func (c *core[Q, R]) Close() {
 	c.once.Do(func() {
 		close(c.closing)
 		c.srv.CloseClientConnections()
@@ -71,8 +71,20 @@ func (c *core[Q, R]) stall(ctx context.Context, idx int) {
 	}
 }
 
-// waitStall waits for the next stall to begin, or fails t after d.
-func (c *core[Q, R]) waitStall(t testing.TB, d time.Duration) int {
+// SetDefault replaces the reply used once the script is exhausted.
+func (c *core[Q, R]) SetDefault(r R) { c.script.setDefault(r) }
+
+// Push appends replies to the script.
+func (c *core[Q, R]) Push(r ...R) { c.script.push(r...) }
+
+// Requests returns a copy of every request recorded so far.
+func (c *core[Q, R]) Requests() []Q { return c.requests.all() }
+
+// Remaining is how many scripted replies have not been served.
+func (c *core[Q, R]) Remaining() int { return c.script.remaining() }
+
+// WaitStall waits for the next stall to begin, or fails t after d.
+func (c *core[Q, R]) WaitStall(t testing.TB, d time.Duration) int {
 	t.Helper()
 	select {
 	case idx := <-c.stalled:

@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Reply is one scripted answer to a POST /v1/messages.
@@ -204,27 +203,6 @@ func Start(t testing.TB, script ...Reply) *Server {
 	s := New(script...)
 	t.Cleanup(s.Close)
 	return s
-}
-
-// Close releases stalled streams and shuts the server down.
-func (s *Server) Close() { s.close() }
-
-// SetDefault replaces the reply used once the script is exhausted.
-func (s *Server) SetDefault(r Reply) { s.script.setDefault(r) }
-
-// Push appends replies to the script.
-func (s *Server) Push(r ...Reply) { s.script.push(r...) }
-
-// Requests returns a copy of every request recorded so far.
-func (s *Server) Requests() []Request { return s.requests.all() }
-
-// Remaining is how many scripted replies have not been served.
-func (s *Server) Remaining() int { return s.script.remaining() }
-
-// WaitStall waits for the next stall to begin, or fails t after d.
-func (s *Server) WaitStall(t testing.TB, d time.Duration) int {
-	t.Helper()
-	return s.waitStall(t, d)
 }
 
 // Messages returns the recorded POST /v1/messages requests.

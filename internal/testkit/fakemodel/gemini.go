@@ -35,7 +35,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // GeminiReply is one scripted answer to a POST …:streamGenerateContent.
@@ -231,33 +230,12 @@ func StartGemini(t testing.TB, script ...GeminiReply) *GeminiServer {
 	return s
 }
 
-// Close releases stalled streams and shuts the server down.
-func (s *GeminiServer) Close() { s.close() }
-
-// SetDefault replaces the reply used once the script is exhausted.
-func (s *GeminiServer) SetDefault(r GeminiReply) { s.script.setDefault(r) }
-
 // SetHelper replaces how helper requests (…:generateContent) are answered: h returns
 // the text of the reply. nil restores the default (HelperText).
 func (s *GeminiServer) SetHelper(h func(GeminiRequest) string) {
 	s.mu.Lock()
 	s.helper = h
 	s.mu.Unlock()
-}
-
-// Push appends replies to the script.
-func (s *GeminiServer) Push(r ...GeminiReply) { s.script.push(r...) }
-
-// Requests returns a copy of every request recorded so far.
-func (s *GeminiServer) Requests() []GeminiRequest { return s.requests.all() }
-
-// Remaining is how many scripted replies have not been served.
-func (s *GeminiServer) Remaining() int { return s.script.remaining() }
-
-// WaitStall waits for the next stall to begin, or fails t after d.
-func (s *GeminiServer) WaitStall(t testing.TB, d time.Duration) int {
-	t.Helper()
-	return s.waitStall(t, d)
 }
 
 // Turns returns the recorded conversation requests (Conversation), the rejected ones

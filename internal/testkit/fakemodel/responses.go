@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // ResponsesReply is one scripted answer to a POST /v1/responses.
@@ -162,27 +161,6 @@ func StartResponses(t testing.TB, script ...ResponsesReply) *ResponsesServer {
 	s := NewResponses(script...)
 	t.Cleanup(s.Close)
 	return s
-}
-
-// Close releases stalled streams and shuts the server down.
-func (s *ResponsesServer) Close() { s.close() }
-
-// SetDefault replaces the reply used once the script is exhausted.
-func (s *ResponsesServer) SetDefault(r ResponsesReply) { s.script.setDefault(r) }
-
-// Push appends replies to the script.
-func (s *ResponsesServer) Push(r ...ResponsesReply) { s.script.push(r...) }
-
-// Requests returns a copy of every request recorded so far.
-func (s *ResponsesServer) Requests() []ResponsesRequest { return s.requests.all() }
-
-// Remaining is how many scripted replies have not been served.
-func (s *ResponsesServer) Remaining() int { return s.script.remaining() }
-
-// WaitStall waits for the next stall to begin, or fails t after d.
-func (s *ResponsesServer) WaitStall(t testing.TB, d time.Duration) int {
-	t.Helper()
-	return s.waitStall(t, d)
 }
 
 // Responses returns the recorded POST /v1/responses requests.
