@@ -16,8 +16,9 @@ var baseEnvAllowList = []string{
 
 // BaseEnvAllowed reports whether name is one of the variables hooks inherit from the
 // daemon: PATH, HOME, SHELL, TMPDIR, USER, LOGNAME, TERM, LANG, LC_ALL, LC_CTYPE,
-// SSH_AUTH_SOCK and TZ. Agent processes start from the same list and add their own
-// provider variables.
+// SSH_AUTH_SOCK and TZ (a hook is the operator's script: an after_run that pushes may
+// need the SSH agent; a confined hook loses it, docs/workspaces.md). Agents start from
+// another list, agentenv.Base, which never holds SSH_AUTH_SOCK or another side channel.
 func BaseEnvAllowed(name string) bool {
 	return slices.Contains(baseEnvAllowList, name)
 }
