@@ -233,15 +233,7 @@ func Listen(path string) (*Server, error) {
 		return nil, fmt.Errorf("agent socket: %w", err)
 	}
 	s := &Server{path: path, ln: ln, grants: map[string]Session{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/session", s.session)
-	mux.HandleFunc("POST /v1/tracker", s.tracker)
-	mux.HandleFunc("POST /v1/notify", s.notify)
-	mux.HandleFunc("POST /v1/workflow", s.workflow)
-	mux.HandleFunc("POST /v1/runs", s.runs)
-	mux.HandleFunc("POST /v1/spend", s.spend)
-	mux.HandleFunc("POST /v1/linear_graphql", s.linearGraphQL)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	s.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second,
 		// Each connection carries its peer's credentials, read once as it is
 		// accepted (they are the connecting process's, whatever happens later).
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -273,6 +265,7 @@ func (s *Server) Start(h Handler) {
 		panic("agentsock: Start called twice")
 	}
 	s.h = h
+	s.srv.Handler = s.routes(h)
 	s.served = make(chan struct{})
 	go func() {
 		defer close(s.served)
@@ -383,30 +376,40 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-func (s *Server) tracker(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.authorize(w, r)
-	if !ok {
-		return
+// routes are the socket's calls, answered by h.
+func (s *Server) routes(h Handler) http.Handler {
+	linear := func(context.Context, Session, LinearGraphQLRequest) (json.RawMessage, *Error) {
+		return nil, Errorf("unsupported_operation", "this daemon serves no linear_graphql (tracker.kind is not linear)")
 	}
-	var req TrackerRequest
-	if !decode(w, r, &req) {
-		return
+	if lh, ok := h.(LinearGraphQLHandler); ok {
+		linear = lh.LinearGraphQL
 	}
-	data, e := s.h.Tracker(r.Context(), sess, req)
-	reply(w, data, e)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/session", s.session)
+	mux.Handle("POST /v1/tracker", call(s, MaxBody, h.Tracker))
+	mux.Handle("POST /v1/notify", call(s, MaxBody, h.Notify))
+	mux.HandleFunc("POST /v1/workflow", s.workflow)
+	mux.HandleFunc("POST /v1/runs", s.runs)
+	mux.HandleFunc("POST /v1/spend", s.spend)
+	mux.Handle("POST /v1/linear_graphql", call(s, MaxLinearGraphQLBody, linear))
+	return mux
 }
 
-func (s *Server) notify(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.authorize(w, r)
-	if !ok {
-		return
+// call answers a call whose body is a Q of at most limit bytes with what f returns for
+// the caller's session.
+func call[Q, A any](s *Server, limit int64, f func(context.Context, Session, Q) (A, *Error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.authorize(w, r)
+		if !ok {
+			return
+		}
+		var req Q
+		if !decodeBounded(w, r, &req, limit) {
+			return
+		}
+		res, e := f(r.Context(), sess, req)
+		reply(w, res, e)
 	}
-	var req NotifyRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	res, e := s.h.Notify(r.Context(), sess, req)
-	reply(w, res, e)
 }
 
 func (s *Server) workflow(w http.ResponseWriter, r *http.Request) {

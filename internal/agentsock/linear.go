@@ -3,7 +3,6 @@ package agentsock
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 )
 
 // LinearGraphQLRequest is a linear_graphql call: a GraphQL document and its variables
@@ -18,24 +17,6 @@ type LinearGraphQLRequest struct {
 type LinearGraphQLHandler interface {
 	// LinearGraphQL runs req for sess and returns Linear's answer (data and errors).
 	LinearGraphQL(ctx context.Context, sess Session, req LinearGraphQLRequest) (json.RawMessage, *Error)
-}
-
-func (s *Server) linearGraphQL(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.authorize(w, r)
-	if !ok {
-		return
-	}
-	var req LinearGraphQLRequest
-	if !decodeBounded(w, r, &req, MaxLinearGraphQLBody) {
-		return
-	}
-	h, ok := s.h.(LinearGraphQLHandler)
-	if !ok {
-		reply(w, nil, Errorf("unsupported_operation", "this daemon serves no linear_graphql (tracker.kind is not linear)"))
-		return
-	}
-	data, e := h.LinearGraphQL(r.Context(), sess, req)
-	reply(w, data, e)
 }
 
 // LinearGraphQL performs a linear_graphql call, with errors as for Tracker.
