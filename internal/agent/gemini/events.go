@@ -67,17 +67,27 @@ var (
 	shellFailure = regexp.MustCompile(`^(Exit Code: -?[1-9]\d*|Signal: |Error: |Command exited with code: -?[1-9]|Command terminated by signal|Command failed)`)
 )
 
-// shellFailed reports whether a shell call's output says its command failed.
+// shellTool is the CLI's shell tool, the one tool whose output carries its command's
+// exit code.
+const shellTool = "run_shell_command"
+
+// shellFailed reports whether a shell call's output says its command failed: its last
+// lines, read from the end, up to the first that is the command's own output.
 func shellFailed(output string) bool {
-	lines := strings.Split(strings.TrimSpace(output), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := strings.TrimSpace(lines[i])
+	rest := strings.TrimSpace(output)
+	for rest != "" {
+		i := strings.LastIndexByte(rest, '\n')
+		l := strings.TrimSpace(rest[i+1:])
 		switch {
 		case shellFailure.MatchString(l):
 			return true
 		case !shellTrailer.MatchString(l) && !strings.HasPrefix(l, "Exit Code: "):
 			return false
 		}
+		if i < 0 {
+			break
+		}
+		rest = rest[:i]
 	}
 	return false
 }
@@ -175,7 +185,7 @@ func (t *translator) toolResult(e *wireEvent) {
 		if e.Error != nil {
 			ev.Message = agent.Truncate(strings.TrimSpace(e.Error.Message), maxToolError)
 		}
-	case shellFailed(e.Output):
+	case c.name == shellTool && shellFailed(e.Output):
 		ev.ToolError = true
 		ev.Message = agent.Truncate(strings.TrimSpace(e.Output), maxToolError)
 	}

@@ -137,3 +137,19 @@ func TestTranslator_NoResult(t *testing.T) {
 		t.Errorf("silent exit verdict = %+v, want turn_failed", v)
 	}
 }
+
+// Only the shell tool's output carries an exit code: a file that happens to end in
+// "Error: ..." or "Exit Code: 1", read by read_file, is not a failed call.
+func TestTranslator_OnlyTheShellToolFailsByItsOutput(t *testing.T) {
+	lines := strings.Join([]string{
+		`{"type":"init","session_id":"s-1","model":"m"}`,
+		`{"type":"tool_use","tool_name":"read_file","tool_id":"r","parameters":{}}`,
+		`{"type":"tool_result","tool_id":"r","status":"success","output":"line one\nError: x\nExit Code: 1"}`,
+		`{"type":"tool_use","tool_name":"run_shell_command","tool_id":"s","parameters":{}}`,
+		`{"type":"tool_result","tool_id":"s","status":"success","output":"boom\nExit Code: 1\nProcess Group PGID: 7"}`,
+	}, "\n")
+	tools := replay(t, []byte(lines)).of(agent.EventToolResult)
+	if len(tools) != 2 || tools[0].ToolError || !tools[1].ToolError {
+		t.Fatalf("tool_result events = %+v, want read_file a success and the shell call a failure", tools)
+	}
+}

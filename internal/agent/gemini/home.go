@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -39,8 +40,9 @@ func (d *dialect) RemoveIssueState(env []string, workspace string, owner *runas.
 }
 
 // prepareHome resets home for a run (statedir.Prepare): everything but the transcripts
-// goes, settings.json is written, and when the run resumes session id, its
-// transcripts are repaired (repairTranscript).
+// goes, settings.json is written, and when the run resumes session id, those of its
+// transcripts that need it are repaired (repairTranscript); the others are not
+// rewritten.
 func prepareHome(home string, owner *runas.User, settings []byte, id string, resume bool) error {
 	spec := statedir.Spec{
 		Keep:  []string{chats},
@@ -50,7 +52,12 @@ func prepareHome(home string, owner *runas.User, settings []byte, id string, res
 	if resume {
 		for _, name := range transcriptsOf(home, id) {
 			spec.Files = append(spec.Files, statedir.File{Name: name, Content: func(old []byte) []byte {
-				return repairTranscript(old, id)
+				// Unread (too large, a link, not the agent user's) or nothing to repair:
+				// left as it is, never overwritten.
+				if fixed := repairTranscript(old, id); old != nil && !bytes.Equal(fixed, old) {
+					return fixed
+				}
+				return nil
 			}})
 		}
 	}

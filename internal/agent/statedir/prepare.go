@@ -42,6 +42,7 @@ type File struct {
 	Name string
 	// Content is what the file holds, given what it held before the reset: nil when it
 	// was missing, larger than maxOld, or not a regular file of the agent user's own.
+	// A nil result writes nothing: a kept file stays as it is.
 	Content func(old []byte) []byte
 }
 
@@ -104,7 +105,11 @@ func Prepare(dir string, owner *runas.User, spec Spec) error {
 		}
 	}
 	for i, f := range spec.Files {
-		if err := writeFile(o.root, f.Name, f.Content(old[i]), owner, o.made); err != nil {
+		content := f.Content(old[i])
+		if content == nil {
+			continue // left as it is (a kept file), or absent
+		}
+		if err := writeFile(o.root, f.Name, content, owner, o.made); err != nil {
 			return fmt.Errorf("writing %s in %s: %w", f.Name, dir, err)
 		}
 	}
