@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -388,7 +389,7 @@ func TestSnapshotGauges_NoneBeforeReadSessions(t *testing.T) {
 func TestSnapshotGauges_LeftOutWhenTheSnapshotFailsAndTheScrapeStillSucceeds(t *testing.T) {
 	m := New("1.2.3")
 	m.ReadSessions(func(context.Context) (orchestrator.Snapshot, error) {
-		return orchestrator.Snapshot{}, orchestrator.ErrNotRunning
+		return orchestrator.Snapshot{}, errors.New("orchestrator: not running")
 	})
 	m.Observe(orchestrator.Activity{Kind: orchestrator.ActivityDispatch})
 

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sort"
 	"time"
@@ -88,10 +87,6 @@ type HeldView struct {
 	State      string    `json:"state"`
 	Since      time.Time `json:"since"`
 }
-
-// ErrNotRunning says the scheduler is not running. Snapshot does not return it (it
-// waits for the first state instead); fakes of the scheduler do, in the server's tests.
-var ErrNotRunning = errors.New("orchestrator: not running")
 
 // view is what the loop publishes after each step for readers on other goroutines
 // (Snapshot): a copy of its state, never changed once published. Only each running

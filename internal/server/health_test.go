@@ -66,7 +66,7 @@ func TestReadyz(t *testing.T) {
 			all("draining"), nil},
 		{"workflow edit rejected", nil, func(s *orchestrator.Snapshot) { s.WorkflowError = "config: agent.kind: unknown" }, nil,
 			http.StatusServiceUnavailable, all("workflow"), nil},
-		{"scheduler gone", nil, nil, orchestrator.ErrNotRunning, http.StatusServiceUnavailable,
+		{"scheduler gone", nil, nil, errNotRunning, http.StatusServiceUnavailable,
 			all("scheduler", "poll", "draining", "workflow"), nil},
 	}
 	for _, tt := range tests {
@@ -145,3 +145,6 @@ func TestReadyz_WithoutTheTokenSaysPassOrFailOnly(t *testing.T) {
 		t.Errorf("GET /readyz = %d %q, want 200 {\"status\":\"pass\"} only", w.Code, w.Body)
 	}
 }
+
+// errNotRunning is what the fake scheduler answers when a test has it gone.
+var errNotRunning = errors.New("orchestrator: not running")

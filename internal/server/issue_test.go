@@ -136,7 +136,7 @@ func TestIssue_WithoutHistoryUsesTheSchedulerOnly(t *testing.T) {
 
 func TestIssue_SnapshotUnavailableIs503(t *testing.T) {
 	f := newFixture(t, nil)
-	f.sched.err = orchestrator.ErrNotRunning
+	f.sched.err = errNotRunning
 	wantError(t, f.get(t, "/api/v1/PROJ-1"), http.StatusServiceUnavailable, codeSnapshotUnavailable)
 }
 

@@ -46,6 +46,6 @@ func TestRefresh_Unavailable(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.Refresh = nil })
 	wantError(t, f.serve(request(http.MethodPost, "/api/v1/refresh")), http.StatusServiceUnavailable, codeRefreshUnavailable)
 	g := newFixture(t, nil)
-	g.sched.err = orchestrator.ErrNotRunning
+	g.sched.err = errNotRunning
 	wantError(t, g.serve(request(http.MethodPost, "/api/v1/refresh")), http.StatusServiceUnavailable, codeSnapshotUnavailable)
 }

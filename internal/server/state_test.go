@@ -133,7 +133,7 @@ func TestState_EmptySchedulerHasEmptyListsNotNull(t *testing.T) {
 func TestState_SnapshotUnavailableIs503(t *testing.T) {
 	t.Run("error", func(t *testing.T) {
 		f := newFixture(t, nil)
-		f.sched.err = orchestrator.ErrNotRunning
+		f.sched.err = errNotRunning
 		wantError(t, f.get(t, "/api/v1/state"), http.StatusServiceUnavailable, codeSnapshotUnavailable)
 	})
 	t.Run("timeout", func(t *testing.T) {

@@ -128,7 +128,8 @@ type translator struct {
 	// and its usage stays only in sum. A session of hours prints tens of thousands of
 	// messages; the translator keeps a window of them, not all.
 	perMessage map[string]turnUsage
-	recent     []string  // perMessage's ids, oldest first
+	recent     []string  // perMessage's ids, a ring: next is where the newest goes
+	next       int
 	sum        turnUsage // Σ of every message's usage, plus messages without an id
 	turn       turnUsage // max(sum, the result's totals)
 	model      string
@@ -284,11 +285,13 @@ const recentMessages = 64
 // recentMessages.
 func (t *translator) remember(id string, u turnUsage) {
 	if _, ok := t.perMessage[id]; !ok {
-		if len(t.recent) == recentMessages {
-			delete(t.perMessage, t.recent[0])
-			t.recent = append(t.recent[:0], t.recent[1:]...)
+		if len(t.recent) < recentMessages {
+			t.recent = append(t.recent, id)
+		} else {
+			delete(t.perMessage, t.recent[t.next]) // the oldest
+			t.recent[t.next] = id
+			t.next = (t.next + 1) % recentMessages
 		}
-		t.recent = append(t.recent, id)
 	}
 	t.perMessage[id] = u
 }

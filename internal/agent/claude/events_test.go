@@ -614,4 +614,12 @@ func TestTranslate_MemoryStaysFlatOverALongTurn(t *testing.T) {
 	if got := tr.usage().Input; got != 10+20000 {
 		t.Fatalf("input tokens = %d, want %d: every message once", got, 10+20000)
 	}
+	// The window is the newest messages: the last one is in it, one just older than the
+	// window is not.
+	if _, ok := tr.perMessage["msg_19999"]; !ok {
+		t.Errorf("the newest message is not in the window")
+	}
+	if _, ok := tr.perMessage[fmt.Sprintf("msg_%d", 20000-recentMessages-1)]; ok {
+		t.Errorf("a message older than the window is still kept")
+	}
 }

@@ -50,10 +50,7 @@ func issuesPath(cfg tracker.Config) (string, error) {
 	if opts.path == "" {
 		return "", fmt.Errorf("config: file.path: the file tracker needs the path of its issues JSON file; set file.path (or tracker.path) in WORKFLOW.md")
 	}
-	s := opts.path
-	if !filepath.IsAbs(s) {
-		s = filepath.Join(cfg.WorkflowDir, s)
-	}
+	s := opts.path // already resolved against WorkflowDir (Path: true)
 	abs, err := filepath.Abs(s)
 	if err != nil {
 		return "", fmt.Errorf("config: file.path: cannot make %q absolute: %w", s, err)
