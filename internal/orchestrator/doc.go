@@ -5,7 +5,8 @@
 // over channels; readers (the API, metrics, the dashboard) get the copy the loop
 // publishes after each step (Snapshot). The loop never does network I/O itself: tracker
 // fetches run in goroutines it owns and report back, and every call of its Store and
-// Cluster has a deadline. That single-writer rule is what makes "never two agents on one issue" hold.
+// Cluster has a deadline. That single-writer rule is what makes "never two agents on
+// one issue" hold.
 //
 // The package does not parse configuration, talk to a specific tracker or agent CLI,
 // serve HTTP or the agent tools, or keep checkpoints: internal/daemon gives it those

@@ -128,7 +128,7 @@ type translator struct {
 	// and its usage stays only in sum. A session of hours prints tens of thousands of
 	// messages; the translator keeps a window of them, not all.
 	perMessage map[string]turnUsage
-	recent     []string  // perMessage's ids, a ring: next is where the newest goes
+	recent     []string // perMessage's ids, a ring: next is where the newest goes
 	next       int
 	sum        turnUsage // Σ of every message's usage, plus messages without an id
 	turn       turnUsage // max(sum, the result's totals)
