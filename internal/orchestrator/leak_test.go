@@ -10,6 +10,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/config"
+	"sortie/internal/store"
 )
 
 // TestRunAndShutdown_LeaveNoGoroutine starts an orchestrator with agents mid-turn and
@@ -43,24 +44,43 @@ func TestRunAndShutdown_LeaveNoGoroutine(t *testing.T) {
 	}
 }
 
-// TestSnapshot_WaitsForTheRecoveredState: a snapshot asked for before Run has
-// recovered the state (the API is served while the daemon starts) waits for it rather
-// than failing, as it did when it asked the loop; one whose context ends first fails.
+// blockingHolds is a store whose LoadHolds, which recovery calls, waits until release
+// is closed: a daemon still recovering.
+type blockingHolds struct {
+	Store
+	release chan struct{}
+}
+
+func (b blockingHolds) LoadHolds(ctx context.Context) ([]store.Hold, error) {
+	<-b.release
+	return b.Store.LoadHolds(ctx)
+}
+
+// TestSnapshot_WaitsForTheRecoveredState: a snapshot asked for while Run is still
+// recovering (the API is served while the daemon starts) waits for the recovered
+// state, a recovered hold included, rather than failing or answering an empty one; one
+// whose context ends first fails.
 func TestSnapshot_WaitsForTheRecoveredState(t *testing.T) {
 	cfg := testConfig(t, nil)
-	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
+	release := make(chan struct{})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true,
+		wrapStore: func(s Store) Store { return blockingHolds{Store: s, release: release} }})
+	if err := h.st.SaveHold(t.Context(), store.Hold{IssueID: "HELD-1", Identifier: "HELD-1", Reason: holdBlocked,
+		State: "Todo", Since: t0}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := h.orch.Snapshot(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Snapshot before Run with its context ended = %v, want context.Canceled", err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		_, err := h.orch.Snapshot(t.Context())
-		got <- err
-	}()
-	h.start()
-	if err := <-got; err != nil {
-		t.Fatalf("Snapshot asked before Run = %v, want the state once recovered", err)
+	h.start() // Run blocks in recovery until release
+	go close(release)
+	s, err := h.orch.Snapshot(t.Context())
+	if err != nil {
+		t.Fatalf("Snapshot asked while recovering = %v, want the recovered state", err)
+	}
+	if _, ok := heldOf(s, "HELD-1"); !ok {
+		t.Fatalf("Snapshot asked while recovering = %s, want the recovered hold", describe(s))
 	}
 }
