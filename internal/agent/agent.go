@@ -6,6 +6,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"sortie/internal/runas"
@@ -132,4 +133,16 @@ type Event struct {
 	// billed, another content block of a message already counted): it moves the
 	// cumulative Usage but is not a new request, so api_requests does not count it.
 	Revision bool
+}
+
+// AddTokens adds n tokens to a cumulative figure: a negative n adds nothing, and the
+// sum stops at the largest int64 rather than wrapping.
+func AddTokens(sum, n int64) int64 {
+	if n <= 0 {
+		return sum
+	}
+	if sum > math.MaxInt64-n {
+		return math.MaxInt64
+	}
+	return sum + n
 }

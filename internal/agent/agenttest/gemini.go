@@ -30,10 +30,11 @@ func GeminiMCPTool(server, tool string) string { return "mcp_" + server + "_" + 
 //     "gemini-api-key" (without it the CLI does not use the key headless) and
 //     privacy.usageStatisticsEnabled false (else it also calls Google's telemetry);
 //     MCP servers go in its mcpServers with "trust": true;
-//   - a pinned model (-m gemini-2.5-pro, or model.name in settings): with the default
+//   - a pinned model (--model, as the adapter passes gemini.model; the tests pin
+//     clis.GeminiModel): with the default
 //     "auto" the CLI first asks a helper model (…:generateContent) to route the prompt,
 //     which the fake answers without taking a scripted reply;
-//   - headless flags: -p "" with the prompt on stdin, --output-format stream-json,
+//   - headless flags: the prompt on stdin (an explicit -p is appended to it), --output-format stream-json,
 //     --approval-mode yolo (the shell tool is offered only then), --skip-trust (an
 //     untrusted folder is fatal headless, exit 55).
 //

@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"cmp"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -198,10 +197,10 @@ func (t *translator) settle(s *wireStats) {
 		return
 	}
 	u := t.base
-	u.Input = add(u.Input, s.InputTokens)
-	u.Output = add(u.Output, s.OutputTokens)
-	u.CacheRead = add(u.CacheRead, s.Cached)
-	u.Total = add(u.Input, u.Output)
+	u.Input = agent.AddTokens(u.Input, s.InputTokens)
+	u.Output = agent.AddTokens(u.Output, s.OutputTokens)
+	u.CacheRead = agent.AddTokens(u.CacheRead, s.Cached)
+	u.Total = agent.AddTokens(u.Input, u.Output)
 	t.usage = u
 	t.emit(agent.Event{Type: agent.EventTokenUsage, Usage: u, Model: t.model})
 }
@@ -235,16 +234,4 @@ func (t *translator) stamp(s string) time.Time {
 		return ts
 	}
 	return t.now()
-}
-
-// add is sum + n for a non-negative n, saturating: a figure the CLI got wrong never
-// makes a total go down.
-func add(sum, n int64) int64 {
-	if n <= 0 {
-		return sum
-	}
-	if sum > math.MaxInt64-n {
-		return math.MaxInt64
-	}
-	return sum + n
 }

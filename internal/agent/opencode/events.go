@@ -2,7 +2,6 @@ package opencode
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -189,27 +188,15 @@ func (t *translator) step(p *wirePart) {
 		return
 	}
 	if tk := p.Tokens; tk != nil {
-		t.usage.Input = add(t.usage.Input, tk.Input)
-		t.usage.Output = add(add(t.usage.Output, tk.Output), tk.Reasoning)
-		t.usage.CacheRead = add(t.usage.CacheRead, tk.Cache.Read)
-		t.usage.Total = add(t.usage.Input, t.usage.Output)
+		t.usage.Input = agent.AddTokens(t.usage.Input, tk.Input)
+		t.usage.Output = agent.AddTokens(agent.AddTokens(t.usage.Output, tk.Output), tk.Reasoning)
+		t.usage.CacheRead = agent.AddTokens(t.usage.CacheRead, tk.Cache.Read)
+		t.usage.Total = agent.AddTokens(t.usage.Input, t.usage.Output)
 	}
 	if p.Cost > 0 {
 		t.cost += p.Cost
 	}
 	t.emit(agent.Event{Type: agent.EventTokenUsage, Usage: t.usage, Model: t.model, CostUSD: t.cost})
-}
-
-// add is sum + n for a non-negative n, saturating: a figure the CLI got wrong never
-// makes a total go down.
-func add(sum, n int64) int64 {
-	if n <= 0 {
-		return sum
-	}
-	if sum > math.MaxInt64-n {
-		return math.MaxInt64
-	}
-	return sum + n
 }
 
 // errorText describes an error line: the provider's message and HTTP status when

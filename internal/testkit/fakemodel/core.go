@@ -2,9 +2,9 @@ package fakemodel
 
 // What the dialects share: the HTTP server and the stalls it holds, the script of
 // replies, the recorded requests, id counters, and the framing of errors, event streams
-// and string-or-list JSON. Each server embeds a core and keeps its own exported methods,
-// which only delegate, so that their documentation names the dialect's own Reply and
-// Request types rather than core's type parameters.
+// and string-or-list JSON. Each server embeds a core, whose exported methods (Close,
+// SetDefault, Push, Requests, Remaining, WaitStall) it offers as its own, with its
+// dialect's Reply and Request types for core's type parameters.
 
 import (
 	"bytes"
@@ -79,6 +79,17 @@ func (c *core[Q, R]) Push(r ...R) { c.script.push(r...) }
 
 // Requests returns a copy of every request recorded so far.
 func (c *core[Q, R]) Requests() []Q { return c.requests.all() }
+
+// where returns the recorded requests keep accepts, oldest first.
+func (c *core[Q, R]) where(keep func(Q) bool) []Q {
+	var out []Q
+	for _, r := range c.requests.all() {
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // Remaining is how many scripted replies have not been served.
 func (c *core[Q, R]) Remaining() int { return c.script.remaining() }

@@ -207,13 +207,7 @@ func Start(t testing.TB, script ...Reply) *Server {
 
 // Messages returns the recorded POST /v1/messages requests.
 func (s *Server) Messages() []Request {
-	var out []Request
-	for _, r := range s.Requests() {
-		if r.Method == http.MethodPost && r.Path == "/v1/messages" {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.where(func(r Request) bool { return r.Method == http.MethodPost && r.Path == "/v1/messages" })
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

@@ -241,35 +241,19 @@ func (s *GeminiServer) SetHelper(h func(GeminiRequest) string) {
 // Turns returns the recorded conversation requests (Conversation), the rejected ones
 // included.
 func (s *GeminiServer) Turns() []GeminiRequest {
-	var out []GeminiRequest
-	for _, r := range s.Requests() {
-		if r.Conversation() {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.where(func(r GeminiRequest) bool { return r.Conversation() })
 }
 
 // Helpers returns the recorded helper requests (…:generateContent).
 func (s *GeminiServer) Helpers() []GeminiRequest {
-	var out []GeminiRequest
-	for _, r := range s.Requests() {
-		if r.Method == http.MethodPost && r.Action == "generateContent" && !r.Conversation() {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.where(func(r GeminiRequest) bool {
+		return r.Method == http.MethodPost && r.Action == "generateContent" && !r.Conversation()
+	})
 }
 
 // Rejected returns the recorded requests the fake refused as the real API would.
 func (s *GeminiServer) Rejected() []GeminiRequest {
-	var out []GeminiRequest
-	for _, r := range s.Requests() {
-		if r.Rejected != "" {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.where(func(r GeminiRequest) bool { return r.Rejected != "" })
 }
 
 // Messages the real API answers with 400 INVALID_ARGUMENT when function calls and

@@ -165,13 +165,7 @@ func StartResponses(t testing.TB, script ...ResponsesReply) *ResponsesServer {
 
 // Responses returns the recorded POST /v1/responses requests.
 func (s *ResponsesServer) Responses() []ResponsesRequest {
-	var out []ResponsesRequest
-	for _, r := range s.Requests() {
-		if r.Method == http.MethodPost && r.Path == "/v1/responses" {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.where(func(r ResponsesRequest) bool { return r.Method == http.MethodPost && r.Path == "/v1/responses" })
 }
 
 func (s *ResponsesServer) serve(w http.ResponseWriter, r *http.Request) {
