@@ -12,7 +12,6 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/config"
 	"sortie/internal/daemon"
-	"sortie/internal/prompt"
 	"sortie/internal/store/postgres"
 	"sortie/internal/tracker"
 	"sortie/internal/workflow"
@@ -51,7 +50,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if cfg != nil {
 		// config accepts only the agent kinds registered in this binary (agent.Kinds),
 		// so cfg.Agent.Kind has an adapter.
-		if _, err := prompt.ParseEngine(cfg.Path, cfg.Prompt, cfg.PromptLine, prompt.Engine(cfg.PromptEngine)); err != nil {
+		if err := daemon.CheckTemplate(cfg); err != nil {
 			// The field already says "prompt"; the package prefix would say it twice.
 			problems = append(problems, config.Problem{Severity: config.SeverityError, Check: "prompt", Field: "prompt",
 				Message: strings.TrimPrefix(err.Error(), "prompt: ")})

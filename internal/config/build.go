@@ -190,7 +190,7 @@ func (b *builder) absPath(field, p string) (string, bool) {
 
 // integer converts v, recording an error on failure.
 func (b *builder) integer(field string, v any) (int64, bool) {
-	n, reason := IntValue(v)
+	n, reason := option.IntValue(v)
 	if reason != "" {
 		b.invalid(field, reason, v)
 		return 0, false

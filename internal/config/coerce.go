@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"sortie/internal/option"
 )
 
 // maxMillis is the largest millisecond count that fits a time.Duration.
@@ -46,11 +44,6 @@ func gotType(v any) string {
 	}
 	return withArticle(yamlTypeName(v))
 }
-
-// IntValue converts a decoded YAML value to an integer, or says why it cannot: it is
-// option.IntValue, the one integer coercion of WORKFLOW.md values, kept here for the
-// readers of config's other blocks (notifications).
-func IntValue(v any) (int64, string) { return option.IntValue(v) }
 
 // sortedKeys returns the keys of m in order, so problems come out deterministically.
 func sortedKeys(m map[string]any) []string {

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"sortie/internal/config"
+	"sortie/internal/option"
 )
 
 // kinds is the registry of backend kinds: each kind's payload encoder.
@@ -267,7 +267,7 @@ func parseEntry(i int, entry any, lookup func(string) (string, bool)) (*backend,
 	}
 
 	if v, ok := m["timeout_ms"]; ok {
-		if ms, msg := config.IntValue(v); msg != "" {
+		if ms, msg := option.IntValue(v); msg != "" {
 			bad("timeout_ms", "%s (got %s)", msg, gotValue(v))
 		} else if ms < 1 || ms > maxTimeoutMS {
 			bad("timeout_ms", "must be between 1 and %d milliseconds (got %d)", maxTimeoutMS, ms)
@@ -276,7 +276,7 @@ func parseEntry(i int, entry any, lookup func(string) (string, bool)) (*backend,
 		}
 	}
 	if v, ok := m["retries"]; ok {
-		if r, msg := config.IntValue(v); msg != "" {
+		if r, msg := option.IntValue(v); msg != "" {
 			bad("retries", "%s (got %s)", msg, gotValue(v))
 		} else if r < 0 || r > maxRetries {
 			bad("retries", "must be between 0 and %d (got %d)", maxRetries, r)
