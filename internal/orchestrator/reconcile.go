@@ -240,6 +240,7 @@ func (o *Orchestrator) AgentMoving(issueID, state string) (settle func(moved boo
 		for _, r := range v.running {
 			if r.IssueID == issueID {
 				p = r.progress
+				break
 			}
 		}
 	}

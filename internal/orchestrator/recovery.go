@@ -315,7 +315,6 @@ func (o *Orchestrator) shutdown(ctx context.Context) {
 		}
 	}
 	o.publish()
-	defer o.publish()
 	deadline := time.NewTimer(o.opts.ShutdownTimeout)
 	defer deadline.Stop()
 	for len(o.running) > 0 {

@@ -203,7 +203,7 @@ var answererAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}
 // operation, and the agent holds no tracker credential.
 func AnswerRefusal(cfg *config.Config, self tracker.Identity, cm tracker.Comment) string {
 	switch {
-	case cfg.Tracker.Kind == "file":
+	case !CommentsAnswer(cfg):
 		return "with the file tracker, checkpoints are answered on the dashboard or through the API only"
 	case self.Wrote(cm):
 		return fmt.Sprintf("the comment is by %s, the tracker account Sortie itself writes as (tracker.api_key's)", self)
