@@ -4,6 +4,7 @@
 package clock
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -146,4 +147,19 @@ func (c *Fake) NextDue() (time.Duration, bool) {
 		return 0, false
 	}
 	return best.Sub(c.now), true
+}
+
+// Due returns how long until each pending timer fires, soonest first: a test can check
+// what a component has scheduled without waiting for it.
+func (c *Fake) Due() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for _, t := range c.timers {
+		if !t.done {
+			out = append(out, t.at.Sub(c.now))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -76,7 +76,7 @@ func (b *builder) failed(field string) bool {
 }
 
 func isSecretField(field string) bool {
-	return field == "tracker.api_key" || field == "tracker.provider.api_key"
+	return field == "tracker.api_key" || field == "tracker.provider.api_key" || field == "tracker.webhook_secret"
 }
 
 // leaf returns the last segment of a dotted field path: the key inside its section.

@@ -154,6 +154,7 @@ notify_operator:
 	}
 	want.Tracker.Comments.OnDispatch, want.Tracker.Comments.OnCompletion = true, true
 	want.Polling.Interval = 5 * time.Second
+	want.Polling.WebhookInterval = DefaultWebhookInterval
 	want.Workspace.Root = filepath.Join(dir, "ws")
 	want.NotifyOperator.RateLimit = NotifyRateLimit{PerIssue: TokenBucket{3, 2 * time.Minute}, Global: TokenBucket{9, 30 * time.Second}}
 	want.Cluster.Lease = DefaultClusterLease

@@ -20,7 +20,9 @@ type Config struct {
 
 	Tracker TrackerConfig
 	// Polling.Interval is the time between tracker polls (default 30s).
-	Polling struct{ Interval time.Duration }
+	// Polling.WebhookInterval replaces it while the tracker's webhooks are delivering
+	// (default 5m): polling is then only the safety net.
+	Polling struct{ Interval, WebhookInterval time.Duration }
 	// Workspace.Root is the absolute directory holding one workspace per issue
 	// (default $TMPDIR/sortie_workspaces).
 	Workspace struct{ Root string }
@@ -96,6 +98,11 @@ type TrackerConfig struct {
 	// for it (tracker.blocked_states): nil means every active state (Sortie's rule), an
 	// empty list none. A Symphony file defaults to Todo only, as Symphony gates.
 	BlockedStates []string
+	// WebhookSecret is the secret the tracker's webhook deliveries are signed with
+	// (tracker.webhook_secret, $VAR expanded): "" turns the receiver off. A secret:
+	// never log it. WebhookSecretRef is the value as written (for `sortie webhooks`,
+	// which names the variable, never its value).
+	WebhookSecret, WebhookSecretRef string
 	// Provider is tracker.provider as written (Symphony's adapter-owned object),
 	// preserved for the adapter; nil when absent.
 	Provider map[string]any
@@ -191,6 +198,10 @@ type ServerConfig struct {
 	// AuthToken is the bearer token the API and dashboard require when Host is not a
 	// loopback address ($VAR allowed, and then stripped from agents like every secret).
 	AuthToken string
+	// PublicURL is the address trackers and people reach this daemon at, when it is
+	// not http://host:port (a reverse proxy): an absolute http(s) URL without query or
+	// fragment, trailing slash removed. "" when not set.
+	PublicURL string
 }
 
 // LoggingConfig is the `logging:` section, read once at start-up.
@@ -270,6 +281,7 @@ func TrackerKinds() []string { return tracker.Kinds() }
 // Default values, exported so documentation and callers agree with the builder.
 const (
 	DefaultPollingInterval     = 30 * time.Second
+	DefaultWebhookInterval     = 5 * time.Minute
 	DefaultHookTimeout         = 60 * time.Second
 	DefaultAgentKind           = "claude-code"
 	DefaultTurnTimeout         = time.Hour

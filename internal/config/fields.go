@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,6 +105,14 @@ var settings = []setting{
 		read: func(b *builder, c *Config, sec, _ map[string]any) {
 			c.Tracker.APIKey = b.expandedKey(sec, "tracker.api_key")
 		}},
+	{Key: "tracker.webhook_secret", Type: "string, $VAR allowed", Default: "none: no webhook receiver",
+		Doc: "the secret the tracker's webhooks are signed with; $VAR expanded anywhere",
+		read: func(b *builder, c *Config, sec, _ map[string]any) {
+			if v, ok := b.str(sec, "tracker.webhook_secret"); ok {
+				c.Tracker.WebhookSecretRef = strings.TrimSpace(v)
+			}
+			c.Tracker.WebhookSecret = b.expandedKey(sec, "tracker.webhook_secret")
+		}},
 	ref("tracker.project", "", "Jira project key, GitHub owner/repo or Linear project slug",
 		func(c *Config) *string { return &c.Tracker.Project }),
 	{Key: "tracker.project_slug", Type: "string, $-ref", Doc: "Linear's project slug (read with tracker.provider)"},
@@ -162,6 +171,8 @@ var settings = []setting{
 
 	millis("polling.interval_ms", DefaultPollingInterval, zeroIsDefault, "time between tracker polls",
 		func(c *Config) *time.Duration { return &c.Polling.Interval }),
+	millis("polling.webhook_interval_ms", DefaultWebhookInterval, zeroIsDefault, "time between polls while the tracker's webhooks deliver",
+		func(c *Config) *time.Duration { return &c.Polling.WebhookInterval }),
 
 	{Key: "workspace.root", Type: "path", Default: "$TMPDIR/" + DefaultWorkspaceDirName, Doc: "the directory of the per-issue workspaces",
 		read: (*builder).readWorkspaceRoot},
@@ -292,6 +303,8 @@ var settings = []setting{
 		read: func(b *builder, c *Config, sec, _ map[string]any) {
 			c.Server.AuthToken = b.expandedKey(sec, "server.auth_token")
 		}},
+	{Key: "server.public_url", Type: "URL", Default: "http://<server.host>:<server.port>",
+		Doc: "where trackers and people reach the daemon (behind a reverse proxy)", read: (*builder).readPublicURL},
 
 	oneOf("logging.level", DefaultLogLevel, "must be debug, info, warn or error", "the log level",
 		map[string]string{"debug": "debug", "info": "info", "warn": "warn", "error": "error", "warning": "warn"},
@@ -775,4 +788,29 @@ func (b *builder) readTokenRates(cfg *Config, raw map[string]any) {
 			cfg.TokenRates[kind] = rate
 		}
 	}
+}
+
+// readPublicURL reads server.public_url: an absolute http or https URL with a host and
+// no query or fragment, kept without its trailing slash so paths join onto it.
+func (b *builder) readPublicURL(c *Config, sec, _ map[string]any) {
+	v, ok := b.value(sec, "server.public_url")
+	if !ok {
+		return
+	}
+	s, isStr := v.(string)
+	s = strings.TrimSpace(s)
+	if !isStr {
+		b.invalid("server.public_url", "must be a URL such as https://sortie.example.com", v)
+		return
+	}
+	if s == "" {
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		b.invalid("server.public_url", "must be an absolute http or https URL with a host and no user, query or fragment, such as https://sortie.example.com", v)
+		return
+	}
+	c.Server.PublicURL = strings.TrimRight(s, "/")
 }

@@ -28,7 +28,7 @@ func secretEnv(raw map[string]any) []string {
 		}
 	}
 	if tracker, ok := raw["tracker"].(map[string]any); ok {
-		for _, k := range []string{"api_key", "endpoint"} {
+		for _, k := range []string{"api_key", "endpoint", "webhook_secret"} {
 			if s, ok := tracker[k].(string); ok {
 				addRefs(s)
 			}

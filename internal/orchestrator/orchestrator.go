@@ -134,6 +134,10 @@ type Orchestrator struct {
 	// (snapshot.go): nil until the state is recovered; ready is closed then.
 	published atomic.Pointer[view]
 	ready     chan struct{}
+	// webhookAt is when the last authentic webhook delivery arrived (unix nanoseconds
+	// of the injected clock; 0 for never): written by the HTTP server's goroutines,
+	// read by the loop when it schedules the next poll.
+	webhookAt atomic.Int64
 
 	// Loop-owned state. Only the goroutine running loop() touches these: there is no
 	// lock, and nothing on another goroutine reads them; readers get the published view.
@@ -249,6 +253,17 @@ func (o *Orchestrator) Refresh() (coalesced bool) {
 	default:
 		return true
 	}
+}
+
+// WebhookDelivered tells the scheduler that an authentic tracker webhook delivery
+// arrived. A delivery is a hint, never the truth: it only makes the scheduler poll now,
+// and the poll reads the tracker as every poll does, so a stale or forged body can
+// neither start nor stop work. While deliveries keep arriving the scheduler polls
+// every polling.webhook_interval_ms instead of polling.interval_ms (schedulePoll).
+// It reports, like Refresh, whether the poll was coalesced into a pending one.
+func (o *Orchestrator) WebhookDelivered() (coalesced bool) {
+	o.webhookAt.Store(o.clk.Now().UnixNano())
+	return o.Refresh()
 }
 
 // Run recovers state from the store, then schedules until ctx ends (or, with

@@ -126,12 +126,29 @@ func (o *Orchestrator) schedulePoll(ctx context.Context, cfg *config.Config) {
 	if o.pollTimer != nil {
 		o.pollTimer.Stop()
 	}
-	o.pollTimer = o.clk.AfterFunc(cfg.Polling.Interval, func() {
+	o.pollTimer = o.clk.AfterFunc(o.pollInterval(cfg), func() {
 		select {
 		case o.refresh <- struct{}{}:
 		default:
 		}
 	})
+}
+
+// pollInterval is the time to the next poll: polling.interval_ms, or
+// polling.webhook_interval_ms when that is longer and a webhook delivery arrived less
+// than that long ago. Polling is then the safety net: should deliveries stop, the
+// interval is back to polling.interval_ms from the first poll that finds the last
+// delivery older than polling.webhook_interval_ms.
+func (o *Orchestrator) pollInterval(cfg *config.Config) time.Duration {
+	d, long := cfg.Polling.Interval, cfg.Polling.WebhookInterval
+	at := o.webhookAt.Load()
+	if at == 0 || long <= d {
+		return d
+	}
+	if o.clk.Now().Sub(time.Unix(0, at)) < long {
+		return long
+	}
+	return d
 }
 
 // SortForDispatch orders issues for dispatch: priority ascending (none last), then
