@@ -165,9 +165,9 @@ func (s *Server) Close() { s.srv.Close() }
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // AddIssue creates (or replaces) issue number with the given state (open or closed)
-// and labels, a body of "body of " + title, by the account "reporter". It is created
-// at 2026-01-01T00:00Z plus number hours, so creation order is number order, and last
-// updated then.
+// and labels, a body of "body of " + title, by the account "reporter"; its id is 100 +
+// number. It is created at 2026-01-01T00:00Z plus number hours, so creation order is
+// number order, and last updated then. Touch changes the other fields.
 func (s *Server) AddIssue(number int64, title, state string, labels ...string) Issue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
