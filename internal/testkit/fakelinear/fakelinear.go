@@ -167,7 +167,9 @@ func (s *Server) Viewer() User {
 }
 
 // AddIssue adds an issue to team teamKey in state stateName; mutate, when not nil,
-// sets the other fields before it is stored.
+// sets the other fields before it is stored. The issue returned is the one stored:
+// while the fake serves requests, read only its ID, Identifier and Number, which never
+// change, and use Issue for the rest.
 func (s *Server) AddIssue(teamKey, title, stateName string, mutate func(*Issue)) *Issue {
 	s.mu.Lock()
 	defer s.mu.Unlock()

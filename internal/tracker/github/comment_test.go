@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"sortie/internal/testkit/fakegithub"
 	"sortie/internal/tracker"
 )
 
@@ -31,16 +32,16 @@ func TestNormalizeComment_KeepsTheAuthorsAssociation(t *testing.T) {
 // there, and says why.
 func TestFetchIssueByID_DoesNotFollowARedirectToAnotherRepository(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
 	var followed atomic.Bool
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/repos/evil/"):
 			followed.Store(true)
-			w.Write([]byte(`{"number": 5, "title": "elsewhere", "state": "open", "repository_url": "` + f.srv.URL + `/repos/evil/repo"}`))
+			w.Write([]byte(`{"number": 5, "title": "elsewhere", "state": "open", "repository_url": "` + f.URL() + `/repos/evil/repo"}`))
 			return true
 		case strings.HasPrefix(r.URL.Path, "/repos/octo/hello/issues/5"):
-			w.Header().Set("Location", f.srv.URL+strings.Replace(r.URL.Path, "/octo/hello/", "/evil/repo/", 1))
+			w.Header().Set("Location", f.URL()+strings.Replace(r.URL.Path, "/octo/hello/", "/evil/repo/", 1))
 			w.WriteHeader(http.StatusMovedPermanently)
 			w.Write([]byte(`{"message": "Moved Permanently"}`))
 			return true
@@ -50,7 +51,7 @@ func TestFetchIssueByID_DoesNotFollowARedirectToAnotherRepository(t *testing.T) 
 	tr := newTestTracker(t, f, clock)
 	_, err := tr.FetchIssueByID(context.Background(), "5")
 	if tracker.KindOf(err) != tracker.ErrNotFound || !strings.Contains(err.Error(), "does not follow redirects") {
-		t.Fatalf("FetchIssueByID of a transferred issue: %v, want tracker_not_found saying redirects are not followed (requests %q)", err, f.log)
+		t.Fatalf("FetchIssueByID of a transferred issue: %v, want tracker_not_found saying redirects are not followed (requests %q)", err, f.Log())
 	}
 	if followed.Load() {
 		t.Error("the adapter followed the redirect to another repository")
@@ -61,8 +62,8 @@ func TestFetchIssueByID_DoesNotFollowARedirectToAnotherRepository(t *testing.T) 
 // asked once; the comments the adapter posts are by it, and Identity.Wrote says so.
 func TestSelf_NamesTheTokensAccountAndItsComments(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.add(1, "one", "open")
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.AddIssue(1, "one", "open")
 	tr := newTestTracker(t, f, clock)
 	ctx := context.Background()
 	me, err := tr.Self(ctx)
@@ -72,11 +73,11 @@ func TestSelf_NamesTheTokensAccountAndItsComments(t *testing.T) {
 	if me.Login != "sortie-bot" || me.ID != "4242" || me.App {
 		t.Fatalf("Self = %+v, want sortie-bot, id 4242, not an app", me)
 	}
-	before, _ := f.counts()
+	before := f.Counts().Requests
 	if again, err := tr.Self(ctx); err != nil || again != me {
 		t.Fatalf("second Self = %+v, %v", again, err)
 	}
-	if after, _ := f.counts(); after != before {
+	if after := f.Counts().Requests; after != before {
 		t.Errorf("the second Self asked GitHub again (%d requests, was %d)", after, before)
 	}
 	if err := tr.CommentIssue(ctx, "1", "/sortie choose approve"); err != nil {
@@ -100,8 +101,8 @@ func TestSelf_NamesTheTokensAccountAndItsComments(t *testing.T) {
 // (403); Self says the account is an app's, whose comments are by a bot account.
 func TestSelf_AnAppTokenIsABot(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path != "/user" {
 			return false
 		}
@@ -127,12 +128,12 @@ func TestSelf_AnAppTokenIsABot(t *testing.T) {
 // led there.
 func TestFetchIssueByID_AnIssueOfAnotherRepositoryIsOutOfProject(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path != "/repos/octo/hello/issues/6" {
 			return false
 		}
-		w.Write([]byte(`{"number": 6, "title": "elsewhere", "state": "open", "repository_url": "` + f.srv.URL + `/repos/evil/repo"}`))
+		w.Write([]byte(`{"number": 6, "title": "elsewhere", "state": "open", "repository_url": "` + f.URL() + `/repos/evil/repo"}`))
 		return true
 	})
 	_, err := newTestTracker(t, f, clock).FetchIssueByID(context.Background(), "6")

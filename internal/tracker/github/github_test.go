@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"sortie/internal/testkit/fakegithub"
 	"sortie/internal/tracker"
 )
 
@@ -55,14 +56,14 @@ func ids(issues []tracker.Issue) []string {
 
 func TestFetchCandidates_ActiveOpenIssuesOnlyWithoutPullRequests(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.add(1, "labelled todo", "open", "todo", "bug")
-	f.addPR(2, "In Progress")
-	f.add(3, "no state label", "open", "enhancement")
-	f.add(4, "open but done", "open", "Done")
-	f.add(5, "closed with a stale active label", "closed", "In Progress")
-	f.add(6, "waiting for a human", "open", "human review")
-	f.add(7, "shouty", "open", "IN PROGRESS", "Área")
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.AddIssue(1, "labelled todo", "open", "todo", "bug")
+	f.AddPR(2, "In Progress")
+	f.AddIssue(3, "no state label", "open", "enhancement")
+	f.AddIssue(4, "open but done", "open", "Done")
+	f.AddIssue(5, "closed with a stale active label", "closed", "In Progress")
+	f.AddIssue(6, "waiting for a human", "open", "human review")
+	f.AddIssue(7, "shouty", "open", "IN PROGRESS", "Área")
 	tr := newTestTracker(t, f, clock)
 
 	got, err := tr.FetchCandidateIssues(context.Background())
@@ -108,8 +109,8 @@ func TestFetchCandidates_ListIssuesPayload(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			body := c.read(t, "issues.json")
 			clock := newTestClock()
-			f := newFakeGitHub(t, clock.Now)
-			f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+			f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+			f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write(body)
 				return true
@@ -180,11 +181,11 @@ func TestNormalize_IssuePayload(t *testing.T) {
 
 func TestFetchCandidates_FollowsLinkPagesOfOneHundred(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
 	for n := int64(1); n <= 250; n++ {
-		f.add(n, fmt.Sprintf("issue %d", n), "open", "todo")
+		f.AddIssue(n, fmt.Sprintf("issue %d", n), "open", "todo")
 	}
-	f.addPR(251, "todo")
+	f.AddPR(251, "todo")
 	tr := newTestTracker(t, f, clock)
 	got, err := tr.FetchCandidateIssues(context.Background())
 	if err != nil {
@@ -193,11 +194,11 @@ func TestFetchCandidates_FollowsLinkPagesOfOneHundred(t *testing.T) {
 	if len(got) != 250 || got[0].ID != "1" || got[249].ID != "250" {
 		t.Fatalf("got %d candidates (first %v), want 250 in order", len(got), ids(got[:1]))
 	}
-	req, _ := f.counts()
+	req := f.Counts().Requests
 	if req != 3 {
-		t.Errorf("requests = %d, want 3 (pages of 100): %v", req, f.log)
+		t.Errorf("requests = %d, want 3 (pages of 100): %v", req, f.Log())
 	}
-	for _, l := range f.log {
+	for _, l := range f.Log() {
 		if !strings.Contains(l, "per_page=100") {
 			t.Errorf("request without per_page=100: %s", l)
 		}
@@ -210,11 +211,11 @@ func TestIdlePoll_CostsAtMostOneChargedRequest(t *testing.T) {
 	for _, filter := range []string{"", "label:todo"} {
 		t.Run("filter="+filter, func(t *testing.T) {
 			clock := newTestClock()
-			f := newFakeGitHub(t, clock.Now)
+			f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
 			for n := int64(1); n <= 230; n++ {
-				f.add(n, fmt.Sprintf("issue %d", n), "open", "todo")
+				f.AddIssue(n, fmt.Sprintf("issue %d", n), "open", "todo")
 			}
-			f.addPR(231, "todo")
+			f.AddPR(231, "todo")
 			tr := newTestTracker(t, f, clock, func(c *tracker.Config) { c.QueryFilter = filter })
 			running := []string{"3", "150", "229"}
 			cycle := func() {
@@ -227,15 +228,15 @@ func TestIdlePoll_CostsAtMostOneChargedRequest(t *testing.T) {
 				}
 			}
 			cycle() // warms the ETag cache
-			_, before := f.counts()
+			before := f.Counts().Charged
 			for range 3 {
 				clock.Advance(30e9)
 				cycle()
 			}
-			_, after := f.counts()
+			after := f.Counts().Charged
 			t.Logf("charged requests in 3 idle cycles: %d", after-before)
 			if per := float64(after-before) / 3; per > 1 {
-				t.Fatalf("an idle poll cycle cost %.1f charged requests, want at most 1; log: %v", per, f.log[len(f.log)-10:])
+				t.Fatalf("an idle poll cycle cost %.1f charged requests, want at most 1; log: %v", per, f.Log()[len(f.Log())-10:])
 			}
 		})
 	}
@@ -243,21 +244,21 @@ func TestIdlePoll_CostsAtMostOneChargedRequest(t *testing.T) {
 
 func TestETag_OnlyTheChangedPageIsCharged(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
 	for n := int64(1); n <= 250; n++ {
-		f.add(n, fmt.Sprintf("issue %d", n), "open", "todo")
+		f.AddIssue(n, fmt.Sprintf("issue %d", n), "open", "todo")
 	}
 	tr := newTestTracker(t, f, clock)
 	if _, err := tr.FetchCandidateIssues(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f.touch(240, func(fi *fakeIssue) { fi.labels = []string{"Done"} })
-	_, before := f.counts()
+	f.Touch(240, func(is *fakegithub.Issue) { is.Labels = []string{"Done"} })
+	before := f.Counts().Charged
 	got, err := tr.FetchCandidateIssues(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, after := f.counts(); after-before != 1 {
+	if after := f.Counts().Charged; after-before != 1 {
 		t.Errorf("charged %d requests after one issue on page 3 changed, want 1", after-before)
 	}
 	if len(got) != 249 || slices.ContainsFunc(got, func(is tracker.Issue) bool { return is.ID == "240" }) {
@@ -267,7 +268,7 @@ func TestETag_OnlyTheChangedPageIsCharged(t *testing.T) {
 
 func TestStates_LabelsThenOpenClosedFallbacks(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
 	cases := []struct {
 		state  string
 		labels []string
@@ -287,10 +288,10 @@ func TestStates_LabelsThenOpenClosedFallbacks(t *testing.T) {
 	var all []string
 	for i, c := range cases {
 		n := int64(i + 1)
-		f.add(n, "t", c.state, c.labels...)
+		f.AddIssue(n, "t", c.state, c.labels...)
 		all = append(all, fmt.Sprint(n))
 	}
-	f.addPR(99, "todo")
+	f.AddPR(99, "todo")
 	tr := newTestTracker(t, f, clock)
 	got, err := tr.FetchIssueStatesByIDs(context.Background(), append(all, "99", "404", "not-a-number"))
 	if err != nil {
@@ -335,8 +336,8 @@ func TestTransition_SwapsLabelsAndClosesOrReopens(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newTestClock()
-			f := newFakeGitHub(t, clock.Now)
-			f.add(5, "héllo", c.state, c.labels...)
+			f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+			f.AddIssue(5, "héllo", c.state, c.labels...)
 			tr := newTestTracker(t, f, clock)
 			err := tr.TransitionIssue(context.Background(), "5", c.target)
 			if c.wantErr != "" {
@@ -348,13 +349,13 @@ func TestTransition_SwapsLabelsAndClosesOrReopens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fi := f.issue(5)
-			if !slices.Equal(fi.labels, c.wantLabels) || fi.State != c.wantState {
-				t.Errorf("after transition: labels %v state %s, want %v %s", fi.labels, fi.State, c.wantLabels, c.wantState)
+			fi, _ := f.Issue(5)
+			if !slices.Equal(fi.Labels, c.wantLabels) || fi.State != c.wantState {
+				t.Errorf("after transition: labels %v state %s, want %v %s", fi.Labels, fi.State, c.wantLabels, c.wantState)
 			}
-			patched := slices.ContainsFunc(f.log, func(l string) bool { return strings.HasPrefix(l, "PATCH") })
+			patched := slices.ContainsFunc(f.Log(), func(l string) bool { return strings.HasPrefix(l, "PATCH") })
 			if patched == c.wantNoRequest {
-				t.Errorf("PATCH sent = %v, want %v: %v", patched, !c.wantNoRequest, f.log)
+				t.Errorf("PATCH sent = %v, want %v: %v", patched, !c.wantNoRequest, f.Log())
 			}
 			st, err := tr.FetchIssueStatesByIDs(context.Background(), []string{"5"})
 			if err != nil || !strings.EqualFold(st["5"], c.target) {
@@ -366,8 +367,8 @@ func TestTransition_SwapsLabelsAndClosesOrReopens(t *testing.T) {
 
 func TestComments_ListPagesAndCreateUnicode(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.add(1, "日本語のタイトル 🚀", "open", "todo")
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.AddIssue(1, "日本語のタイトル 🚀", "open", "todo")
 	tr := newTestTracker(t, f, clock)
 	ctx := context.Background()
 	got, err := tr.FetchIssueComments(ctx, "1")
@@ -393,14 +394,14 @@ func TestComments_ListPagesAndCreateUnicode(t *testing.T) {
 
 func TestFetchIssueByID_CommentsBlockersParent(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.add(1, "Ünïcødé 🎉", "open", "In Progress")
-	f.add(2, "blocker", "open", "todo")
-	f.add(3, "closed blocker", "closed")
-	f.add(7, "epic", "open")
-	f.addPR(8)
-	f.blocked[1] = []int64{2, 3}
-	f.parent[1] = 7
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.AddIssue(1, "Ünïcødé 🎉", "open", "In Progress")
+	f.AddIssue(2, "blocker", "open", "todo")
+	f.AddIssue(3, "closed blocker", "closed")
+	f.AddIssue(7, "epic", "open")
+	f.AddPR(8)
+	f.SetBlockedBy(1, 2, 3)
+	f.SetParent(1, 7)
 	tr := newTestTracker(t, f, clock)
 	ctx := context.Background()
 	is, err := tr.FetchIssueByID(ctx, "1")
@@ -416,7 +417,7 @@ func TestFetchIssueByID_CommentsBlockersParent(t *testing.T) {
 	}
 
 	// No parent, and no dependencies API (older GitHub Enterprise): skipped.
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		if strings.Contains(r.URL.Path, "/dependencies/") {
 			w.WriteHeader(404)
 			_, _ = w.Write([]byte(`{"message":"Not Found"}`))
@@ -461,8 +462,8 @@ func TestErrors_StatusAndPayloadMapping(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newTestClock()
-			f := newFakeGitHub(t, clock.Now)
-			f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+			f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+			f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 				for k, v := range c.header {
 					w.Header().Set(k, v)
 				}
@@ -475,7 +476,7 @@ func TestErrors_StatusAndPayloadMapping(t *testing.T) {
 			if tracker.KindOf(err) != c.want {
 				t.Fatalf("err = %v, want kind %s", err, c.want)
 			}
-			if strings.Contains(err.Error(), f.token) {
+			if strings.Contains(err.Error(), fakegithub.Token) {
 				t.Errorf("error leaks the token: %v", err)
 			}
 		})
@@ -484,9 +485,9 @@ func TestErrors_StatusAndPayloadMapping(t *testing.T) {
 
 func TestErrors_TransportAndTimeout(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
 	tr := newTestTracker(t, f, clock)
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		<-r.Context().Done() // hang until the client gives up
 		return true
 	})
@@ -495,8 +496,8 @@ func TestErrors_TransportAndTimeout(t *testing.T) {
 	if _, err := tr.FetchCandidateIssues(ctx); tracker.KindOf(err) != tracker.ErrTransport {
 		t.Errorf("hung server: %v, want tracker_transport_error", err)
 	}
-	f.setHook(nil)
-	f.srv.Close()
+	f.SetHook(nil)
+	f.Close()
 	if _, err := tr.FetchCandidateIssues(context.Background()); tracker.KindOf(err) != tracker.ErrTransport {
 		t.Errorf("closed server: %v, want tracker_transport_error", err)
 	}
@@ -504,9 +505,9 @@ func TestErrors_TransportAndTimeout(t *testing.T) {
 
 func TestRequests_CarryAuthUserAgentAndAPIVersion(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
 	var seen http.Header
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool { seen = r.Header.Clone(); return false })
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool { seen = r.Header.Clone(); return false })
 	tr := newTestTracker(t, f, clock)
 	if _, err := tr.FetchCandidateIssues(context.Background()); err != nil {
 		t.Fatal(err)
@@ -520,8 +521,8 @@ func TestRequests_CarryAuthUserAgentAndAPIVersion(t *testing.T) {
 
 func TestPagination_RefusesLinkToAnotherHost(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Link", `<https://evil.example/repos/octo/hello/issues?page=2>; rel="next"`)
 		_, _ = w.Write([]byte(`[]`))
 		return true
@@ -535,10 +536,11 @@ func TestPagination_RefusesLinkToAnotherHost(t *testing.T) {
 
 func TestHugePageOfUnicodeIssues(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
 	big := strings.Repeat("ユニコード本文 — ✓ ", 4000) // ~100 KB per body
 	for n := int64(1); n <= 100; n++ {
-		f.add(n, fmt.Sprintf("タイトル %d 🚀", n), "open", "todo").Body = &big
+		f.AddIssue(n, fmt.Sprintf("タイトル %d 🚀", n), "open", "todo")
+		f.Touch(n, func(is *fakegithub.Issue) { is.Body = big })
 	}
 	tr := newTestTracker(t, f, clock)
 	got, err := tr.FetchCandidateIssues(context.Background())

@@ -8,29 +8,30 @@ import (
 	"testing"
 	"time"
 
+	"sortie/internal/testkit/fakegithub"
 	"sortie/internal/tracker"
 )
 
 // sendsNothing asserts that a call fails with tracker_api_error "rate limited until …"
 // without a request reaching the server.
-func sendsNothing(t *testing.T, f *fakeGitHub, tr *Tracker, wantUntil time.Time) {
+func sendsNothing(t *testing.T, f *fakegithub.Server, tr *Tracker, wantUntil time.Time) {
 	t.Helper()
-	before, _ := f.counts()
+	before := f.Counts().Requests
 	_, err := tr.FetchCandidateIssues(context.Background())
 	if tracker.KindOf(err) != tracker.ErrAPI || !strings.Contains(err.Error(), "rate limited until "+wantUntil.UTC().Format(time.RFC3339)) {
 		t.Fatalf("err = %v, want tracker_api_error rate limited until %s", err, wantUntil.UTC().Format(time.RFC3339))
 	}
-	if after, _ := f.counts(); after != before {
+	if after := f.Counts().Requests; after != before {
 		t.Fatalf("%d request(s) sent while throttled", after-before)
 	}
 }
 
 func TestRateLimit_PrimaryExhaustedWaitsForReset(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.add(1, "a", "open", "todo")
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.AddIssue(1, "a", "open", "todo")
 	reset := clock.Now().Add(20 * time.Minute)
-	f.setBudget("core", 5000, 1, reset)
+	f.SetBudget("core", 5000, 1, reset)
 	tr := newTestTracker(t, f, clock)
 	ctx := context.Background()
 
@@ -71,11 +72,11 @@ func TestRateLimit_RefusalIsNotHammered(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newTestClock()
-			f := newFakeGitHub(t, clock.Now)
-			f.add(1, "a", "open", "todo")
+			f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+			f.AddIssue(1, "a", "open", "todo")
 			var refuse atomic.Bool
 			refuse.Store(true)
-			f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+			f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 				if !refuse.Load() {
 					return false
 				}
@@ -107,8 +108,8 @@ func TestRateLimit_RefusalIsNotHammered(t *testing.T) {
 
 func TestRateLimit_RepeatedSecondaryLimitsWaitLonger(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		w.WriteHeader(403)
 		_, _ = w.Write([]byte(`{"message":"You have exceeded a secondary rate limit"}`))
 		return true
@@ -126,14 +127,14 @@ func TestRateLimit_RepeatedSecondaryLimitsWaitLonger(t *testing.T) {
 
 func TestRateLimit_LowBudgetIsSpreadUntilReset(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.add(1, "a", "open", "todo")
-	f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.AddIssue(1, "a", "open", "todo")
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		r.Header.Del("If-None-Match") // every request is charged
 		return false
 	})
 	// 100 of 5000 left (2%), an hour to the reset: one request per ~36 s on average.
-	f.setBudget("core", 5000, 100, clock.Now().Add(time.Hour))
+	f.SetBudget("core", 5000, 100, clock.Now().Add(time.Hour))
 	tr := newTestTracker(t, f, clock)
 	sent := 0
 	for range 20 {
@@ -159,8 +160,8 @@ func TestRateLimit_LowBudgetIsSpreadUntilReset(t *testing.T) {
 
 func TestRateLimit_NotModifiedIsFreeAndSearchHasItsOwnBudget(t *testing.T) {
 	clock := newTestClock()
-	f := newFakeGitHub(t, clock.Now)
-	f.add(1, "a", "open", "todo")
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	f.AddIssue(1, "a", "open", "todo")
 	tr := newTestTracker(t, f, clock)
 	ctx := context.Background()
 	for range 3 {
@@ -172,7 +173,7 @@ func TestRateLimit_NotModifiedIsFreeAndSearchHasItsOwnBudget(t *testing.T) {
 		t.Fatalf("after one charged request and two 304s: %+v, want core remaining 4999", rl)
 	}
 	search := newTestTracker(t, f, clock, func(c *tracker.Config) { c.QueryFilter = "label:todo" })
-	f.setBudget("search", 30, 0, clock.Now().Add(time.Minute))
+	f.SetBudget("search", 30, 0, clock.Now().Add(time.Minute))
 	if _, err := search.FetchCandidateIssues(ctx); tracker.KindOf(err) != tracker.ErrAPI {
 		t.Fatalf("spent search budget: %v, want tracker_api_error", err)
 	}

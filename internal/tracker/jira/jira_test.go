@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sortie/internal/testkit/fakejira"
 	"sortie/internal/tracker"
 )
 
@@ -78,11 +79,13 @@ func TestFetchCandidates_NormalisesSearchPage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			body := c.body(t, c.file)
-			f, srv := newFake(t, true)
-			f.addIssues(body)
+			f := newFake(t, true)
+			if err := f.AddSearchPage(body); err != nil {
+				t.Fatal(err)
+			}
 			// The fake matches JQL by key prefix, so the project is the sample's.
 			project := strings.Split(c.want0("").Identifier, "-")[0]
-			tr := newFakeTracker(t, srv, true, nil, func(cfg *tracker.Config) { cfg.Project = project })
+			tr := newFakeTracker(t, f, true, nil, func(cfg *tracker.Config) { cfg.Project = project })
 
 			got, err := tr.FetchCandidateIssues(context.Background())
 			if err != nil {
@@ -91,14 +94,14 @@ func TestFetchCandidates_NormalisesSearchPage(t *testing.T) {
 			if len(got) != 2 {
 				t.Fatalf("got %d issues, want 2", len(got))
 			}
-			if want0 := c.want0(srv.URL); !reflect.DeepEqual(got[0], want0) {
+			if want0 := c.want0(f.URL()); !reflect.DeepEqual(got[0], want0) {
 				t.Errorf("issue 0:\ngot  %+v\nwant %+v", got[0], want0)
 			}
 			if got[1].Description != "" || got[1].Assignee != "" || got[1].Parent != nil || got[1].BlockedBy == nil || got[1].Comments != nil {
 				t.Errorf("issue 1 with null fields: %+v", got[1])
 			}
-			if f.agents[0] != "sortie/test" {
-				t.Errorf("User-Agent %q, want sortie/test", f.agents[0])
+			if ua := f.Log()[0].UserAgent; ua != "sortie/test" {
+				t.Errorf("User-Agent %q, want sortie/test", ua)
 			}
 		})
 	}
@@ -107,13 +110,12 @@ func TestFetchCandidates_NormalisesSearchPage(t *testing.T) {
 func TestFetchCandidates_PagesByTokenOnCloudAndOffsetOnDataCenter(t *testing.T) {
 	for _, fl := range flavours() {
 		t.Run(fl.name, func(t *testing.T) {
-			f, srv := newFake(t, fl.cloud)
-			f.maxPage = 3 // the server caps maxResults below what is asked
+			f := newFake(t, fl.cloud, fakejira.WithPageCap(3)) // the server caps maxResults below what is asked
 			for i := range 10 {
-				f.addIssue(fmt.Sprint(10000+i), fmt.Sprintf("PROJ-%d", i), []string{"To Do", "In Progress", "Done"}[i%3])
+				f.AddIssue(fmt.Sprint(10000+i), fmt.Sprintf("PROJ-%d", i), []string{"To Do", "In Progress", "Done"}[i%3])
 			}
-			f.addIssue("20000", "OTHER-1", "To Do")
-			tr := newFakeTracker(t, srv, fl.cloud, nil, func(c *tracker.Config) { c.Options["page_size"] = 5 })
+			f.AddIssue("20000", "OTHER-1", "To Do")
+			tr := newFakeTracker(t, f, fl.cloud, nil, func(c *tracker.Config) { c.Options["page_size"] = 5 })
 
 			got, err := tr.FetchCandidateIssues(context.Background())
 			if err != nil {
@@ -127,7 +129,7 @@ func TestFetchCandidates_PagesByTokenOnCloudAndOffsetOnDataCenter(t *testing.T) 
 			if !reflect.DeepEqual(keys, want) {
 				t.Fatalf("keys %v, want %v", keys, want)
 			}
-			if n := f.requestCount(); n != 3 { // 7 issues, 3 per page
+			if n := f.RequestCount(); n != 3 { // 7 issues, 3 per page
 				t.Errorf("%d requests for 7 issues at 3 a page, want 3", n)
 			}
 		})
@@ -137,16 +139,16 @@ func TestFetchCandidates_PagesByTokenOnCloudAndOffsetOnDataCenter(t *testing.T) 
 func TestFetchCandidates_IdlePollCostsOneRequest(t *testing.T) {
 	for _, fl := range flavours() {
 		t.Run(fl.name, func(t *testing.T) {
-			f, srv := newFake(t, fl.cloud)
-			f.addIssue("1", "PROJ-1", "Done")
-			tr := newFakeTracker(t, srv, fl.cloud, nil)
+			f := newFake(t, fl.cloud)
+			f.AddIssue("1", "PROJ-1", "Done")
+			tr := newFakeTracker(t, f, fl.cloud, nil)
 			for range 3 {
 				got, err := tr.FetchCandidateIssues(context.Background())
 				if err != nil || len(got) != 0 {
 					t.Fatalf("got %v, %v; want no candidates", got, err)
 				}
 			}
-			if n := f.requestCount(); n != 3 {
+			if n := f.RequestCount(); n != 3 {
 				t.Errorf("3 idle polls cost %d requests, want 3", n)
 			}
 		})
@@ -154,12 +156,12 @@ func TestFetchCandidates_IdlePollCostsOneRequest(t *testing.T) {
 }
 
 func TestFetchCandidates_HugeUnicodePage(t *testing.T) {
-	f, srv := newFake(t, true)
+	f := newFake(t, true)
 	for i := range 2000 {
-		f.addIssue(fmt.Sprint(i+1), fmt.Sprintf("PROJ-%d", i+1), "To Do")
+		f.AddIssue(fmt.Sprint(i+1), fmt.Sprintf("PROJ-%d", i+1), "To Do")
 	}
-	f.issues[7]["fields"].(map[string]any)["summary"] = "日本語 ✓ \u2028 émoji 🚀"
-	tr := newFakeTracker(t, srv, true, nil, func(c *tracker.Config) { c.Options["page_size"] = 100 })
+	f.SetField("8", "summary", "日本語 ✓ \u2028 émoji 🚀")
+	tr := newFakeTracker(t, f, true, nil, func(c *tracker.Config) { c.Options["page_size"] = 100 })
 	got, err := tr.FetchCandidateIssues(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +169,7 @@ func TestFetchCandidates_HugeUnicodePage(t *testing.T) {
 	if len(got) != 2000 || got[7].Title != "日本語 ✓ \u2028 émoji 🚀" {
 		t.Fatalf("got %d issues, title %q", len(got), got[7].Title)
 	}
-	if n := f.requestCount(); n != 20 {
+	if n := f.RequestCount(); n != 20 {
 		t.Errorf("%d requests, want 20 pages of 100", n)
 	}
 }
@@ -208,26 +210,31 @@ func TestFetchIssueByID_WithCommentsBothFlavours(t *testing.T) {
 		for _, fl := range flavours() {
 			t.Run(sm.name+"/"+fl.name, func(t *testing.T) {
 				detailBody := sm.read(t, sm.detail)
-				f, srv := newFake(t, fl.cloud)
-				var detail map[string]any
-				if err := json.Unmarshal(detailBody, &detail); err != nil {
+				f := newFake(t, fl.cloud)
+				if err := f.AddIssueJSON(detailBody); err != nil {
 					t.Fatal(err)
 				}
 				// Data Center (v2) sends descriptions and comment bodies as wiki text.
 				if !fl.cloud {
-					detail["fields"].(map[string]any)["description"] = "h3. Wiki text kept *as written*"
+					f.SetField(sm.id, "description", "h3. Wiki text kept *as written*")
 				}
-				f.issues = append(f.issues, detail)
-				var page1, page2 commentPageJSON
-				mustUnmarshal(t, sm.read(t, sm.page1), &page1)
-				mustUnmarshal(t, sm.read(t, sm.page2), &page2)
-				f.comments[sm.id] = append(page1.Comments, page2.Comments...)
-				if !fl.cloud {
-					for _, c := range f.comments[sm.id] {
-						c["body"] = "plain " + c["id"].(string)
+				for _, name := range []string{sm.page1, sm.page2} {
+					var page commentPageJSON
+					mustUnmarshal(t, sm.read(t, name), &page)
+					if !fl.cloud {
+						for _, c := range page.Comments {
+							c["body"] = "plain " + c["id"].(string)
+						}
+					}
+					body, err := json.Marshal(page)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := f.AddCommentPage(sm.id, body); err != nil {
+						t.Fatal(err)
 					}
 				}
-				tr := newFakeTracker(t, srv, fl.cloud, nil, func(c *tracker.Config) { c.Project = sm.project })
+				tr := newFakeTracker(t, f, fl.cloud, nil, func(c *tracker.Config) { c.Project = sm.project })
 
 				is, err := tr.FetchIssueByID(context.Background(), sm.id)
 				if err != nil {
@@ -269,16 +276,16 @@ func mustUnmarshal(t *testing.T, data []byte, v any) {
 }
 
 func TestFetchIssueByID_NotFoundOtherProjectAndBadRef(t *testing.T) {
-	f, srv := newFake(t, true)
-	f.addIssue("7", "OTHER-7", "To Do")
-	tr := newFakeTracker(t, srv, true, nil)
+	f := newFake(t, true)
+	f.AddIssue("7", "OTHER-7", "To Do")
+	tr := newFakeTracker(t, f, true, nil)
 	for _, id := range []string{"999", "7", "../../myself", "PROJ-1/transitions", ""} {
 		_, err := tr.FetchIssueByID(context.Background(), id)
 		if k := tracker.KindOf(err); k != tracker.ErrNotFound {
 			t.Errorf("FetchIssueByID(%q): kind %q (%v), want tracker_not_found", id, k, err)
 		}
 	}
-	if n := f.requestCount(); n != 2 {
+	if n := f.RequestCount(); n != 2 {
 		t.Errorf("%d requests, want 2 (malformed refs are refused without a request)", n)
 	}
 }
@@ -286,10 +293,10 @@ func TestFetchIssueByID_NotFoundOtherProjectAndBadRef(t *testing.T) {
 func TestFetchStates_UnknownOmittedBothFlavours(t *testing.T) {
 	for _, fl := range flavours() {
 		t.Run(fl.name, func(t *testing.T) {
-			f, srv := newFake(t, fl.cloud)
-			f.addIssue("1", "PROJ-1", "To Do")
-			f.addIssue("2", "PROJ-2", "Done")
-			tr := newFakeTracker(t, srv, fl.cloud, nil)
+			f := newFake(t, fl.cloud)
+			f.AddIssue("1", "PROJ-1", "To Do")
+			f.AddIssue("2", "PROJ-2", "Done")
+			tr := newFakeTracker(t, f, fl.cloud, nil)
 			ctx := context.Background()
 
 			byID, err := tr.FetchIssueStatesByIDs(ctx, []string{"1", "2", "404", "PROJ-1", "x\"y"})
@@ -310,7 +317,7 @@ func TestFetchStates_UnknownOmittedBothFlavours(t *testing.T) {
 			if err != nil || len(empty) != 0 {
 				t.Errorf("empty lookup: %v, %v", empty, err)
 			}
-			if n := f.requestCount(); n != 2 {
+			if n := f.RequestCount(); n != 2 {
 				t.Errorf("%d requests, want 2 (an empty lookup sends none)", n)
 			}
 		})
@@ -339,14 +346,12 @@ func TestTransition_ByTargetStatusName(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name+"/"+c.fixture+"/"+c.target, func(t *testing.T) {
 			body := c.read(t, c.fixture)
-			f, srv := newFake(t, true)
-			f.addIssue("1", "PROJ-1", "To Do")
-			var ts struct {
-				Transitions []map[string]any `json:"transitions"`
+			f := newFake(t, true)
+			f.AddIssue("1", "PROJ-1", "To Do")
+			if err := f.SetTransitions("1", body); err != nil {
+				t.Fatal(err)
 			}
-			mustUnmarshal(t, body, &ts)
-			f.transitions["1"] = ts.Transitions
-			tr := newFakeTracker(t, srv, true, nil)
+			tr := newFakeTracker(t, f, true, nil)
 
 			err := tr.TransitionIssue(context.Background(), "PROJ-1", c.target)
 			if c.wantID == "" {
@@ -358,7 +363,7 @@ func TestTransition_ByTargetStatusName(t *testing.T) {
 						t.Errorf("error %q does not mention %s", err, s)
 					}
 				}
-				if n := f.requestCount(); n != 1 {
+				if n := f.RequestCount(); n != 1 {
 					t.Errorf("%d requests, want only the GET", n)
 				}
 				return
@@ -366,8 +371,8 @@ func TestTransition_ByTargetStatusName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if last := f.bodies[len(f.bodies)-1]; !strings.Contains(last, `"id":"`+c.wantID+`"`) {
-				t.Errorf("POST body %s, want transition %s", last, c.wantID)
+			if log := f.Log(); !strings.Contains(log[len(log)-1].Body, `"id":"`+c.wantID+`"`) {
+				t.Errorf("POST body %s, want transition %s", log[len(log)-1].Body, c.wantID)
 			}
 			states, _ := tr.FetchIssueStatesByIdentifiers(context.Background(), []string{"PROJ-1"})
 			if !strings.EqualFold(states["PROJ-1"], c.target) {
@@ -380,9 +385,9 @@ func TestTransition_ByTargetStatusName(t *testing.T) {
 func TestComment_ADFOnCloudTextOnDataCenter(t *testing.T) {
 	for _, fl := range flavours() {
 		t.Run(fl.name, func(t *testing.T) {
-			f, srv := newFake(t, fl.cloud)
-			f.addIssue("1", "PROJ-1", "To Do")
-			tr := newFakeTracker(t, srv, fl.cloud, nil)
+			f := newFake(t, fl.cloud)
+			f.AddIssue("1", "PROJ-1", "To Do")
+			tr := newFakeTracker(t, f, fl.cloud, nil)
 			text := "Sortie started work.\nSecond line \"quoted\"\n\nNew paragraph ✓"
 			if err := tr.CommentIssue(context.Background(), "1", text); err != nil {
 				t.Fatal(err)
@@ -420,13 +425,13 @@ func TestErrors_StatusesMapToKinds(t *testing.T) {
 	for _, c := range cases {
 		for _, fl := range flavours() {
 			t.Run(fmt.Sprintf("%d/%s/%s", c.status, c.body, fl.name), func(t *testing.T) {
-				f, srv := newFake(t, fl.cloud)
-				f.intercept = func(w http.ResponseWriter, r *http.Request) bool {
+				f := newFake(t, fl.cloud)
+				f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 					w.WriteHeader(c.status)
 					_, _ = w.Write([]byte(c.body))
 					return true
-				}
-				tr := newFakeTracker(t, srv, fl.cloud, nil)
+				})
+				tr := newFakeTracker(t, f, fl.cloud, nil)
 				_, err := tr.FetchCandidateIssues(context.Background())
 				if got := tracker.KindOf(err); got != c.want {
 					t.Fatalf("kind %q (%v), want %q", got, err, c.want)
@@ -440,8 +445,8 @@ func TestErrors_StatusesMapToKinds(t *testing.T) {
 }
 
 func TestErrors_WrongTokenIsAuthErrorWithAction(t *testing.T) {
-	_, srv := newFake(t, true)
-	tr := newFakeTracker(t, srv, true, nil, func(c *tracker.Config) { c.APIKey = "bot@example.com:wrong" })
+	f := newFake(t, true)
+	tr := newFakeTracker(t, f, true, nil, func(c *tracker.Config) { c.APIKey = "bot@example.com:wrong" })
 	_, err := tr.FetchCandidateIssues(context.Background())
 	if tracker.KindOf(err) != tracker.ErrAuth || !strings.Contains(err.Error(), "tracker.api_key") {
 		t.Fatalf("err %v, want tracker_auth_error naming tracker.api_key", err)
@@ -452,9 +457,9 @@ func TestErrors_WrongTokenIsAuthErrorWithAction(t *testing.T) {
 }
 
 func TestErrors_NetworkFailureIsTransport(t *testing.T) {
-	_, srv := newFake(t, true)
-	tr := newFakeTracker(t, srv, true, nil)
-	srv.Close()
+	f := newFake(t, true)
+	tr := newFakeTracker(t, f, true, nil)
+	f.Close()
 	_, err := tr.FetchCandidateIssues(context.Background())
 	if tracker.KindOf(err) != tracker.ErrTransport {
 		t.Fatalf("err %v, want tracker_transport_error", err)
@@ -462,22 +467,22 @@ func TestErrors_NetworkFailureIsTransport(t *testing.T) {
 }
 
 func TestRateLimit_RetryAfterHoldsEveryRequestBack(t *testing.T) {
-	f, srv := newFake(t, true)
+	f := newFake(t, true)
 	clock := newClock()
 	limited := true
-	f.intercept = func(w http.ResponseWriter, r *http.Request) bool {
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		if limited {
 			w.Header().Set("Retry-After", "30")
 			w.Header().Set("X-RateLimit-Limit", "100")
 			w.Header().Set("X-RateLimit-Remaining", "0")
-			writeJSON(w, http.StatusTooManyRequests, map[string]any{"errorMessages": []string{"Rate limit exceeded."}})
+			fakejira.WriteError(w, http.StatusTooManyRequests, "Rate limit exceeded.")
 			return true
 		}
 		w.Header().Set("X-RateLimit-Limit", "100")
 		w.Header().Set("X-RateLimit-Remaining", "99")
 		return false
-	}
-	tr := newFakeTracker(t, srv, true, clock.Now)
+	})
+	tr := newFakeTracker(t, f, true, clock.Now)
 	ctx := context.Background()
 
 	_, err := tr.FetchCandidateIssues(ctx)
@@ -499,7 +504,7 @@ func TestRateLimit_RetryAfterHoldsEveryRequestBack(t *testing.T) {
 			t.Errorf("during Retry-After: %v, want tracker_api_error without a request", err)
 		}
 	}
-	if n := f.requestCount(); n != 1 {
+	if n := f.RequestCount(); n != 1 {
 		t.Fatalf("%d requests during Retry-After, want only the first", n)
 	}
 	clock.Advance(time.Second)
@@ -512,20 +517,20 @@ func TestRateLimit_RetryAfterHoldsEveryRequestBack(t *testing.T) {
 }
 
 func TestRateLimit_ResetHeaderWithoutRetryAfterAndSpentBudget(t *testing.T) {
-	f, srv := newFake(t, true)
+	f := newFake(t, true)
 	clock := newClock()
-	f.intercept = func(w http.ResponseWriter, r *http.Request) bool {
+	f.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		// Budget spent on a successful response: hold back until the reset.
 		w.Header().Set("X-RateLimit-Remaining", "0")
 		w.Header().Set("X-RateLimit-Reset", "2026-04-01T12:05Z")
 		return false
-	}
-	tr := newFakeTracker(t, srv, true, clock.Now)
+	})
+	tr := newFakeTracker(t, f, true, clock.Now)
 	if _, err := tr.FetchCandidateIssues(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	_, err := tr.FetchCandidateIssues(context.Background())
-	if !strings.Contains(fmt.Sprint(err), "rate limited until 2026-04-01T12:05:00Z") || f.requestCount() != 1 {
-		t.Fatalf("after a spent budget: %v (%d requests), want a hold until the reset", err, f.requestCount())
+	if !strings.Contains(fmt.Sprint(err), "rate limited until 2026-04-01T12:05:00Z") || f.RequestCount() != 1 {
+		t.Fatalf("after a spent budget: %v (%d requests), want a hold until the reset", err, f.RequestCount())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"sortie/internal/testkit/fakejira"
 	"sortie/internal/tracker"
 )
 
@@ -22,17 +23,17 @@ func TestCandidatesJQL_ValuesCannotChangeTheQuery(t *testing.T) {
 		`日本語 "引用"`,
 	}
 	jql := candidatesJQL(`PR"OJ\`, hostile, "")
-	toks, err := lexJQL(jql)
+	toks, err := fakejira.LexJQL(jql)
 	if err != nil {
 		t.Fatalf("query does not lex: %v\n%s", err, jql)
 	}
 	var shape, literals []string
 	for _, tk := range toks {
-		if tk.quoted {
+		if tk.Quoted {
 			shape = append(shape, "STR")
-			literals = append(literals, tk.text)
+			literals = append(literals, tk.Text)
 		} else {
-			shape = append(shape, strings.ToUpper(tk.text))
+			shape = append(shape, strings.ToUpper(tk.Text))
 		}
 	}
 	wantShape := []string{"PROJECT", "=", "STR", "AND", "STATUS", "IN", "("}

@@ -15,9 +15,9 @@ import (
 func TestSelf_IdentifiesTheAccountBehindItsComments(t *testing.T) {
 	for _, fl := range flavours() {
 		t.Run(fl.name, func(t *testing.T) {
-			f, srv := newFake(t, fl.cloud)
-			f.addIssue("1", "PROJ-1", "To Do")
-			tr := newFakeTracker(t, srv, fl.cloud, nil)
+			f := newFake(t, fl.cloud)
+			f.AddIssue("1", "PROJ-1", "To Do")
+			tr := newFakeTracker(t, f, fl.cloud, nil)
 			ctx := context.Background()
 			me, err := tr.Self(ctx)
 			if err != nil {
@@ -26,8 +26,8 @@ func TestSelf_IdentifiesTheAccountBehindItsComments(t *testing.T) {
 			if me.ID == "" || me.Name != "Sortie Bot" || me.Email != "sortie@example.com" {
 				t.Fatalf("Self = %+v", me)
 			}
-			n := f.requestCount()
-			if _, err := tr.Self(ctx); err != nil || f.requestCount() != n {
+			n := f.RequestCount()
+			if _, err := tr.Self(ctx); err != nil || f.RequestCount() != n {
 				t.Errorf("the second Self asked Jira again (%v)", err)
 			}
 			if err := tr.CommentIssue(ctx, "1", "/sortie choose approve"); err != nil {
@@ -51,9 +51,9 @@ func TestSelf_IdentifiesTheAccountBehindItsComments(t *testing.T) {
 // TestIssuePath_AnotherProjectsKeyIsRefusedBeforeJiraIsAsked: the token may see other
 // projects; a key of one is out of project without a request.
 func TestIssuePath_AnotherProjectsKeyIsRefusedBeforeJiraIsAsked(t *testing.T) {
-	f, srv := newFake(t, true)
-	f.addIssue("9", "SECRET-9", "To Do")
-	tr := newFakeTracker(t, srv, true, nil)
+	f := newFake(t, true)
+	f.AddIssue("9", "SECRET-9", "To Do")
+	tr := newFakeTracker(t, f, true, nil)
 	for name, call := range map[string]func() error{
 		"fetch":      func() error { _, err := tr.FetchIssueByID(context.Background(), "SECRET-9"); return err },
 		"comments":   func() error { _, err := tr.FetchIssueComments(context.Background(), "SECRET-9"); return err },
@@ -63,7 +63,7 @@ func TestIssuePath_AnotherProjectsKeyIsRefusedBeforeJiraIsAsked(t *testing.T) {
 			t.Errorf("%s of SECRET-9: %v, want ErrOutOfProject", name, err)
 		}
 	}
-	if n := f.requestCount(); n != 0 {
+	if n := f.RequestCount(); n != 0 {
 		t.Errorf("Jira was asked %d times about another project's issue", n)
 	}
 }

@@ -1,0 +1,381 @@
+package fakegithub
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The routes served, under /repos/{owner}/{repo}:
+//
+//	GET   /issues                          open issues (state=open|closed|all), pages
+//	GET   /issues/{n}                      one issue
+//	PATCH /issues/{n}                      labels, state, state_reason
+//	GET   /issues/{n}/comments             comments, pages
+//	POST  /issues/{n}/comments             a comment by the token's account
+//	GET   /issues/{n}/parent               the parent issue, 404 when none
+//	GET   /issues/{n}/dependencies/blocked_by  the blockers, pages
+//
+// and GET /search/issues (q with label:, is:issue, is:open) and GET /user.
+
+// wireUser, wireLabel, wireIssue and wireComment are GitHub REST's JSON shapes.
+type wireUser struct {
+	Login string `json:"login"`
+	ID    int64  `json:"id"`
+	Type  string `json:"type"`
+}
+
+type wireLabel struct {
+	ID      int64  `json:"id"`
+	Name    string `json:"name"`
+	Color   string `json:"color"`
+	Default bool   `json:"default"`
+}
+
+type wireIssue struct {
+	ID            int64       `json:"id"`
+	NodeID        string      `json:"node_id"`
+	Number        int64       `json:"number"`
+	Title         string      `json:"title"`
+	Body          *string     `json:"body"`
+	State         string      `json:"state"`
+	StateReason   *string     `json:"state_reason"`
+	HTMLURL       string      `json:"html_url"`
+	URL           string      `json:"url"`
+	RepositoryURL string      `json:"repository_url"`
+	Labels        []wireLabel `json:"labels"`
+	User          wireUser    `json:"user"`
+	Assignee      *wireUser   `json:"assignee"`
+	Assignees     []wireUser  `json:"assignees"`
+	Type          any         `json:"type"`
+	Locked        bool        `json:"locked"`
+	Comments      int         `json:"comments"`
+	CreatedAt     string      `json:"created_at"`
+	UpdatedAt     string      `json:"updated_at"`
+	ClosedAt      *string     `json:"closed_at"`
+	PullRequest   *wirePR     `json:"pull_request,omitempty"` // only on pull requests
+}
+
+type wirePR struct {
+	URL     string `json:"url"`
+	HTMLURL string `json:"html_url"`
+}
+
+type wireComment struct {
+	ID                int64    `json:"id"`
+	NodeID            string   `json:"node_id"`
+	HTMLURL           string   `json:"html_url"`
+	User              wireUser `json:"user"`
+	Body              string   `json:"body"`
+	CreatedAt         string   `json:"created_at"`
+	UpdatedAt         string   `json:"updated_at"`
+	AuthorAssociation string   `json:"author_association"`
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func (s *Server) apiRepo() string { return s.srv.URL + "/repos/" + s.owner + "/" + s.repo }
+
+func (s *Server) webIssue(n int64) string {
+	return fmt.Sprintf("https://github.com/%s/%s/issues/%d", s.owner, s.repo, n)
+}
+
+func wireUserOf(u User) wireUser { return wireUser{Login: u.Login, ID: u.ID, Type: u.Type} }
+
+// labelID is a label's id, the same for the same name (case-insensitively) everywhere.
+func (s *Server) labelID(name string) int64 {
+	k := strings.ToLower(name)
+	id, ok := s.labelIDs[k]
+	if !ok {
+		id = int64(9000 + len(s.labelIDs))
+		s.labelIDs[k] = id
+	}
+	return id
+}
+
+func (s *Server) wire(is *Issue) wireIssue {
+	labels := make([]wireLabel, 0, len(is.Labels))
+	for _, l := range is.Labels {
+		labels = append(labels, wireLabel{ID: s.labelID(l), Name: l, Color: "ededed"})
+	}
+	w := wireIssue{
+		ID: is.ID, NodeID: "I_" + strconv.FormatInt(is.ID, 10), Number: is.Number, Title: is.Title,
+		State: is.State, HTMLURL: s.webIssue(is.Number),
+		URL:           s.apiRepo() + "/issues/" + strconv.FormatInt(is.Number, 10),
+		RepositoryURL: s.apiRepo(), Labels: labels, User: wireUserOf(is.User), Assignees: []wireUser{},
+		Comments: len(s.comments[is.Number]), CreatedAt: ts(is.CreatedAt), UpdatedAt: ts(is.UpdatedAt),
+	}
+	if is.Body != "" {
+		w.Body = &is.Body
+	}
+	if is.StateReason != "" {
+		w.StateReason = &is.StateReason
+	}
+	if !is.ClosedAt.IsZero() {
+		c := ts(is.ClosedAt)
+		w.ClosedAt = &c
+	}
+	if is.PR {
+		w.HTMLURL = strings.Replace(w.HTMLURL, "/issues/", "/pull/", 1)
+		w.PullRequest = &wirePR{URL: s.apiRepo() + "/pulls/" + strconv.FormatInt(is.Number, 10), HTMLURL: w.HTMLURL}
+	}
+	return w
+}
+
+func (s *Server) wireComment(number int64, c *Comment) wireComment {
+	return wireComment{
+		ID: c.ID, NodeID: "IC_" + strconv.FormatInt(c.ID, 10),
+		HTMLURL: s.webIssue(number) + "#issuecomment-" + strconv.FormatInt(c.ID, 10),
+		User:    wireUserOf(c.User), Body: c.Body, CreatedAt: ts(c.CreatedAt), UpdatedAt: ts(c.CreatedAt),
+		AuthorAssociation: c.AuthorAssociation,
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts.Requests++
+	s.log = append(s.log, r.Method+" "+r.URL.RequestURI())
+	if hook := s.hook; hook != nil {
+		s.mu.Unlock()
+		done := hook(w, r)
+		s.mu.Lock()
+		if done {
+			return
+		}
+	}
+	if r.Header.Get("User-Agent") == "" || r.Header.Get("Accept") != "application/vnd.github+json" {
+		fail(w, http.StatusBadRequest, "missing User-Agent or Accept")
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+Token {
+		fail(w, http.StatusUnauthorized, "Bad credentials")
+		return
+	}
+	resource := "core"
+	if strings.HasPrefix(r.URL.Path, "/search/") {
+		resource = "search"
+	}
+	b := s.limits[resource]
+	if now := s.clock(); !now.Before(b.reset) {
+		b.remaining, b.reset = b.limit, now.Add(time.Hour)
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(b.limit))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(b.reset.Unix(), 10))
+	h.Set("X-RateLimit-Resource", resource)
+	if b.remaining <= 0 {
+		h.Set("X-RateLimit-Remaining", "0")
+		fail(w, http.StatusForbidden, "API rate limit exceeded for user ID 1. If you reach out to GitHub Support for help, please include the request ID.")
+		return
+	}
+
+	status, body, next := s.route(r)
+	if status == http.StatusOK && r.Method == http.MethodGet {
+		sum := sha256.Sum256(body)
+		etag := `W/"` + hex.EncodeToString(sum[:8]) + `"`
+		h.Set("ETag", etag)
+		if next != "" {
+			h.Set("Link", next)
+		}
+		if r.Header.Get("If-None-Match") == etag {
+			// Conditional hit: GitHub does not charge a 304.
+			s.counts.NotModified++
+			h.Set("X-RateLimit-Remaining", strconv.Itoa(b.remaining))
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	b.remaining--
+	s.counts.Charged++
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(b.remaining))
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// fail answers with GitHub's error shape.
+func fail(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest"})
+}
+
+func jsonBody(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func errBody(msg string) []byte { return jsonBody(map[string]string{"message": msg}) }
+
+// route answers an authorised request: status, body and Link header. The lock is held.
+func (s *Server) route(r *http.Request) (int, []byte, string) {
+	prefix := "/repos/" + s.owner + "/" + s.repo
+	p := r.URL.Path
+	if p == "/search/issues" && r.Method == http.MethodGet {
+		return s.search(r)
+	}
+	if p == "/user" && r.Method == http.MethodGet {
+		return http.StatusOK, jsonBody(wireUserOf(s.users[BotLogin])), ""
+	}
+	if !strings.HasPrefix(p, prefix+"/") {
+		return http.StatusNotFound, errBody("Not Found"), ""
+	}
+	parts := strings.Split(strings.TrimPrefix(p, prefix+"/"), "/")
+	if parts[0] != "issues" {
+		return http.StatusNotFound, errBody("Not Found"), ""
+	}
+	if len(parts) == 1 && r.Method == http.MethodGet {
+		var list []*Issue
+		for _, is := range s.issues {
+			if st := r.URL.Query().Get("state"); st == "all" || st == is.State || st == "" && is.State == "open" {
+				list = append(list, is)
+			}
+		}
+		return s.page(r, list)
+	}
+	num, err := strconv.ParseInt(parts[1], 10, 64)
+	is := s.issues[num]
+	if err != nil || is == nil {
+		return http.StatusNotFound, errBody("Not Found"), ""
+	}
+	switch {
+	case len(parts) == 2 && r.Method == http.MethodGet:
+		return http.StatusOK, jsonBody(s.wire(is)), ""
+	case len(parts) == 2 && r.Method == http.MethodPatch:
+		var patch struct {
+			Labels      *[]string `json:"labels"`
+			State       *string   `json:"state"`
+			StateReason *string   `json:"state_reason"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&patch); err != nil {
+			return http.StatusBadRequest, errBody("Problems parsing JSON"), ""
+		}
+		if patch.State != nil && *patch.State != "open" && *patch.State != "closed" {
+			return http.StatusUnprocessableEntity, errBody("Validation Failed"), ""
+		}
+		if patch.Labels != nil {
+			is.Labels = slices.Clone(*patch.Labels)
+		}
+		if patch.State != nil {
+			reason := ""
+			if patch.StateReason != nil {
+				reason = *patch.StateReason
+			}
+			s.setState(is, *patch.State, reason)
+		}
+		s.bump(is)
+		return http.StatusOK, jsonBody(s.wire(is)), ""
+	case len(parts) == 3 && parts[2] == "comments" && r.Method == http.MethodGet:
+		cs := s.comments[num]
+		items := make([]any, len(cs))
+		for i, c := range cs {
+			items[i] = s.wireComment(num, c)
+		}
+		return s.pageAny(r, items)
+	case len(parts) == 3 && parts[2] == "comments" && r.Method == http.MethodPost:
+		var c struct {
+			Body *string `json:"body"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&c); err != nil || c.Body == nil {
+			return http.StatusUnprocessableEntity, errBody("Validation Failed"), ""
+		}
+		// The token's account can label and close issues, so it is a collaborator.
+		nc := &Comment{ID: s.newID(), User: s.users[BotLogin], Body: *c.Body, AuthorAssociation: "COLLABORATOR", CreatedAt: s.now()}
+		s.comments[num] = append(s.comments[num], nc)
+		s.bump(is)
+		return http.StatusCreated, jsonBody(s.wireComment(num, nc)), ""
+	case len(parts) == 3 && parts[2] == "parent" && r.Method == http.MethodGet:
+		pn, ok := s.parent[num]
+		if !ok || s.issues[pn] == nil {
+			return http.StatusNotFound, errBody("Not Found"), ""
+		}
+		return http.StatusOK, jsonBody(s.wire(s.issues[pn])), ""
+	case len(parts) == 4 && parts[2] == "dependencies" && parts[3] == "blocked_by" && r.Method == http.MethodGet:
+		var list []*Issue
+		for _, bn := range s.blocked[num] {
+			if b := s.issues[bn]; b != nil {
+				list = append(list, b)
+			}
+		}
+		return s.page(r, list)
+	}
+	return http.StatusNotFound, errBody("Not Found"), ""
+}
+
+// search evaluates the qualifiers the adapter sends: label:NAME (or label:"NAME"),
+// every one required; is:issue, which leaves out pull requests; is:open. Others, repo:
+// among them, are ignored. Results come in number order, in one page.
+func (s *Server) search(r *http.Request) (int, []byte, string) {
+	q := r.URL.Query().Get("q")
+	var want []string
+	for _, term := range strings.Fields(q) {
+		if l, ok := strings.CutPrefix(term, "label:"); ok {
+			want = append(want, strings.Trim(l, `"`))
+		}
+	}
+	items := []wireIssue{}
+	for _, n := range s.sortedNumbers() {
+		is := s.issues[n]
+		if is.PR && strings.Contains(q, "is:issue") || strings.Contains(q, "is:open") && is.State != "open" {
+			continue
+		}
+		ok := true
+		for _, l := range want {
+			ok = ok && slices.ContainsFunc(is.Labels, func(x string) bool { return strings.EqualFold(x, l) })
+		}
+		if ok {
+			items = append(items, s.wire(is))
+		}
+	}
+	return http.StatusOK, jsonBody(map[string]any{"total_count": len(items), "incomplete_results": false, "items": items}), ""
+}
+
+func (s *Server) sortedNumbers() []int64 {
+	nums := make([]int64, 0, len(s.issues))
+	for n := range s.issues {
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	return nums
+}
+
+// page lists issues in number order, in pages.
+func (s *Server) page(r *http.Request, list []*Issue) (int, []byte, string) {
+	slices.SortFunc(list, func(a, b *Issue) int { return int(a.Number - b.Number) })
+	items := make([]any, len(list))
+	for i, is := range list {
+		items[i] = s.wire(is)
+	}
+	return s.pageAny(r, items)
+}
+
+// pageAny cuts items into per_page pages (default 30, at most 100) and links the next
+// and the last, as GitHub's Link header does.
+func (s *Server) pageAny(r *http.Request, items []any) (int, []byte, string) {
+	q := r.URL.Query()
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 {
+		per = 30
+	}
+	per = min(per, 100)
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	lo := min((page-1)*per, len(items))
+	hi := min(lo+per, len(items))
+	out := items[lo:hi]
+	link := ""
+	if hi < len(items) {
+		q.Set("page", strconv.Itoa(page+1))
+		next := s.srv.URL + r.URL.Path + "?" + q.Encode()
+		q.Set("page", strconv.Itoa((len(items)+per-1)/per))
+		link = fmt.Sprintf(`<%s>; rel="next", <%s>; rel="last"`, next, s.srv.URL+r.URL.Path+"?"+q.Encode())
+	}
+	return http.StatusOK, jsonBody(out), link
+}
