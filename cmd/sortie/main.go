@@ -61,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdValidate(args[1:], stdout, stderr)
 		case "init":
 			return cmdInit(args[1:], stdout, stderr)
+		case "webhooks":
+			return cmdWebhooks(args[1:], stdout, stderr)
 		case "demo":
 			return cmdDemo(args[1:], stdout, stderr)
 		case "status":
@@ -89,7 +91,7 @@ func runsDaemon(args []string) bool {
 		return true
 	}
 	switch args[0] {
-	case "validate", "init", "demo", "status", "mcp-server", "confine", "supervise", "version", "--version", "-V", "help", "-h", "-help", "--help":
+	case "validate", "init", "webhooks", "demo", "status", "mcp-server", "confine", "supervise", "version", "--version", "-V", "help", "-h", "-help", "--help":
 		return false
 	}
 	return true
@@ -109,6 +111,9 @@ Usage:
                                       check a workflow file; exit 0 valid, 1 invalid
   sortie init [DIR]                   write a commented WORKFLOW.md and issues.json that
                                       run with the file tracker and the mock agent
+  sortie webhooks [WORKFLOW.md]       what to register on the workflow's tracker so that
+                                      issues start within a second: the URL, the events,
+                                      the secret's variable
   sortie status [--json] [WORKFLOW.md]
                                       what is running, retrying and awaiting input, and
                                       the recent runs: from the daemon's API, or from its

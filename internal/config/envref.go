@@ -31,8 +31,8 @@ func expandEnv(s string, lookup func(string) (string, bool)) (string, []envRef) 
 // envNameRE matches a portable environment variable name.
 var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
-// envRefs returns the names of the variables s references as $VAR or ${VAR}.
-func envRefs(s string) []string {
+// EnvRefs returns the names of the variables s references as $VAR or ${VAR}.
+func EnvRefs(s string) []string {
 	var names []string
 	os.Expand(s, func(name string) string {
 		if envNameRE().MatchString(name) && !slices.Contains(names, name) {

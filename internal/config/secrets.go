@@ -21,7 +21,7 @@ func isSecretKey(k string) bool {
 func secretEnv(raw map[string]any) []string {
 	var names []string
 	addRefs := func(s string) {
-		for _, n := range envRefs(s) {
+		for _, n := range EnvRefs(s) {
 			if !slices.Contains(names, n) {
 				names = append(names, n)
 			}

@@ -228,7 +228,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	logger.Info("sortie started", "version", o.Version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", dbShown, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
-	stopServer, err := d.startServer(ctx, cfg, orch, wf.answerer(), st, hub, mets, adapters.rateLimits)
+	stopServer, err := d.startServer(ctx, watcher.Current, orch, wf.answerer(), st, hub, mets, adapters.rateLimits)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 
 	"sortie/internal/config"
 	"sortie/internal/metrics"
@@ -12,6 +14,7 @@ import (
 	"sortie/internal/server"
 	"sortie/internal/server/dashboard"
 	"sortie/internal/tracker"
+	"sortie/internal/webhook"
 	"sortie/internal/workflow/checkpoint"
 )
 
@@ -21,8 +24,9 @@ import (
 // dashboard show the shutdown. Port 0 turns it off. A busy port is fatal when the port was chosen
 // explicitly; the default port being busy (another daemon on this machine) only costs
 // this daemon its server, with a warning.
-func (d *Daemon) startServer(ctx context.Context, cfg *config.Config, orch *orchestrator.Orchestrator,
+func (d *Daemon) startServer(ctx context.Context, current func() *config.Config, orch *orchestrator.Orchestrator,
 	checkpoints *checkpoint.Desk, st daemonStore, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit) (func(), error) {
+	cfg := current()
 	log, version, workflow := d.log, d.opts.Version, d.opts.WorkflowPath
 	host, port := pick(d.opts.Host, cfg.Server.Host), cfg.Server.Port
 	explicit := cfg.Server.PortSet
@@ -40,7 +44,7 @@ func (d *Daemon) startServer(ctx context.Context, cfg *config.Config, orch *orch
 		Host: host, Port: port, AuthToken: token, TokenGenerated: cfg.Server.AuthToken == "", Version: version, WorkflowPath: workflow,
 		Snapshot: orch.Snapshot, Refresh: orch.Refresh, StorePing: st.Ping,
 		Runs: st, Hub: hub, Metrics: mets.Handler(), Dashboard: dashboard.Handler(version), Logger: log,
-		RateLimits: rateLimits, Checkpoints: checkpoints,
+		RateLimits: rateLimits, Checkpoints: checkpoints, Webhooks: webhookReceiver(current, orch, mets, log),
 	})
 	if err != nil {
 		return nil, err
@@ -69,6 +73,25 @@ func (d *Daemon) startServer(ctx context.Context, cfg *config.Config, orch *orch
 		}
 	}()
 	return func() { cancel(); <-done }, nil
+}
+
+// webhookReceiver receives the webhooks of the tracker in force (docs/webhooks.md),
+// with the secret of the configuration applied last: each authentic delivery makes the
+// orchestrator poll now.
+func webhookReceiver(current func() *config.Config, orch *orchestrator.Orchestrator, mets *metrics.Metrics, log *slog.Logger) *webhook.Receiver {
+	return webhook.New(webhook.Options{
+		Settings: func() webhook.Settings {
+			t := current().Tracker
+			return webhook.Settings{Tracker: t.Kind, Secret: t.WebhookSecret, Project: t.Project, Team: t.Team}
+		},
+		Deliver: func(dv webhook.Delivery) {
+			coalesced := orch.WebhookDelivered()
+			log.Debug("webhook delivery: polling the tracker now", "tracker", dv.Tracker, "event", dv.Event,
+				"issues", strings.Join(dv.Issues, ","), "delivery", dv.ID, "coalesced", coalesced)
+		},
+		Count:  mets.WebhookDelivery,
+		Logger: log,
+	})
 }
 
 // displayAddr shows a wildcard listen address as one a browser can open.

@@ -17,6 +17,7 @@ import (
 
 	"sortie/internal/agenttools"
 	"sortie/internal/orchestrator"
+	"sortie/internal/webhook"
 )
 
 // namespace prefixes every family: sortie_dispatches_total, ...
@@ -64,6 +65,9 @@ type Metrics struct {
 	// notifyLimited counts notify_operator calls refused by the rate limit, by scope;
 	// fixed at New, so reads need no lock.
 	notifyLimited map[string]prometheus.Counter
+	// webhooks counts webhook deliveries by tracker kind and result; fixed at New
+	// (webhook.Kinds × webhook.Results), so reads need no lock.
+	webhooks map[[2]string]prometheus.Counter
 }
 
 // New builds the metrics of one daemon. version is the build's version (the
@@ -132,6 +136,16 @@ func New(version string) *Metrics {
 	m.notifyLimited = map[string]prometheus.Counter{}
 	for _, scope := range []string{agenttools.NotifyScopeIssue, agenttools.NotifyScopeGlobal} {
 		m.notifyLimited[scope] = notifyLimited.WithLabelValues(scope)
+	}
+
+	deliveries := f.counterVec("webhook_deliveries_total",
+		"Tracker webhook deliveries received, by tracker (github, linear, jira) and result (accepted, ignored, replayed, unauthorized, stale, malformed, too_large, not_configured).",
+		"tracker", "result")
+	m.webhooks = map[[2]string]prometheus.Counter{}
+	for _, kind := range webhook.Kinds() {
+		for _, result := range webhook.Results() {
+			m.webhooks[[2]string{kind, result}] = deliveries.WithLabelValues(kind, result)
+		}
 	}
 
 	// Values the orchestrator is known to report start at zero, so rate() and alerts

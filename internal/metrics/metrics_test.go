@@ -20,6 +20,7 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/orchestrator"
 	"sortie/internal/tracker"
+	"sortie/internal/webhook"
 )
 
 // families is every sortie_* family New exports, with its type. docs/metrics.md lists
@@ -54,6 +55,7 @@ var families = map[string]dto.MetricType{
 	"sortie_run_duration_seconds":            dto.MetricType_HISTOGRAM,
 	"sortie_poll_duration_seconds":           dto.MetricType_HISTOGRAM,
 	"sortie_notify_rate_limited_total":       dto.MetricType_COUNTER,
+	"sortie_webhook_deliveries_total":        dto.MetricType_COUNTER,
 }
 
 // fakeSnapshot is a snapshot function that returns s.
@@ -277,7 +279,7 @@ sortie_notify_rate_limited_total{scope="issue"} 0
 `
 	names := []string{}
 	for name, typ := range families {
-		if typ == dto.MetricType_COUNTER && name != "sortie_tracker_requests_total" {
+		if typ == dto.MetricType_COUNTER && name != "sortie_tracker_requests_total" && name != "sortie_webhook_deliveries_total" {
 			names = append(names, name)
 		}
 	}
@@ -484,5 +486,30 @@ func TestObserve_IgnoresNegativeDurationsAndImpossibleCosts(t *testing.T) {
 	}
 	if mf, ok := fams["sortie_cost_usd_total"]; ok && len(mf.GetMetric()) > 0 {
 		t.Errorf("cost_usd_total has %d series, want none from impossible costs", len(mf.GetMetric()))
+	}
+}
+
+// Webhook deliveries are counted by tracker and result; every pair starts at 0, and a
+// value outside webhook.Kinds or webhook.Results is not counted (the labels stay bounded).
+func TestWebhookDelivery_CountsByTrackerAndResult(t *testing.T) {
+	m := New("1.2.3")
+	m.WebhookDelivery("github", "accepted")
+	m.WebhookDelivery("github", "accepted")
+	m.WebhookDelivery("jira", "unauthorized")
+	m.WebhookDelivery("gitlab", "accepted")
+	m.WebhookDelivery("github", "made-up")
+	fams := gather(t, m)
+	mf := fams["sortie_webhook_deliveries_total"]
+	if got, want := len(mf.GetMetric()), len(webhook.Kinds())*len(webhook.Results()); got != want {
+		t.Fatalf("series = %d, want %d (every tracker × result, from 0)", got, want)
+	}
+	for _, c := range []struct {
+		tracker, result string
+		want            float64
+	}{{"github", "accepted", 2}, {"jira", "unauthorized", 1}, {"linear", "accepted", 0}} {
+		s := series(t, fams, "sortie_webhook_deliveries_total", map[string]string{"tracker": c.tracker, "result": c.result})
+		if got := s.GetCounter().GetValue(); got != c.want {
+			t.Errorf("%s/%s = %v, want %v", c.tracker, c.result, got, c.want)
+		}
 	}
 }

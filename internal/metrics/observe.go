@@ -106,3 +106,12 @@ func (m *Metrics) NotifyRateLimited(scope string) {
 		c.Inc()
 	}
 }
+
+// WebhookDelivery counts one webhook delivery by tracker kind and result
+// (webhook.Options.Count); other values are ignored, so the labels stay bounded. It
+// is called on the HTTP server's goroutines and never blocks.
+func (m *Metrics) WebhookDelivery(tracker, result string) {
+	if c, ok := m.webhooks[[2]string{tracker, result}]; ok {
+		c.Inc()
+	}
+}

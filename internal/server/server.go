@@ -15,6 +15,7 @@ import (
 	"sortie/internal/orchestrator"
 	"sortie/internal/store"
 	"sortie/internal/tracker"
+	"sortie/internal/webhook"
 )
 
 // Timeouts. Reads are small (no route takes a body bigger than a login form), so the
@@ -84,6 +85,12 @@ type Options struct {
 	// Hub is the live feed of GET /api/v1/events; wire Hub.Publish as the
 	// orchestrator's Activity hook.
 	Hub *Hub
+	// Webhooks, when set, receives the trackers' webhook deliveries under /webhooks/
+	// (a *webhook.Receiver). It is served without the operator token and whatever the
+	// Host header names: a tracker cannot carry the token, and each delivery is checked
+	// against the tracker's own signature instead. Its Status is shown in
+	// /api/v1/state and on the dashboard.
+	Webhooks WebhookReceiver
 	// Metrics, when set, is served at /metrics (behind the token like the rest).
 	Metrics http.Handler
 	// Dashboard, when set, is served at / and every path that is not /api/, /livez,
@@ -107,6 +114,13 @@ type Runs interface {
 }
 
 var _ Runs = store.Reader(nil)
+
+// WebhookReceiver is what the server needs from the webhook receiver.
+type WebhookReceiver interface {
+	http.Handler
+	// Status is the last delivery per tracker kind.
+	Status() []webhook.Status
+}
 
 // Server is the HTTP server. Create it with New; serve it with Serve or ListenAndServe,
 // or mount Handler in a server of your own.
@@ -271,7 +285,16 @@ func (s *Server) routes() http.Handler {
 		writeError(w, http.StatusForbidden, codeCrossOrigin,
 			"a browser sent "+r.Method+" "+r.URL.Path+" from another site; only the dashboard's own pages may change state")
 	}))
-	return s.checkHost(cop.Handler(root))
+	guarded := s.checkHost(cop.Handler(root))
+	if s.opts.Webhooks == nil {
+		return guarded
+	}
+	// Deliveries come from the tracker, through whatever proxy the operator runs, with
+	// no token, no browser and a public Host: the signature is their only guard.
+	outer := http.NewServeMux()
+	outer.Handle("/webhooks/", s.opts.Webhooks)
+	outer.Handle("/", guarded)
+	return outer
 }
 
 // isLoopbackHost reports whether host (an IP address or name, no port) is reached

@@ -8,6 +8,7 @@ import (
 	"sortie/internal/agent"
 	"sortie/internal/orchestrator"
 	"sortie/internal/tracker"
+	"sortie/internal/webhook"
 )
 
 // Hold reasons that wait for a human's answer rather than a fix: the issues listed
@@ -61,6 +62,9 @@ type stateTail struct {
 	// RateLimits is the tracker API's budget as its last response said, [] for a
 	// tracker without one (tracker.RateLimiter).
 	RateLimits []tracker.RateLimit `json:"rate_limits"`
+	// Webhooks is the last webhook delivery per tracker kind, [] when none has come
+	// (or the daemon receives none).
+	Webhooks []webhook.Status `json:"webhooks"`
 	// Cluster is the daemons sharing this daemon's PostgreSQL store and their leases,
 	// as of its last renewal; absent when the daemon is alone.
 	Cluster *orchestrator.ClusterView `json:"cluster,omitempty"`
@@ -205,6 +209,12 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	if s.opts.RateLimits != nil {
 		if rl := s.opts.RateLimits(); rl != nil {
 			tail.RateLimits = rl
+		}
+	}
+	tail.Webhooks = []webhook.Status{}
+	if s.opts.Webhooks != nil {
+		if ws := s.opts.Webhooks.Status(); ws != nil {
+			tail.Webhooks = ws
 		}
 	}
 	bp := statePool.Get().(*[]byte)

@@ -25,7 +25,7 @@ type githubPayload struct {
 }
 
 // parseGitHub reads a delivery whose event is named by X-GitHub-Event: issues (any
-// action) and issue_comment on an issue name the issue ("#12"); label is accepted
+// action) and issue_comment on an issue name the issue by number ("12", Sortie's identifier for an issue of tracker.project); label is accepted
 // naming none, since a label's change can change which issues Sortie picks; ping and
 // every other event are ignored. A repository other than s.Project is ignored.
 func parseGitHub(d *Delivery, h http.Header, body []byte, s Settings, _ time.Time) (string, error) {
@@ -69,6 +69,6 @@ func parseGitHub(d *Delivery, h http.Header, body []byte, s Settings, _ time.Tim
 	if event == "issue_comment" && present(p.Issue.PullRequest) {
 		return Ignored, fmt.Errorf("github: issue_comment: #%d is a pull request, not an issue", p.Issue.Number)
 	}
-	d.Issues = []string{"#" + strconv.FormatInt(p.Issue.Number, 10)}
+	d.Issues = []string{strconv.FormatInt(p.Issue.Number, 10)}
 	return Accepted, nil
 }

@@ -83,9 +83,9 @@ func TestServeHTTP_Fixtures(t *testing.T) {
 		event  string
 		issues []string
 	}{
-		{"github_issues_opened.json", Accepted, "issues.opened", []string{"#12"}},
-		{"github_issues_labeled.json", Accepted, "issues.labeled", []string{"#12"}},
-		{"github_issue_comment_created.json", Accepted, "issue_comment.created", []string{"#12"}},
+		{"github_issues_opened.json", Accepted, "issues.opened", []string{"12"}},
+		{"github_issues_labeled.json", Accepted, "issues.labeled", []string{"12"}},
+		{"github_issue_comment_created.json", Accepted, "issue_comment.created", []string{"12"}},
 		{"github_issue_comment_pr.json", Ignored, "issue_comment.created", nil},
 		{"github_label_deleted.json", Accepted, "label.deleted", nil},
 		{"github_ping.json", Ignored, "ping", nil},
@@ -160,11 +160,11 @@ func TestServeHTTP_AcceptsOtherProofs(t *testing.T) {
 		{"jira project key in another case", Settings{Tracker: Jira, Secret: testSecret, Project: "proj"}, Jira,
 			headersFor(Jira, "", "", testSecret, jiraBody), jiraBody, []string{"PROJ-7"}},
 		{"github repository in another case", Settings{Tracker: GitHub, Secret: testSecret, Project: "ACME/Widgets"}, GitHub,
-			headersFor(GitHub, "issues", "", testSecret, ghBody), ghBody, []string{"#12"}},
+			headersFor(GitHub, "issues", "", testSecret, ghBody), ghBody, []string{"12"}},
 		{"github with no project filter", Settings{Tracker: GitHub, Secret: testSecret}, GitHub,
-			headersFor(GitHub, "issues", "", testSecret, ghBody), ghBody, []string{"#12"}},
+			headersFor(GitHub, "issues", "", testSecret, ghBody), ghBody, []string{"12"}},
 		{"github signature in upper-case hex", settingsFor(GitHub), GitHub,
-			http.Header{"X-Github-Event": {"issues"}, "X-Hub-Signature-256": {"sha256=" + strings.ToUpper(signHex(testSecret, ghBody))}}, ghBody, []string{"#12"}},
+			http.Header{"X-Github-Event": {"issues"}, "X-Hub-Signature-256": {"sha256=" + strings.ToUpper(signHex(testSecret, ghBody))}}, ghBody, []string{"12"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -57,7 +57,7 @@ type Delivery struct {
 	// ("Issue.create", "Comment.create"), Jira's webhookEvent ("jira:issue_updated",
 	// "comment_created").
 	Event string
-	// Issues are the identifiers it names as humans see them: GitHub "#12", Linear
+	// Issues are the identifiers it names as Sortie shows them: GitHub "12", Linear
 	// "ENG-12" (or, for a comment whose payload carries no identifier, the issue's id),
 	// Jira "PROJ-7". Empty for an event about no one issue (a GitHub label change).
 	Issues []string

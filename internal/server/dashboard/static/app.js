@@ -39,10 +39,11 @@ function main() {
     version: document.getElementById('version'),
     uptime: el('span', { class: 'pill', title: 'time since the daemon started', hidden: true }),
     poll: el('span', { class: 'pill', hidden: true }),
+    webhook: el('span', { class: 'pill', hidden: true, dataset: { role: 'webhook' } }),
     draining: el('span', { class: 'pill warn', hidden: true, title: 'no new work is dispatched; running sessions finish' }, 'draining'),
     live: el('span', { class: 'pill live', title: 'live event stream' }, 'connecting'),
   };
-  status.append(h.uptime, h.poll, h.draining, h.live);
+  status.append(h.uptime, h.poll, h.webhook, h.draining, h.live);
 
   let state = null;
   let stateAt = 0;
@@ -149,6 +150,21 @@ function main() {
     setText(h.poll, at ? `${failed ? 'poll failed' : 'polled'} ${agoText(at, serverClock.now())}` : 'not polled yet');
     h.poll.className = 'pill ' + (failed ? 'error' : 'ok');
     h.poll.title = failed && state.last_error ? state.last_error : 'last poll of the tracker';
+    tickWebhook(state.webhooks || []);
+  }
+
+  // tickWebhook shows the last webhook delivery (docs/webhooks.md): when it came, and
+  // a warning colour when it was refused (a wrong secret, a stale or malformed body).
+  function tickWebhook(hooks) {
+    const last = hooks.reduce((a, w) => (!a || parseTime(w.last_at) > parseTime(a.last_at) ? w : a), null);
+    h.webhook.hidden = !last;
+    if (!last) return;
+    const refused = !['accepted', 'ignored', 'replayed'].includes(last.last_result);
+    setText(h.webhook, `${last.tracker} webhook ${agoText(parseTime(last.last_at), serverClock.now())}`);
+    h.webhook.className = 'pill ' + (refused ? 'warn' : 'ok');
+    const counts = Object.entries(last.counts || {}).map(([k, v]) => `${v} ${k}`).join(', ');
+    h.webhook.title = `last delivery: ${last.last_event || 'unknown event'}, ${last.last_result.replace('_', ' ')}` +
+      (counts ? ` (since start-up: ${counts})` : '');
   }
 
   const statePoll = new Poller(loadState, STATE_EVERY);
