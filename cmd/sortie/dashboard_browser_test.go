@@ -189,7 +189,7 @@ func setIssueStates(t *testing.T, path string, states map[string]string) {
 }
 
 // freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -201,7 +201,7 @@ func freePort(t *testing.T) int {
 
 // waitHTTP waits until url answers 200, or fails when the daemon exits or
 // browser.Timeout passes.
-func waitHTTP(t *testing.T, d *runningDaemon, url string) {
+func waitHTTP(t testing.TB, d *runningDaemon, url string) {
 	t.Helper()
 	deadline := time.Now().Add(browser.Timeout)
 	tick := time.NewTicker(50 * time.Millisecond)

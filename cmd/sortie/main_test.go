@@ -161,14 +161,14 @@ const commandTimeout = 90 * time.Second
 
 // runSortie runs the binary to completion in dir (the package's directory when dir is
 // "") with env (a fresh testEnv when nil) and returns its exit code and output.
-func runSortie(t *testing.T, dir string, env []string, args ...string) result {
+func runSortie(t testing.TB, dir string, env []string, args ...string) result {
 	t.Helper()
 	return runSortieWithin(t, commandTimeout, dir, env, args...)
 }
 
 // runSortieWithin is runSortie with its own guard: the process is killed and the test
 // fails when it runs longer than timeout.
-func runSortieWithin(t *testing.T, timeout time.Duration, dir string, env []string, args ...string) result {
+func runSortieWithin(t testing.TB, timeout time.Duration, dir string, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -200,7 +200,7 @@ func runSortieWithin(t *testing.T, timeout time.Duration, dir string, env []stri
 // runningDaemon is a sortie process a test started and talks to through signals and its
 // stderr, which a goroutine reads line by line.
 type runningDaemon struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	name string
 
@@ -215,7 +215,7 @@ type runningDaemon struct {
 
 // startDaemon starts `sortie args...` with env, and kills it at the end of the test if
 // it is still running.
-func startDaemon(t *testing.T, env []string, args ...string) *runningDaemon {
+func startDaemon(t testing.TB, env []string, args ...string) *runningDaemon {
 	t.Helper()
 	cmd := exec.Command(sortieBin, args...)
 	cmd.Env = env
@@ -389,7 +389,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // writeFile writes content to dir/name, creating dir.
-func writeFile(t *testing.T, dir, name, content string) string {
+func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -103,7 +103,7 @@ func waitRunsInProgress(t *testing.T, dbPath string, n, members int, attempts ma
 // cond's last explanation after timeout. Only for conditions set by another process
 // (a daemon writing its database, processes starting and dying), which offer nothing
 // to wait on.
-func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func pollUntil(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(20 * time.Millisecond)

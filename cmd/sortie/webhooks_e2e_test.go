@@ -250,7 +250,7 @@ Work on {{ .issue.identifier }}.
 }
 
 // postDelivery posts a webhook delivery and returns the HTTP status.
-func postDelivery(t *testing.T, url string, body []byte, h http.Header) int {
+func postDelivery(t testing.TB, url string, body []byte, h http.Header) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {

@@ -116,7 +116,7 @@ func readMCPLog(t *testing.T, path string) []mcpLogLine {
 
 // daemonToken is the operator token of the daemon whose database is dbPath (the one it
 // generated, server.auth_token being unset).
-func daemonToken(t *testing.T, dbPath string) string {
+func daemonToken(t testing.TB, dbPath string) string {
 	t.Helper()
 	key, err := session.LoadOrCreateKey(dbPath + daemon.OperatorTokenSuffix)
 	if err != nil {
@@ -136,7 +136,7 @@ func apiPost(token, url, body string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-func getJSON(t *testing.T, token, url string, v any) {
+func getJSON(t testing.TB, token, url string, v any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {

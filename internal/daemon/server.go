@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"strings"
 
 	"sortie/internal/config"
 	"sortie/internal/metrics"
@@ -84,11 +83,8 @@ func webhookReceiver(current func() *config.Config, orch *orchestrator.Orchestra
 			t := current().Tracker
 			return webhook.Settings{Tracker: t.Kind, Secret: t.WebhookSecret, Project: t.Project, Team: t.Team}
 		},
-		Deliver: func(dv webhook.Delivery) {
-			coalesced := orch.WebhookDelivered()
-			log.Debug("webhook delivery: polling the tracker now", "tracker", dv.Tracker, "event", dv.Event,
-				"issues", strings.Join(dv.Issues, ","), "delivery", dv.ID, "coalesced", coalesced)
-		},
+		// The receiver logs each delivery; the orchestrator only needs to poll now.
+		Deliver: func(webhook.Delivery) { orch.WebhookDelivered() },
 		Count:  mets.WebhookDelivery,
 		Logger: log,
 	})

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,14 +54,22 @@ func (t *Tracker) get(ctx context.Context, op, rawURL string) (response, error) 
 		if !hasCached {
 			return response{}, tracker.Errorf(tracker.ErrPayload, op, "GitHub answered 304 Not Modified to an unconditional request for %s", redactURL(rawURL))
 		}
-		return response{body: cached.body, next: cached.next}, nil
+		next := cached.next
+		if next == "" && cached.full {
+			// A 304 says this page is unchanged, not that nothing follows it: the ETag
+			// is of the body, so a full last page answers 304 after an issue was added
+			// on a new page behind it. Look at the page after it (an empty page, then
+			// 304s, while there is none).
+			next = pageAfter(rawURL)
+		}
+		return response{body: cached.body, next: next}, nil
 	}
 	next, err := t.nextLink(hdr.Get("Link"))
 	if err != nil {
 		return response{}, &tracker.Error{Kind: tracker.ErrPayload, Op: op, Err: err}
 	}
 	if etag := hdr.Get("ETag"); etag != "" {
-		t.etags.put(rawURL, cachedResponse{etag: etag, body: body, next: next})
+		t.etags.put(rawURL, cachedResponse{etag: etag, body: body, next: next, full: next == "" && fullPage(rawURL, body)})
 	}
 	return response{body: body, next: next}, nil
 }
@@ -257,6 +266,51 @@ type cachedResponse struct {
 	etag string
 	body []byte
 	next string
+	// full is set on a last page (no next link) that holds per_page items: a page may
+	// follow it by the time it is asked for again.
+	full bool
+}
+
+// fullPage reports whether body, a list or a search result, holds as many items as
+// rawURL's per_page asked for (GitHub's default is 30).
+func fullPage(rawURL string, body []byte) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	per := 30
+	if v := u.Query().Get("per_page"); v != "" {
+		if per, err = strconv.Atoi(v); err != nil || per <= 0 {
+			return false
+		}
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(body, &list) != nil {
+		var search struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if json.Unmarshal(body, &search) != nil {
+			return false
+		}
+		list = search.Items
+	}
+	return len(list) >= per
+}
+
+// pageAfter is rawURL with its page parameter one higher (page 2 when it has none).
+func pageAfter(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	page, err := strconv.Atoi(q.Get("page"))
+	if err != nil || page < 1 {
+		page = 1
+	}
+	q.Set("page", strconv.Itoa(page+1))
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 type cacheEntry struct {

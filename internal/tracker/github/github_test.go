@@ -266,6 +266,39 @@ func TestETag_OnlyTheChangedPageIsCharged(t *testing.T) {
 	}
 }
 
+// An issue filed behind a full last page lands on a new page, and the full page itself
+// is unchanged (304): the next poll must still find it. (Found by the webhook benchmark:
+// with exactly 100 open issues, the 101st waited until an issue on page 1 changed.)
+func TestETag_AnIssueOnANewPageBehindAFullOneIsFound(t *testing.T) {
+	clock := newTestClock()
+	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
+	for n := int64(1); n <= 100; n++ {
+		f.AddIssue(n, fmt.Sprintf("issue %d", n), "open", "todo")
+	}
+	tr := newTestTracker(t, f, clock)
+	for range 2 { // the second poll is all 304s and looks for a page after the full one
+		if got, err := tr.FetchCandidateIssues(context.Background()); err != nil || len(got) != 100 {
+			t.Fatalf("candidates = %d, %v; want 100", len(got), err)
+		}
+	}
+	f.AddIssue(101, "filed just now", "open", "todo")
+	got, err := tr.FetchCandidateIssues(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 101 || !slices.ContainsFunc(got, func(is tracker.Issue) bool { return is.Identifier == "101" }) {
+		t.Fatalf("candidates after #101 was filed = %d, want 101 with #101", len(got))
+	}
+	// Once seen, an idle poll costs nothing: two pages, both 304.
+	before := f.Counts()
+	if _, err := tr.FetchCandidateIssues(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.Counts(); after.Charged != before.Charged || after.NotModified-before.NotModified != 2 {
+		t.Errorf("an idle poll: %d charged, %d answered 304; want 0 charged and 2 (the two pages) 304", after.Charged-before.Charged, after.NotModified-before.NotModified)
+	}
+}
+
 func TestStates_LabelsThenOpenClosedFallbacks(t *testing.T) {
 	clock := newTestClock()
 	f := fakegithub.New(t, fakegithub.WithClock(clock.Now))
