@@ -85,8 +85,8 @@ func webhookReceiver(current func() *config.Config, orch *orchestrator.Orchestra
 		},
 		// The receiver logs each delivery; the orchestrator only needs to poll now.
 		Deliver: func(webhook.Delivery) { orch.WebhookDelivered() },
-		Count:  mets.WebhookDelivery,
-		Logger: log,
+		Count:   mets.WebhookDelivery,
+		Logger:  log,
 	})
 }
 
