@@ -68,3 +68,40 @@ func TestWebhookDelivered_NeverShortensALongerInterval(t *testing.T) {
 		t.Fatalf("pollInterval after a delivery = %v, want polling.interval_ms (10m), the longer", got)
 	}
 }
+
+// A comment delivered by webhook goes through the same author rules as one found by a
+// poll, because the delivery only makes the poll happen now: a "/sortie choose" by
+// someone not in workflows.answerers is refused; an answerer's, announced the same way,
+// lifts the hold, both without waiting for polling.interval_ms.
+func TestWebhookDelivered_CheckpointAnswersKeepTheirAuthorRules(t *testing.T) {
+	cfg := checkpointConfig(t)
+	cfg.Workflows.Answerers = []string{"erin"}
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, checkpoints: true})
+	h.trk.Put(issue("CP-W", "Todo"))
+	armOnFirstTurn(t, h, "CP-W", approvePlan("CP-W"))
+	h.start()
+	h.awaitStep(StepExit, "CP-W")
+
+	if err := h.trk.AddComment("CP-W", "mallory", "/sortie choose approve"); err != nil {
+		t.Fatal(err)
+	}
+	h.obs.skip()
+	h.orch.WebhookDelivered()
+	o := h.awaitStep(StepTick, "")
+	if held, ok := heldOf(o.Snapshot, "CP-W"); !ok || held.Reason != holdAwaiting {
+		t.Fatalf("mallory's delivered comment lifted the hold: %s", describe(o.Snapshot))
+	}
+	if refused := h.desk.RefusedAnswers("CP-W"); len(refused) != 1 {
+		t.Fatalf("refused answers = %+v, want mallory's", refused)
+	}
+
+	if err := h.trk.AddComment("CP-W", "erin", "/sortie choose approve"); err != nil {
+		t.Fatal(err)
+	}
+	h.obs.skip()
+	h.orch.WebhookDelivered()
+	h.await("erin's delivered answer lifts the hold", func(o Observation) bool {
+		_, held := heldOf(o.Snapshot, "CP-W")
+		return !held
+	})
+}
