@@ -18,6 +18,7 @@ import (
 	"sortie/internal/server/dashboard"
 	"sortie/internal/store"
 	"sortie/internal/testkit/browser"
+	"sortie/internal/webhook"
 )
 
 // The dashboard's checkpoint answers in a real browser: Debian's Chromium, headless,
@@ -266,6 +267,42 @@ func TestDashboard_ShowsTheClusterOnlyInOne(t *testing.T) {
 	b.WaitFor("the Cluster panel and its banner gone once the daemon is alone", `(() => {
 		const c = document.querySelector('#cluster');
 		return c && c.hidden && !document.querySelector('[data-banner="cluster"]');
+	})()`)
+	b.CheckNoErrors()
+}
+
+// The header shows the last webhook delivery once one has come: green when accepted,
+// amber when refused, with the event, result and counts in its tooltip.
+func TestDashboard_ShowsTheLastWebhookDelivery(t *testing.T) {
+	chromium := browser.FindChromium(t)
+	recv := &fakeReceiver{}
+	f := newFixture(t, func(o *Options) {
+		o.Dashboard = dashboard.Handler("1.2.3")
+		o.Now = time.Now
+		o.Webhooks = recv
+	})
+	base := serveFixture(t, f)
+	b := browser.Start(t, chromium, browser.Options{Width: 1200, Height: 820, FailureText: `document.body.innerText`})
+	b.Do(chromedp.Navigate(base + "/"))
+	b.WaitFor("the overview, without a webhook pill", `(() => {
+		const p = document.querySelector('[data-role="webhook"]');
+		return document.body.dataset.loaded === 'true' && p && p.hidden;
+	})()`)
+
+	now := time.Now()
+	recv.set(webhook.Status{Tracker: "github", LastAt: now.Add(-3 * time.Second), LastEvent: "issues.opened",
+		LastResult: webhook.Accepted, LastAcceptedAt: now, Counts: map[string]int64{webhook.Accepted: 4, webhook.Unauthorized: 0}})
+	b.WaitFor("an accepted delivery in the header", `(() => {
+		const p = document.querySelector('[data-role="webhook"]');
+		return !p.hidden && p.textContent.startsWith('github webhook') && p.classList.contains('ok') &&
+			p.title.includes('issues.opened, accepted') && p.title.includes('4 accepted');
+	})()`)
+
+	recv.set(webhook.Status{Tracker: "github", LastAt: now, LastEvent: "", LastResult: webhook.Unauthorized,
+		LastAcceptedAt: now.Add(-time.Minute), Counts: map[string]int64{webhook.Accepted: 4, webhook.Unauthorized: 1}})
+	b.WaitFor("a refused delivery in amber", `(() => {
+		const p = document.querySelector('[data-role="webhook"]');
+		return !p.hidden && p.classList.contains('warn') && p.title.includes('unauthorized') && p.title.includes('1 unauthorized');
 	})()`)
 	b.CheckNoErrors()
 }

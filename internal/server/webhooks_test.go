@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 
 	"sortie/internal/webhook"
@@ -9,16 +10,29 @@ import (
 
 // fakeReceiver stands for the webhook receiver: it answers 202 and says it was reached.
 type fakeReceiver struct {
+	mu      sync.Mutex
 	reached int
 	status  []webhook.Status
 }
 
 func (f *fakeReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
 	f.reached++
+	f.mu.Unlock()
 	w.WriteHeader(http.StatusAccepted)
 }
 
-func (f *fakeReceiver) Status() []webhook.Status { return f.status }
+func (f *fakeReceiver) Status() []webhook.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+func (f *fakeReceiver) set(s ...webhook.Status) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status = s
+}
 
 // A tracker's delivery carries no operator token and names the public host it was sent
 // to; the signature is its guard, so /webhooks/ is served without the token (and, with
@@ -66,8 +80,8 @@ func TestWebhooks_StateShowsTheLastDelivery(t *testing.T) {
 	if st.Webhooks == nil || len(st.Webhooks) != 0 {
 		t.Fatalf("webhooks before any delivery = %#v, want []", st.Webhooks)
 	}
-	recv.status = []webhook.Status{{Tracker: "github", LastAt: t0, LastEvent: "issues.opened", LastResult: webhook.Accepted,
-		LastAcceptedAt: t0, Counts: map[string]int64{webhook.Accepted: 1}}}
+	recv.set(webhook.Status{Tracker: "github", LastAt: t0, LastEvent: "issues.opened", LastResult: webhook.Accepted,
+		LastAcceptedAt: t0, Counts: map[string]int64{webhook.Accepted: 1}})
 	decode(t, f.get(t, "/api/v1/state"), &st)
 	if len(st.Webhooks) != 1 || st.Webhooks[0].LastEvent != "issues.opened" || st.Webhooks[0].Counts[webhook.Accepted] != 1 {
 		t.Fatalf("webhooks = %+v", st.Webhooks)
