@@ -60,10 +60,23 @@ type Receiver struct {
 	// hash of kind and id (so a long id costs no more memory than a short one).
 	seen *ttlmap.Map[[sha256.Size]byte, struct{}]
 
-	mu sync.Mutex // guards status, and makes seen's look-up and remembering one step
+	mu sync.Mutex // guards status and refusalLogged, and makes seen's look-up and remembering one step
 	// status is by tracker kind.
 	status map[string]*Status
+	// refusalLogged is when a refusal of each kind and result was last logged, and how
+	// many went unlogged since: anyone can send requests that are refused, so they are
+	// logged at most once a minute each (the counts and metrics have them all).
+	refusalLogged map[[2]string]*quietLog
 }
+
+// quietLog is the log throttle of one kind of refusal.
+type quietLog struct {
+	at         time.Time
+	suppressed int
+}
+
+// refusalLogEvery is how often one kind of refusal is logged at most.
+const refusalLogEvery = time.Minute
 
 // New returns a Receiver. It panics if o.Settings or o.Deliver is nil: that is a wiring
 // mistake, not something a request can cause.
@@ -71,7 +84,8 @@ func New(o Options) *Receiver {
 	if o.Settings == nil || o.Deliver == nil {
 		panic("webhook: New: Options.Settings and Options.Deliver are required")
 	}
-	r := &Receiver{settings: o.Settings, deliver: o.Deliver, count: o.Count, now: o.Now, log: o.Logger, status: map[string]*Status{}}
+	r := &Receiver{settings: o.Settings, deliver: o.Deliver, count: o.Count, now: o.Now, log: o.Logger, status: map[string]*Status{},
+		refusalLogged: map[[2]string]*quietLog{}}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -147,7 +161,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.deliver(d)
 	}
 	r.record(kind, o, now)
-	r.logOutcome(req, kind, d, o)
+	r.logOutcome(req, kind, d, o, now)
 	r.answer(w, o)
 }
 
@@ -250,7 +264,7 @@ func (r *Receiver) record(kind string, o outcome, now time.Time) {
 // logOutcome writes the request's log line. Nothing in it comes from the body but the
 // event name and identifiers Parse validated; no header is logged but the delivery id,
 // and that only once the request proved authentic.
-func (r *Receiver) logOutcome(req *http.Request, kind string, d Delivery, o outcome) {
+func (r *Receiver) logOutcome(req *http.Request, kind string, d Delivery, o outcome, now time.Time) {
 	level, msg := slog.LevelWarn, "webhook delivery refused"
 	switch o.result {
 	case Accepted:
@@ -258,7 +272,17 @@ func (r *Receiver) logOutcome(req *http.Request, kind string, d Delivery, o outc
 	case Ignored, Replayed:
 		level, msg = slog.LevelDebug, "webhook delivery "+o.result
 	}
+	suppressed := 0
+	if level == slog.LevelWarn {
+		var ok bool
+		if suppressed, ok = r.mayLogRefusal(kind, o.result, now); !ok {
+			return
+		}
+	}
 	attrs := []slog.Attr{slog.String("tracker", kind), slog.String("result", o.result), slog.String("remote", req.RemoteAddr)}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int("unlogged_since_last", suppressed))
+	}
 	if o.event != "" {
 		attrs = append(attrs, slog.String("event", o.event))
 	}
@@ -272,6 +296,25 @@ func (r *Receiver) logOutcome(req *http.Request, kind string, d Delivery, o outc
 		attrs = append(attrs, slog.String("reason", o.reason.Error()))
 	}
 	r.log.LogAttrs(req.Context(), level, msg, attrs...)
+}
+
+// mayLogRefusal reports whether a refusal of kind and result may be logged at now,
+// and how many were not logged since the last that was.
+func (r *Receiver) mayLogRefusal(kind, result string, now time.Time) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := [2]string{kind, result}
+	q := r.refusalLogged[key]
+	if q == nil {
+		q = &quietLog{}
+		r.refusalLogged[key] = q
+	} else if now.Sub(q.at) < refusalLogEvery {
+		q.suppressed++
+		return 0, false
+	}
+	n := q.suppressed
+	q.at, q.suppressed = now, 0
+	return n, true
 }
 
 // answer writes the JSON answer: {"result":…} for accepted, ignored and replayed, the

@@ -634,3 +634,36 @@ func TestNew_RequiresSettingsAndDeliver(t *testing.T) {
 		}()
 	}
 }
+
+// Anyone can send requests that are refused, so a flood of them must not flood the log:
+// one line per kind of refusal a minute, the next saying how many went unlogged. Every
+// one is still counted.
+func TestReceiver_RefusalsAreLoggedAtMostOnceAMinute(t *testing.T) {
+	h := newHarness(t, Settings{Tracker: GitHub, Secret: testSecret, Project: "acme/widgets"})
+	body := []byte(`{}`)
+	bad := http.Header{"X-Github-Event": {"issues"}, "X-Hub-Signature-256": {"sha256=" + strings.Repeat("0", 64)}}
+	for range 50 {
+		if w := h.do(request(http.MethodPost, "/webhooks/github", bad, bytes.NewReader(body))); w.Code != http.StatusUnauthorized {
+			t.Fatalf("HTTP %d, want 401", w.Code)
+		}
+	}
+	lines := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return strings.Count(h.logs.String(), "webhook delivery refused")
+	}
+	if n := lines(); n != 1 {
+		t.Fatalf("50 refusals in a minute logged %d lines, want 1", n)
+	}
+	h.setNow(testNow.Add(time.Minute))
+	h.do(request(http.MethodPost, "/webhooks/github", bad, bytes.NewReader(body)))
+	h.mu.Lock()
+	logs := h.logs.String()
+	h.mu.Unlock()
+	if n := lines(); n != 2 || !strings.Contains(logs, "unlogged_since_last=49") {
+		t.Fatalf("a minute later: %d lines, want 2, the second saying 49 went unlogged:\n%s", n, logs)
+	}
+	if s := h.r.Status(); len(s) != 1 || s[0].Counts[Unauthorized] != 51 {
+		t.Fatalf("Status = %+v, want all 51 refusals counted", s)
+	}
+}
