@@ -86,7 +86,7 @@ func (s *Server) webIssue(n int64) string {
 	return fmt.Sprintf("https://github.com/%s/%s/issues/%d", s.owner, s.repo, n)
 }
 
-func wireUserOf(u User) wireUser { return wireUser{Login: u.Login, ID: u.ID, Type: u.Type} }
+func wireUserOf(u User) wireUser { return wireUser(u) }
 
 // labelID is a label's id, the same for the same name (case-insensitively) everywhere.
 func (s *Server) labelID(name string) int64 {
