@@ -1,19 +1,8 @@
-// Package fakegithub is a fake GitHub REST API for tests: an httptest server that keeps
-// one repository's issues (pull requests mixed in, as the issues API lists them),
-// labels, comments, dependencies and parents, and answers on the paths Sortie's GitHub
-// adapter uses in GitHub's JSON shapes: bearer auth, per_page/page pagination with Link
-// headers, the search endpoint, weak ETags whose conditional hits are answered 304 and
-// not charged, and a primary rate limit per resource (core, search) that counts down
-// and refuses when spent.
-//
-// A test changes issues at runtime, as a person on GitHub would, with the Server's
-// mutators; they are safe to call while a tracker polls, and every change moves the
-// issue's updated_at and the ETags of the responses that show it. The fake owns no
-// adapter logic: it imports nothing of Sortie's.
 package fakegithub
 
 import (
 	"cmp"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -53,11 +42,13 @@ type Issue struct {
 	// is null.
 	StateReason string
 	Labels      []string
-	PR          bool // a pull request: served with pull_request and excluded by is:issue
-	User        User // the author
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	ClosedAt    time.Time // zero while open
+	// PR marks a pull request (AddPullRequest, AddPR): served with pull_request and
+	// excluded by is:issue.
+	PR        bool
+	User      User // the author
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ClosedAt  time.Time // zero while open
 }
 
 // Comment is a comment on an issue.
@@ -73,8 +64,8 @@ type Comment struct {
 
 // Counts are the requests the fake has seen.
 type Counts struct {
-	Requests    int // every request that reached the server, hooked ones included
-	Charged     int // requests charged against a rate limit: not 304s, not refusals
+	Requests    int // every request that reached the server, hooked ones and signed log URLs included
+	Charged     int // requests charged against a rate limit: not 304s, not refusals, not signed log URLs
 	NotModified int // conditional requests answered 304 Not Modified
 }
 
@@ -113,6 +104,22 @@ type Server struct {
 	hook     func(w http.ResponseWriter, r *http.Request) bool
 	counts   Counts
 	log      []string
+
+	// The code host: pull requests by number, the commits the fake knows (by SHA)
+	// and the branches (name → SHA) a ref may name.
+	pulls    map[int64]*pull
+	commits  map[string]bool
+	branches map[string]string
+	checks   []*CheckRun      // in creation order
+	suites   map[string]int64 // sha + " " + app slug → check suite id
+	statuses []*Status        // in creation order
+	reviews  map[int64][]*Review
+	// reviewComments are by pull request, in creation order.
+	reviewComments map[int64][]*ReviewComment
+	jobLogs        map[int64]string
+	blobs          map[string]int64 // signed log URL token → job id
+	blobKey        []byte
+	leaks          int
 }
 
 type budget struct {
@@ -134,7 +141,13 @@ func New(t testing.TB, opts ...Option) *Server {
 		},
 		labelIDs: map[string]int64{},
 		nextID:   1000,
+
+		pulls: map[int64]*pull{}, commits: map[string]bool{}, branches: map[string]string{},
+		suites: map[string]int64{}, reviews: map[int64][]*Review{},
+		reviewComments: map[int64][]*ReviewComment{},
+		jobLogs:        map[int64]string{}, blobs: map[string]int64{}, blobKey: make([]byte, 32),
 	}
+	_, _ = rand.Read(s.blobKey)
 	for _, o := range opts {
 		o(s)
 	}
@@ -164,23 +177,15 @@ func (s *Server) Close() { s.srv.Close() }
 // epoch is the day issues are created, one hour apart by number.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// AddIssue creates (or replaces) issue number with the given state (open or closed)
-// and labels, a body of "body of " + title, by the account "reporter"; its id is 100 +
+// AddIssue creates (or replaces, a pull request too) issue number with the given state
+// (open or closed) and labels, a body of "body of " + title, by the account "reporter"; its id is 100 +
 // number. It is created at 2026-01-01T00:00Z plus number hours, so creation order is
 // number order, and last updated then. Touch changes the other fields.
 func (s *Server) AddIssue(number int64, title, state string, labels ...string) Issue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.pulls, number)
 	return *s.add(number, title, state, labels)
-}
-
-// AddPR creates (or replaces) pull request number, open, with the given labels.
-func (s *Server) AddPR(number int64, labels ...string) Issue {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	is := s.add(number, "a pull request", "open", labels)
-	is.PR = true
-	return *is
 }
 
 func (s *Server) add(number int64, title, state string, labels []string) *Issue {
@@ -355,7 +360,8 @@ func (s *Server) SetBudget(resource string, limit, remaining int, reset time.Tim
 // SetHook installs a function that may answer a request itself (an injected failure)
 // and returns true when it did; returning false lets the fake serve the request, which
 // the hook may have changed. It runs after the request is counted and logged, before
-// auth and rate limits, without the fake's lock. nil removes it.
+// auth and rate limits, without the fake's lock, for the signed log URLs too (to fail
+// the storage host). nil removes it.
 func (s *Server) SetHook(h func(w http.ResponseWriter, r *http.Request) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -12,23 +12,16 @@ import (
 	"time"
 )
 
-// The routes served, under /repos/{owner}/{repo}:
-//
-//	GET   /issues                          open issues (state=open|closed|all), pages
-//	GET   /issues/{n}                      one issue
-//	PATCH /issues/{n}                      labels, state, state_reason
-//	GET   /issues/{n}/comments             comments, pages
-//	POST  /issues/{n}/comments             a comment by the token's account
-//	GET   /issues/{n}/parent               the parent issue, 404 when none
-//	GET   /issues/{n}/dependencies/blocked_by  the blockers, pages
-//
-// and GET /search/issues (q with label:, is:issue, is:open) and GET /user.
-
 // wireUser, wireLabel, wireIssue and wireComment are GitHub REST's JSON shapes.
 type wireUser struct {
-	Login string `json:"login"`
-	ID    int64  `json:"id"`
-	Type  string `json:"type"`
+	Login     string `json:"login"`
+	ID        int64  `json:"id"`
+	NodeID    string `json:"node_id"`
+	AvatarURL string `json:"avatar_url"`
+	URL       string `json:"url"`
+	HTMLURL   string `json:"html_url"`
+	Type      string `json:"type"`
+	SiteAdmin bool   `json:"site_admin"`
 }
 
 type wireLabel struct {
@@ -59,12 +52,17 @@ type wireIssue struct {
 	CreatedAt     string      `json:"created_at"`
 	UpdatedAt     string      `json:"updated_at"`
 	ClosedAt      *string     `json:"closed_at"`
+	Draft         *bool       `json:"draft,omitempty"`        // only on pull requests
 	PullRequest   *wirePR     `json:"pull_request,omitempty"` // only on pull requests
 }
 
+// wirePR is the pull_request key of an issue that is a pull request.
 type wirePR struct {
-	URL     string `json:"url"`
-	HTMLURL string `json:"html_url"`
+	URL      string  `json:"url"`
+	HTMLURL  string  `json:"html_url"`
+	DiffURL  string  `json:"diff_url"`
+	PatchURL string  `json:"patch_url"`
+	MergedAt *string `json:"merged_at"`
 }
 
 type wireComment struct {
@@ -80,13 +78,49 @@ type wireComment struct {
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
+// tsOrNull is t, or null when it is zero.
+func tsOrNull(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	v := ts(t)
+	return &v
+}
+
+// strOrNull is v, or null when it is empty.
+func strOrNull(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
+}
+
 func (s *Server) apiRepo() string { return s.srv.URL + "/repos/" + s.owner + "/" + s.repo }
+
+func (s *Server) webRepo() string { return "https://github.com/" + s.owner + "/" + s.repo }
 
 func (s *Server) webIssue(n int64) string {
 	return fmt.Sprintf("https://github.com/%s/%s/issues/%d", s.owner, s.repo, n)
 }
 
-func wireUserOf(u User) wireUser { return wireUser(u) }
+func (s *Server) wireUser(u User) wireUser {
+	w := wireUser{
+		Login: u.Login, ID: u.ID, Type: u.Type,
+		AvatarURL: fmt.Sprintf("https://avatars.githubusercontent.com/u/%d?v=4", u.ID),
+		URL:       s.srv.URL + "/users/" + u.Login, HTMLURL: "https://github.com/" + u.Login,
+	}
+	switch u.Type {
+	case "Bot":
+		w.NodeID = "BOT_" + strconv.FormatInt(u.ID, 10)
+		// A GitHub App's bot account is shown at the app's page.
+		w.HTMLURL = "https://github.com/apps/" + strings.TrimSuffix(u.Login, "[bot]")
+	case "Organization":
+		w.NodeID = "O_" + strconv.FormatInt(u.ID, 10)
+	default:
+		w.NodeID = "U_" + strconv.FormatInt(u.ID, 10)
+	}
+	return w
+}
 
 // labelID is a label's id, the same for the same name (case-insensitively) everywhere.
 func (s *Server) labelID(name string) int64 {
@@ -99,31 +133,35 @@ func (s *Server) labelID(name string) int64 {
 	return id
 }
 
-func (s *Server) wire(is *Issue) wireIssue {
-	labels := make([]wireLabel, 0, len(is.Labels))
-	for _, l := range is.Labels {
+func (s *Server) wireLabels(names []string) []wireLabel {
+	labels := make([]wireLabel, 0, len(names))
+	for _, l := range names {
 		labels = append(labels, wireLabel{ID: s.labelID(l), Name: l, Color: "ededed"})
 	}
+	return labels
+}
+
+func (s *Server) wire(is *Issue) wireIssue {
 	w := wireIssue{
 		ID: is.ID, NodeID: "I_" + strconv.FormatInt(is.ID, 10), Number: is.Number, Title: is.Title,
 		State: is.State, HTMLURL: s.webIssue(is.Number),
 		URL:           s.apiRepo() + "/issues/" + strconv.FormatInt(is.Number, 10),
-		RepositoryURL: s.apiRepo(), Labels: labels, User: wireUserOf(is.User), Assignees: []wireUser{},
+		RepositoryURL: s.apiRepo(), Labels: s.wireLabels(is.Labels), User: s.wireUser(is.User), Assignees: []wireUser{},
 		Comments: len(s.comments[is.Number]), CreatedAt: ts(is.CreatedAt), UpdatedAt: ts(is.UpdatedAt),
-	}
-	if is.Body != "" {
-		w.Body = &is.Body
-	}
-	if is.StateReason != "" {
-		w.StateReason = &is.StateReason
-	}
-	if !is.ClosedAt.IsZero() {
-		c := ts(is.ClosedAt)
-		w.ClosedAt = &c
+		Body: strOrNull(is.Body), StateReason: strOrNull(is.StateReason), ClosedAt: tsOrNull(is.ClosedAt),
 	}
 	if is.PR {
 		w.HTMLURL = strings.Replace(w.HTMLURL, "/issues/", "/pull/", 1)
-		w.PullRequest = &wirePR{URL: s.apiRepo() + "/pulls/" + strconv.FormatInt(is.Number, 10), HTMLURL: w.HTMLURL}
+		w.PullRequest = &wirePR{
+			URL: s.apiRepo() + "/pulls/" + strconv.FormatInt(is.Number, 10), HTMLURL: w.HTMLURL,
+			DiffURL: w.HTMLURL + ".diff", PatchURL: w.HTMLURL + ".patch",
+		}
+		draft := false
+		if p := s.pulls[is.Number]; p != nil {
+			draft = p.draft
+			w.PullRequest.MergedAt = tsOrNull(p.mergedAt)
+		}
+		w.Draft = &draft
 	}
 	return w
 }
@@ -132,10 +170,24 @@ func (s *Server) wireComment(number int64, c *Comment) wireComment {
 	return wireComment{
 		ID: c.ID, NodeID: "IC_" + strconv.FormatInt(c.ID, 10),
 		HTMLURL: s.webIssue(number) + "#issuecomment-" + strconv.FormatInt(c.ID, 10),
-		User:    wireUserOf(c.User), Body: c.Body, CreatedAt: ts(c.CreatedAt), UpdatedAt: ts(c.CreatedAt),
+		User:    s.wireUser(c.User), Body: c.Body, CreatedAt: ts(c.CreatedAt), UpdatedAt: ts(c.CreatedAt),
 		AuthorAssociation: c.AuthorAssociation,
 	}
 }
+
+// reply is a route's answer to an authorised request.
+type reply struct {
+	status   int
+	body     []byte // JSON; nil for none
+	link     string // the Link header, when there are more pages
+	location string // the Location header of a redirect
+}
+
+func okJSON(v any) reply { return reply{status: http.StatusOK, body: jsonBody(v)} }
+
+func failJSON(status int, msg string) reply { return reply{status: status, body: errBody(msg)} }
+
+func notFound() reply { return failJSON(http.StatusNotFound, "Not Found") }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -149,6 +201,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if done {
 			return
 		}
+	}
+	if strings.HasPrefix(r.URL.Path, blobPrefix) {
+		// Blob storage, not the API: no token, no rate limit.
+		s.serveBlob(w, r)
+		return
 	}
 	if r.Header.Get("User-Agent") == "" || r.Header.Get("Accept") != "application/vnd.github+json" {
 		fail(w, http.StatusBadRequest, "missing User-Agent or Accept")
@@ -176,13 +233,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	status, body, next := s.route(r)
-	if status == http.StatusOK && r.Method == http.MethodGet {
-		sum := sha256.Sum256(body)
+	rep := s.route(r)
+	if rep.status == http.StatusOK && r.Method == http.MethodGet {
+		sum := sha256.Sum256(rep.body)
 		etag := `W/"` + hex.EncodeToString(sum[:8]) + `"`
 		h.Set("ETag", etag)
-		if next != "" {
-			h.Set("Link", next)
+		if rep.link != "" {
+			h.Set("Link", rep.link)
 		}
 		if r.Header.Get("If-None-Match") == etag {
 			// Conditional hit: GitHub does not charge a 304.
@@ -195,9 +252,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	b.remaining--
 	s.counts.Charged++
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(b.remaining))
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	if rep.location != "" {
+		h.Set("Location", rep.location)
+	}
+	if rep.body != nil {
+		h.Set("Content-Type", "application/json; charset=utf-8")
+	}
+	w.WriteHeader(rep.status)
+	_, _ = w.Write(rep.body)
 }
 
 // fail answers with GitHub's error shape.
@@ -214,23 +276,44 @@ func jsonBody(v any) []byte {
 
 func errBody(msg string) []byte { return jsonBody(map[string]string{"message": msg}) }
 
-// route answers an authorised request: status, body and Link header. The lock is held.
-func (s *Server) route(r *http.Request) (int, []byte, string) {
+// route answers an authorised request. The lock is held.
+func (s *Server) route(r *http.Request) reply {
 	prefix := "/repos/" + s.owner + "/" + s.repo
 	p := r.URL.Path
 	if p == "/search/issues" && r.Method == http.MethodGet {
 		return s.search(r)
 	}
 	if p == "/user" && r.Method == http.MethodGet {
-		return http.StatusOK, jsonBody(wireUserOf(s.users[BotLogin])), ""
+		return okJSON(s.wireUser(s.users[BotLogin]))
 	}
 	if !strings.HasPrefix(p, prefix+"/") {
-		return http.StatusNotFound, errBody("Not Found"), ""
+		return notFound()
 	}
 	parts := strings.Split(strings.TrimPrefix(p, prefix+"/"), "/")
-	if parts[0] != "issues" {
-		return http.StatusNotFound, errBody("Not Found"), ""
+	switch parts[0] {
+	case "issues":
+		return s.routeIssues(r, parts)
+	case "pulls":
+		if r.Method != http.MethodGet {
+			return notFound()
+		}
+		return s.routePulls(r, parts)
+	case "commits":
+		if r.Method != http.MethodGet {
+			return notFound()
+		}
+		return s.routeCommits(r, parts)
+	case "actions":
+		if r.Method != http.MethodGet {
+			return notFound()
+		}
+		return s.routeActions(r, parts)
 	}
+	return notFound()
+}
+
+// routeIssues answers under /issues; parts[0] is "issues".
+func (s *Server) routeIssues(r *http.Request, parts []string) reply {
 	if len(parts) == 1 && r.Method == http.MethodGet {
 		var list []*Issue
 		for _, is := range s.issues {
@@ -240,14 +323,17 @@ func (s *Server) route(r *http.Request) (int, []byte, string) {
 		}
 		return s.page(r, list)
 	}
+	if len(parts) < 2 {
+		return notFound()
+	}
 	num, err := strconv.ParseInt(parts[1], 10, 64)
 	is := s.issues[num]
 	if err != nil || is == nil {
-		return http.StatusNotFound, errBody("Not Found"), ""
+		return notFound()
 	}
 	switch {
 	case len(parts) == 2 && r.Method == http.MethodGet:
-		return http.StatusOK, jsonBody(s.wire(is)), ""
+		return okJSON(s.wire(is))
 	case len(parts) == 2 && r.Method == http.MethodPatch:
 		var patch struct {
 			Labels      *[]string `json:"labels"`
@@ -255,10 +341,10 @@ func (s *Server) route(r *http.Request) (int, []byte, string) {
 			StateReason *string   `json:"state_reason"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&patch); err != nil {
-			return http.StatusBadRequest, errBody("Problems parsing JSON"), ""
+			return failJSON(http.StatusBadRequest, "Problems parsing JSON")
 		}
 		if patch.State != nil && *patch.State != "open" && *patch.State != "closed" {
-			return http.StatusUnprocessableEntity, errBody("Validation Failed"), ""
+			return failJSON(http.StatusUnprocessableEntity, "Validation Failed")
 		}
 		if patch.Labels != nil {
 			is.Labels = slices.Clone(*patch.Labels)
@@ -271,7 +357,7 @@ func (s *Server) route(r *http.Request) (int, []byte, string) {
 			s.setState(is, *patch.State, reason)
 		}
 		s.bump(is)
-		return http.StatusOK, jsonBody(s.wire(is)), ""
+		return okJSON(s.wire(is))
 	case len(parts) == 3 && parts[2] == "comments" && r.Method == http.MethodGet:
 		cs := s.comments[num]
 		items := make([]any, len(cs))
@@ -284,19 +370,19 @@ func (s *Server) route(r *http.Request) (int, []byte, string) {
 			Body *string `json:"body"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&c); err != nil || c.Body == nil {
-			return http.StatusUnprocessableEntity, errBody("Validation Failed"), ""
+			return failJSON(http.StatusUnprocessableEntity, "Validation Failed")
 		}
 		// The token's account can label and close issues, so it is a collaborator.
 		nc := &Comment{ID: s.newID(), User: s.users[BotLogin], Body: *c.Body, AuthorAssociation: "COLLABORATOR", CreatedAt: s.now()}
 		s.comments[num] = append(s.comments[num], nc)
 		s.bump(is)
-		return http.StatusCreated, jsonBody(s.wireComment(num, nc)), ""
+		return reply{status: http.StatusCreated, body: jsonBody(s.wireComment(num, nc))}
 	case len(parts) == 3 && parts[2] == "parent" && r.Method == http.MethodGet:
 		pn, ok := s.parent[num]
 		if !ok || s.issues[pn] == nil {
-			return http.StatusNotFound, errBody("Not Found"), ""
+			return notFound()
 		}
-		return http.StatusOK, jsonBody(s.wire(s.issues[pn])), ""
+		return okJSON(s.wire(s.issues[pn]))
 	case len(parts) == 4 && parts[2] == "dependencies" && parts[3] == "blocked_by" && r.Method == http.MethodGet:
 		var list []*Issue
 		for _, bn := range s.blocked[num] {
@@ -306,13 +392,13 @@ func (s *Server) route(r *http.Request) (int, []byte, string) {
 		}
 		return s.page(r, list)
 	}
-	return http.StatusNotFound, errBody("Not Found"), ""
+	return notFound()
 }
 
 // search evaluates the qualifiers the adapter sends: label:NAME (or label:"NAME"),
 // every one required; is:issue, which leaves out pull requests; is:open. Others, repo:
 // among them, are ignored. Results come in number order, in one page.
-func (s *Server) search(r *http.Request) (int, []byte, string) {
+func (s *Server) search(r *http.Request) reply {
 	q := r.URL.Query().Get("q")
 	var want []string
 	for _, term := range strings.Fields(q) {
@@ -334,7 +420,7 @@ func (s *Server) search(r *http.Request) (int, []byte, string) {
 			items = append(items, s.wire(is))
 		}
 	}
-	return http.StatusOK, jsonBody(map[string]any{"total_count": len(items), "incomplete_results": false, "items": items}), ""
+	return okJSON(map[string]any{"total_count": len(items), "incomplete_results": false, "items": items})
 }
 
 func (s *Server) sortedNumbers() []int64 {
@@ -347,7 +433,7 @@ func (s *Server) sortedNumbers() []int64 {
 }
 
 // page lists issues in number order, in pages.
-func (s *Server) page(r *http.Request, list []*Issue) (int, []byte, string) {
+func (s *Server) page(r *http.Request, list []*Issue) reply {
 	slices.SortFunc(list, func(a, b *Issue) int { return int(a.Number - b.Number) })
 	items := make([]any, len(list))
 	for i, is := range list {
@@ -356,9 +442,16 @@ func (s *Server) page(r *http.Request, list []*Issue) (int, []byte, string) {
 	return s.pageAny(r, items)
 }
 
-// pageAny cuts items into per_page pages (default 30, at most 100) and links the next
-// and the last, as GitHub's Link header does.
-func (s *Server) pageAny(r *http.Request, items []any) (int, []byte, string) {
+// pageAny answers one page of items as a JSON array.
+func (s *Server) pageAny(r *http.Request, items []any) reply {
+	lo, hi, link := s.paginate(r, len(items))
+	return reply{status: http.StatusOK, body: jsonBody(items[lo:hi]), link: link}
+}
+
+// paginate cuts n items into per_page pages (default 30, at most 100): the bounds of
+// the page asked for and a Link header to the next and the last, as GitHub's is, when
+// there are more.
+func (s *Server) paginate(r *http.Request, n int) (lo, hi int, link string) {
 	q := r.URL.Query()
 	per, _ := strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
@@ -367,15 +460,13 @@ func (s *Server) pageAny(r *http.Request, items []any) (int, []byte, string) {
 	per = min(per, 100)
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = max(page, 1)
-	lo := min((page-1)*per, len(items))
-	hi := min(lo+per, len(items))
-	out := items[lo:hi]
-	link := ""
-	if hi < len(items) {
+	lo = min((page-1)*per, n)
+	hi = min(lo+per, n)
+	if hi < n {
 		q.Set("page", strconv.Itoa(page+1))
 		next := s.srv.URL + r.URL.Path + "?" + q.Encode()
-		q.Set("page", strconv.Itoa((len(items)+per-1)/per))
+		q.Set("page", strconv.Itoa((n+per-1)/per))
 		link = fmt.Sprintf(`<%s>; rel="next", <%s>; rel="last"`, next, s.srv.URL+r.URL.Path+"?"+q.Encode())
 	}
-	return http.StatusOK, jsonBody(out), link
+	return lo, hi, link
 }
