@@ -33,8 +33,9 @@ const (
 
 // response is what a GET returned, from the network or, on a 304, from the cache.
 type response struct {
-	body []byte
-	next string // the Link rel="next" URL; "" on the last page
+	body        []byte
+	next        string // the Link rel="next" URL; "" on the last page
+	notModified bool   // GitHub answered 304: body is the cached one, and the request was free
 }
 
 // get fetches rawURL conditionally: with If-None-Match when an earlier response to the
@@ -62,7 +63,7 @@ func (t *Tracker) get(ctx context.Context, op, rawURL string) (response, error) 
 			// 304s, while there is none).
 			next = pageAfter(rawURL)
 		}
-		return response{body: cached.body, next: next}, nil
+		return response{body: cached.body, next: next, notModified: true}, nil
 	}
 	next, err := t.nextLink(hdr.Get("Link"))
 	if err != nil {
@@ -143,6 +144,22 @@ func (t *Tracker) statusError(op, method, rawURL string, status int, body []byte
 	if msg != "" {
 		where += ": " + msg
 	}
+	if repo, perm, ok := t.codeHostRequest(rawURL); ok && !limited {
+		// A reactions request (pull requests, checks, statuses, Actions logs) names the
+		// repository of .sortie/scm.json, which may not be tracker.project, and needs
+		// other permissions than the issues.
+		switch {
+		case status == 403:
+			return tracker.Errorf(tracker.ErrAuth, op, "%s; the token may not do this: it needs %s read on %s (fine-grained) or the repo scope (classic)", where, perm, repo)
+		case status >= 300 && status < 400:
+			return tracker.Errorf(tracker.ErrNotFound, op, "%s; GitHub redirects this request (a renamed or transferred repository?), and Sortie does not follow it: check the repository (%s) in .sortie/scm.json or tracker.project", where, repo)
+		case status == 404 || status == 410:
+			return tracker.Errorf(tracker.ErrNotFound, op, "%s; check that %s exists, that the token can see it, and the pull request or commit named", where, repo)
+		case status == 422 && strings.Contains(strings.ToLower(msg), "no commit found"):
+			// GitHub's answer for a commit it does not have.
+			return tracker.Errorf(tracker.ErrNotFound, op, "%s; the commit is not in %s (not pushed yet, or force-pushed away)", where, repo)
+		}
+	}
 	switch {
 	case limited:
 		until := t.limits.until(t.now(), resource)
@@ -211,6 +228,12 @@ func (t *Tracker) nextLink(header string) (string, error) {
 // pages fetches a paginated listing, following Link rel="next", and calls each with
 // every page's body.
 func (t *Tracker) pages(ctx context.Context, op, first string, each func([]byte) error) error {
+	return t.pagesOf(ctx, op, first, func(r response) error { return each(r.body) })
+}
+
+// pagesOf is pages handing each the page's whole response, so that a caller can tell a
+// page GitHub answered 304 (free) from one it sent again.
+func (t *Tracker) pagesOf(ctx context.Context, op, first string, each func(response) error) error {
 	next := first
 	for n := 0; next != ""; n++ {
 		if n == MaxPages {
@@ -220,7 +243,7 @@ func (t *Tracker) pages(ctx context.Context, op, first string, each func([]byte)
 		if err != nil {
 			return err
 		}
-		if err := each(r.body); err != nil {
+		if err := each(r); err != nil {
 			return err
 		}
 		next = r.next
