@@ -138,6 +138,11 @@ type Orchestrator struct {
 	// of the injected clock; 0 for never): written by the HTTP server's goroutines,
 	// read by the loop when it schedules the next poll.
 	webhookAt atomic.Int64
+	// webhookPollAt is when a delivery last made the loop poll (unix nanoseconds), and
+	// webhookPollSoon is set while a poll is scheduled for the end of the gap after it
+	// (WebhookDelivered).
+	webhookPollAt   atomic.Int64
+	webhookPollSoon atomic.Bool
 
 	// Loop-owned state. Only the goroutine running loop() touches these: there is no
 	// lock, and nothing on another goroutine reads them; readers get the published view.
@@ -255,15 +260,35 @@ func (o *Orchestrator) Refresh() (coalesced bool) {
 	}
 }
 
+// webhookPollGap is the shortest time between two polls caused by webhook deliveries.
+// A burst (a label put on twenty issues) is one poll now and one at the end of the gap;
+// and someone resending a captured signed delivery under new ids (GitHub and Jira sign
+// no timestamp) makes at most four polls a second, not one per request.
+const webhookPollGap = 250 * time.Millisecond
+
 // WebhookDelivered tells the scheduler that an authentic tracker webhook delivery
-// arrived. A delivery is a hint, never the truth: it only makes the scheduler poll now,
-// and the poll reads the tracker as every poll does, so a stale or forged body can
-// neither start nor stop work. While deliveries keep arriving the scheduler polls
-// every polling.webhook_interval_ms instead of polling.interval_ms (schedulePoll).
-// It reports, like Refresh, whether the poll was coalesced into a pending one.
-func (o *Orchestrator) WebhookDelivered() (coalesced bool) {
-	o.webhookAt.Store(o.clk.Now().UnixNano())
-	return o.Refresh()
+// arrived. A delivery is a hint, never the truth: it only makes the scheduler poll now
+// (or, within webhookPollGap of the last poll a delivery caused, at the end of that
+// gap), and the poll reads the tracker as every poll does, so a stale or forged body
+// can neither start nor stop work. While deliveries keep arriving the scheduler polls
+// every polling.webhook_interval_ms instead of polling.interval_ms (pollInterval).
+func (o *Orchestrator) WebhookDelivered() {
+	now := o.clk.Now()
+	o.webhookAt.Store(now.UnixNano())
+	if last := o.webhookPollAt.Load(); last != 0 {
+		if wait := webhookPollGap - now.Sub(time.Unix(0, last)); wait > 0 {
+			if o.webhookPollSoon.CompareAndSwap(false, true) {
+				o.clk.AfterFunc(wait, func() {
+					o.webhookPollAt.Store(o.clk.Now().UnixNano())
+					o.webhookPollSoon.Store(false)
+					o.Refresh()
+				})
+			}
+			return
+		}
+	}
+	o.webhookPollAt.Store(now.UnixNano())
+	o.Refresh()
 }
 
 // Run recovers state from the store, then schedules until ctx ends (or, with

@@ -138,11 +138,14 @@ func (o *Orchestrator) schedulePoll(ctx context.Context, cfg *config.Config) {
 // polling.webhook_interval_ms when that is longer and a webhook delivery arrived less
 // than that long ago. Polling is then the safety net: should deliveries stop, the
 // interval is back to polling.interval_ms from the first poll that finds the last
-// delivery older than polling.webhook_interval_ms.
+// delivery older than polling.webhook_interval_ms. The short interval stays after a
+// failed poll (the delivery's poll may be the one that failed), without a webhook
+// secret (a reload removed it), and in a cluster, whose other daemons read the list the
+// polling daemon publishes every polling.interval_ms and count an older one as lost.
 func (o *Orchestrator) pollInterval(cfg *config.Config) time.Duration {
 	d, long := cfg.Polling.Interval, cfg.Polling.WebhookInterval
 	at := o.webhookAt.Load()
-	if at == 0 || long <= d {
+	if at == 0 || long <= d || !o.lastPollOK || cfg.Tracker.WebhookSecret == "" || o.opts.Cluster != nil {
 		return d
 	}
 	if o.clk.Now().Sub(time.Unix(0, at)) < long {

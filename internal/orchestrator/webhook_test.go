@@ -17,6 +17,7 @@ func TestWebhookDelivered_PollsNowThenSlowsPollingDown(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) {
 		c.Polling.Interval = 30 * time.Second
 		c.Polling.WebhookInterval = 5 * time.Minute
+		c.Tracker.WebhookSecret = "s3cret"
 	})
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
 	h.start()
@@ -58,6 +59,7 @@ func TestWebhookDelivered_NeverShortensALongerInterval(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) {
 		c.Polling.Interval = 10 * time.Minute
 		c.Polling.WebhookInterval = 5 * time.Minute
+		c.Tracker.WebhookSecret = "s3cret"
 	})
 	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
 	if got := h.orch.pollInterval(cfg); got != 10*time.Minute {
@@ -98,10 +100,70 @@ func TestWebhookDelivered_CheckpointAnswersKeepTheirAuthorRules(t *testing.T) {
 	if err := h.trk.AddComment("CP-W", "erin", "/sortie choose approve"); err != nil {
 		t.Fatal(err)
 	}
-	h.obs.skip()
+	h.advance(webhookPollGap) // a delivery within the gap would wait for its end
 	h.orch.WebhookDelivered()
 	h.await("erin's delivered answer lifts the hold", func(o Observation) bool {
 		_, held := heldOf(o.Snapshot, "CP-W")
 		return !held
 	})
+}
+
+// The short interval stays when the slow one could cost an issue: after a failed poll
+// (the delivery's own poll may have failed), once a reload removed the webhook secret,
+// and in a cluster (the other daemons count a list older than a few polling intervals
+// as lost).
+func TestWebhookDelivered_ShortIntervalAfterAFailedPollOrWithoutASecret(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Polling.Interval = 30 * time.Second
+		c.Polling.WebhookInterval = 5 * time.Minute
+		c.Tracker.WebhookSecret = "s3cret"
+	})
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
+	h.orch.webhookAt.Store(h.clk.Now().UnixNano())
+	h.orch.lastPollOK = true
+	if got := h.orch.pollInterval(cfg); got != 5*time.Minute {
+		t.Fatalf("pollInterval after a delivery and a good poll = %v, want 5m", got)
+	}
+	h.orch.lastPollOK = false
+	if got := h.orch.pollInterval(cfg); got != 30*time.Second {
+		t.Errorf("pollInterval after a failed poll = %v, want 30s", got)
+	}
+	h.orch.lastPollOK = true
+	noSecret := *cfg
+	noSecret.Tracker.WebhookSecret = ""
+	if got := h.orch.pollInterval(&noSecret); got != 30*time.Second {
+		t.Errorf("pollInterval without a webhook secret = %v, want 30s", got)
+	}
+}
+
+// A burst of deliveries (or one captured delivery resent under new ids) is one poll
+// now and one at the end of webhookPollGap, not one per delivery.
+func TestWebhookDelivered_ABurstIsTwoPolls(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Tracker.WebhookSecret = "s3cret" })
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true})
+	h.start()
+	h.awaitStep(StepTick, "")
+	polls := func() int { return h.trk.Calls(faketracker.OpFetchCandidates) }
+	before := polls()
+
+	h.obs.skip()
+	h.orch.WebhookDelivered()
+	h.awaitStep(StepTick, "")
+	for range 20 {
+		h.orch.WebhookDelivered()
+	}
+	if due := h.clk.Due(); !slices.Contains(due, webhookPollGap) {
+		t.Fatalf("timers after a burst: %v, want one poll at the end of the %v gap", due, webhookPollGap)
+	}
+	if got := polls() - before; got != 1 {
+		t.Fatalf("polls during the burst = %d, want 1", got)
+	}
+	h.advance(webhookPollGap)
+	h.awaitStep(StepTick, "")
+	if got := polls() - before; got != 2 {
+		t.Fatalf("polls after the gap = %d, want 2", got)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
 }
