@@ -21,8 +21,9 @@ import (
 // delivery to the agent's session_started event on the live feed: the poll the
 // delivery causes, the dispatch, the workspace, the confined agent's start. Each
 // iteration files a new issue; the mock agent's one turn hands it off, so slots free
-// up. Reported: p50-ms and p99-ms over the iterations (run with -benchtime 300x for a
-// meaningful p99; docs/performance.md).
+// up. Deliveries are 300 ms apart (untimed), past the daemon's 250 ms between the polls
+// deliveries cause. Reported: p50-ms and p99-ms over the iterations (run with
+// -benchtime 300x for a meaningful p99; docs/performance.md).
 func BenchmarkWebhook_DeliveryToAgentStart(b *testing.B) {
 	gh := fakegithub.New(b)
 	dir := b.TempDir()
@@ -63,6 +64,12 @@ Work on {{ .issue.identifier }}.
 	var samples []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		// Deliveries a tracker sends for separate changes: further apart than the 250 ms
+		// the daemon leaves between the polls deliveries cause (a burst is measured by
+		// the orchestrator's tests, not here).
+		b.StopTimer()
+		time.Sleep(300 * time.Millisecond)
+		b.StartTimer()
 		n := int64(i + 1)
 		is := gh.AddIssue(n, "Filed just now", "open", "todo")
 		body := fmt.Appendf(nil, `{"action":"opened","issue":{"id":%d,"number":%d,"title":"Filed just now","state":"open",`+

@@ -74,14 +74,16 @@ func (d *Daemon) startServer(ctx context.Context, current func() *config.Config,
 	return func() { cancel(); <-done }, nil
 }
 
-// webhookReceiver receives the webhooks of the tracker in force (docs/webhooks.md),
-// with the secret of the configuration applied last: each authentic delivery makes the
-// orchestrator poll now.
+// webhookReceiver receives the webhooks of the tracker the daemon polls
+// (docs/webhooks.md): its kind, project and team are the start-up configuration's, as
+// the tracker's identity is until a restart (adapterSet); the secret is the
+// configuration's applied last, so an edit of tracker.webhook_secret takes effect at
+// once. Each authentic delivery makes the orchestrator poll now.
 func webhookReceiver(current func() *config.Config, orch *orchestrator.Orchestrator, mets *metrics.Metrics, log *slog.Logger) *webhook.Receiver {
+	start := current().Tracker
 	return webhook.New(webhook.Options{
 		Settings: func() webhook.Settings {
-			t := current().Tracker
-			return webhook.Settings{Tracker: t.Kind, Secret: t.WebhookSecret, Project: t.Project, Team: t.Team}
+			return webhook.Settings{Tracker: start.Kind, Secret: current().Tracker.WebhookSecret, Project: start.Project, Team: start.Team}
 		},
 		// The receiver logs each delivery; the orchestrator only needs to poll now.
 		Deliver: func(webhook.Delivery) { orch.WebhookDelivered() },

@@ -139,7 +139,7 @@ func New(version string) *Metrics {
 	}
 
 	deliveries := f.counterVec("webhook_deliveries_total",
-		"Tracker webhook deliveries received, by tracker (github, linear, jira) and result (accepted, ignored, replayed, unauthorized, stale, malformed, too_large, not_configured).",
+		"Tracker webhook deliveries received, by tracker (github, linear, jira) and result (accepted, ignored, replayed, unauthorized, stale, malformed, too_large, not_configured, busy).",
 		"tracker", "result")
 	m.webhooks = map[[2]string]prometheus.Counter{}
 	for _, kind := range webhook.Kinds() {

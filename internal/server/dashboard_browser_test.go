@@ -298,11 +298,20 @@ func TestDashboard_ShowsTheLastWebhookDelivery(t *testing.T) {
 			p.title.includes('issues.opened, accepted') && p.title.includes('4 accepted');
 	})()`)
 
+	// Refusals after an accepted delivery (anyone can send them) keep it green, with the
+	// accepted delivery's time; the tooltip has the refusal.
 	recv.set(webhook.Status{Tracker: "github", LastAt: now, LastEvent: "", LastResult: webhook.Unauthorized,
-		LastAcceptedAt: now.Add(-time.Minute), Counts: map[string]int64{webhook.Accepted: 4, webhook.Unauthorized: 1}})
-	b.WaitFor("a refused delivery in amber", `(() => {
+		LastAcceptedAt: now.Add(-3 * time.Second), Counts: map[string]int64{webhook.Accepted: 4, webhook.Unauthorized: 1}})
+	b.WaitFor("a refusal after an accepted delivery in the tooltip only", `(() => {
 		const p = document.querySelector('[data-role="webhook"]');
-		return !p.hidden && p.classList.contains('warn') && p.title.includes('unauthorized') && p.title.includes('1 unauthorized');
+		return !p.hidden && p.classList.contains('ok') && p.title.includes('unauthorized') && p.title.includes('1 unauthorized');
+	})()`)
+	// None accepted yet, only refusals: amber (a wrong secret on one side).
+	recv.set(webhook.Status{Tracker: "jira", LastAt: now, LastResult: webhook.Unauthorized,
+		Counts: map[string]int64{webhook.Unauthorized: 2}})
+	b.WaitFor("refusals only, in amber", `(() => {
+		const p = document.querySelector('[data-role="webhook"]');
+		return !p.hidden && p.classList.contains('warn') && p.textContent === 'jira webhooks refused' && p.title.includes('2 unauthorized');
 	})()`)
 	b.CheckNoErrors()
 }

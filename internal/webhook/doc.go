@@ -23,8 +23,10 @@
 //     not_configured): the workflow file hot-reloads, so Settings is read per request.
 //  3. No signature header: 401 unauthorized, before a byte of the body is read, so an
 //     unauthenticated client cannot make the daemon buffer anything.
-//  4. The body is read up to MaxBody (413 too_large past it) and its signature checked
-//     in constant time (401 unauthorized):
+//  4. A body declared larger than MaxBody is 413 too_large, unread. With MaxReading
+//     bodies being read already, 503 busy, unread. The body is read up to MaxBody (413
+//     too_large past it; one that stops short is 400 and counts as unauthorized) and
+//     its signature checked in constant time (401 unauthorized):
 //     GitHub: X-Hub-Signature-256: sha256=<hex HMAC-SHA256(body, secret)>;
 //     Linear: Linear-Signature: <hex HMAC-SHA256(body, secret)>;
 //     Jira: X-Hub-Signature: sha256=<hex> (Cloud admin webhooks with a secret; sha1 is

@@ -56,6 +56,9 @@ type Receiver struct {
 	now      func() time.Time
 	log      *slog.Logger
 
+	// reading holds a token per body being read (MaxReading).
+	reading chan struct{}
+
 	// seen holds the delivery ids of authentic, well-formed deliveries, keyed by a
 	// hash of kind and id (so a long id costs no more memory than a short one).
 	seen *ttlmap.Map[[sha256.Size]byte, struct{}]
@@ -84,7 +87,7 @@ func New(o Options) *Receiver {
 	if o.Settings == nil || o.Deliver == nil {
 		panic("webhook: New: Options.Settings and Options.Deliver are required")
 	}
-	r := &Receiver{settings: o.Settings, deliver: o.Deliver, count: o.Count, now: o.Now, log: o.Logger, status: map[string]*Status{},
+	r := &Receiver{settings: o.Settings, deliver: o.Deliver, count: o.Count, now: o.Now, log: o.Logger, status: map[string]*Status{}, reading: make(chan struct{}, MaxReading),
 		refusalLogged: map[[2]string]*quietLog{}}
 	if r.now == nil {
 		r.now = time.Now
@@ -180,13 +183,23 @@ func (r *Receiver) receive(rc receiver, kind string, req *http.Request, w http.R
 	if req.ContentLength > MaxBody {
 		return Delivery{}, outcome{result: TooLarge, status: http.StatusRequestEntityTooLarge, unread: true, reason: errTooLarge}
 	}
+	select {
+	case r.reading <- struct{}{}:
+	default:
+		return Delivery{}, outcome{result: Busy, status: http.StatusServiceUnavailable, unread: true,
+			reason: fmt.Errorf("%d deliveries are being read already; try again", MaxReading)}
+	}
 	body, err := readBody(w, req)
+	<-r.reading
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return Delivery{}, outcome{result: TooLarge, status: http.StatusRequestEntityTooLarge, reason: errTooLarge}
 		}
-		return Delivery{}, outcome{result: Malformed, status: http.StatusBadRequest, reason: errors.New("reading the body failed before its end")}
+		// Nothing proves who sent a body that stopped short: it counts as unauthorized,
+		// not as a tracker's malformed delivery.
+		return Delivery{}, outcome{result: Unauthorized, status: http.StatusBadRequest,
+			reason: fmt.Errorf("%w: %s: the body ended before its length, so its signature could not be checked", ErrUnauthorized, kind)}
 	}
 	if err := Verify(kind, s.Secret, req.Header, body); err != nil {
 		return Delivery{}, outcome{result: Unauthorized, status: http.StatusUnauthorized, reason: err}
@@ -215,7 +228,7 @@ func (r *Receiver) receive(rc receiver, kind string, req *http.Request, w http.R
 	return d, o
 }
 
-var errTooLarge = errors.New("the body is larger than the 4 MiB a webhook receiver reads")
+var errTooLarge = errors.New("the body is larger than the 1 MiB a webhook receiver reads")
 
 // readBody reads the whole body, failing with *http.MaxBytesError past MaxBody.
 func readBody(w http.ResponseWriter, req *http.Request) ([]byte, error) {
@@ -320,6 +333,9 @@ func (r *Receiver) mayLogRefusal(kind, result string, now time.Time) (int, bool)
 // answer writes the JSON answer: {"result":…} for accepted, ignored and replayed, the
 // error envelope for the rest.
 func (r *Receiver) answer(w http.ResponseWriter, o outcome) {
+	if o.result == Busy {
+		w.Header().Set("Retry-After", "1")
+	}
 	if o.unread {
 		// The server would otherwise read what is left of an unauthenticated body to
 		// reuse the connection.

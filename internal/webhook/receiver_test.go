@@ -616,7 +616,7 @@ func TestKindsAndResults(t *testing.T) {
 	if got, want := Kinds(), []string{GitHub, Jira, Linear}; !slices.Equal(got, want) {
 		t.Errorf("Kinds() = %q, want %q", got, want)
 	}
-	want := []string{Accepted, Ignored, Replayed, Unauthorized, Stale, Malformed, TooLarge, NotConfigured}
+	want := []string{Accepted, Ignored, Replayed, Unauthorized, Stale, Malformed, TooLarge, NotConfigured, Busy}
 	if got := Results(); !slices.Equal(got, want) {
 		t.Errorf("Results() = %q, want %q", got, want)
 	}
@@ -665,5 +665,55 @@ func TestReceiver_RefusalsAreLoggedAtMostOnceAMinute(t *testing.T) {
 	}
 	if s := h.r.Status(); len(s) != 1 || s[0].Counts[Unauthorized] != 51 {
 		t.Fatalf("Status = %+v, want all 51 refusals counted", s)
+	}
+}
+
+// Bodies are read before their signature can be checked, so how many are read at once
+// is bounded: past MaxReading, a request is answered 503 with Retry-After, unread.
+func TestReceiver_BoundsTheBodiesReadAtOnce(t *testing.T) {
+	h := newHarness(t, Settings{Tracker: GitHub, Secret: testSecret, Project: "acme/widgets"})
+	for range MaxReading {
+		h.r.reading <- struct{}{} // as if MaxReading senders were stalling inside their bodies
+	}
+	hdr := http.Header{"X-Github-Event": {"issues"}, "X-Hub-Signature-256": {"sha256=" + strings.Repeat("0", 64)}}
+	w := h.do(request(http.MethodPost, "/webhooks/github", hdr, unreadable{t}))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("HTTP %d, Retry-After %q; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	for range MaxReading {
+		<-h.r.reading
+	}
+	if s := h.r.Status(); len(s) != 1 || s[0].Counts[Busy] != 1 {
+		t.Fatalf("Status = %+v, want one busy", s)
+	}
+}
+
+// truncated is a body that stops short of its declared length.
+type truncated struct{ sent bool }
+
+func (b *truncated) Read(p []byte) (int, error) {
+	if b.sent {
+		return 0, io.ErrUnexpectedEOF
+	}
+	b.sent = true
+	return copy(p, `{"action":"opened"`), nil
+}
+
+// A body that stops short proves nothing about its sender: it is counted unauthorized,
+// not as a tracker's malformed delivery, and nothing is delivered.
+func TestReceiver_ABodyCutShortIsUnauthorized(t *testing.T) {
+	h := newHarness(t, Settings{Tracker: GitHub, Secret: testSecret, Project: "acme/widgets"})
+	hdr := http.Header{"X-Github-Event": {"issues"}, "X-Hub-Signature-256": {"sha256=" + strings.Repeat("0", 64)}}
+	w := h.do(request(http.MethodPost, "/webhooks/github", hdr, &truncated{}))
+	if w.Code != http.StatusBadRequest {
+		t.Fatalf("HTTP %d, want 400", w.Code)
+	}
+	if s := h.r.Status(); len(s) != 1 || s[0].Counts[Unauthorized] != 1 || s[0].Counts[Malformed] != 0 {
+		t.Fatalf("Status = %+v, want the cut-short body counted unauthorized", s)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.delivered) != 0 {
+		t.Fatalf("delivered %v", h.delivered)
 	}
 }

@@ -88,17 +88,26 @@ const (
 	// NotConfigured: no receiver for this kind now, because the tracker in force is
 	// another or it has no webhook secret (404).
 	NotConfigured = "not_configured"
+	// Busy: MaxReading bodies are being read already (503 with Retry-After); the
+	// tracker's next delivery or the next poll brings the change.
+	Busy = "busy"
 )
 
 // Results returns every result, in the order above.
 func Results() []string {
-	return []string{Accepted, Ignored, Replayed, Unauthorized, Stale, Malformed, TooLarge, NotConfigured}
+	return []string{Accepted, Ignored, Replayed, Unauthorized, Stale, Malformed, TooLarge, NotConfigured, Busy}
 }
 
 // MaxBody is the largest body a receiver reads, in bytes. GitHub caps its payloads at
-// 25 MB but an issue event with its repository is a few tens of kilobytes; a larger
-// body is refused (413) before its signature is checked.
-const MaxBody = 4 << 20
+// 25 MB, but an issue event with its repository is a few tens of kilobytes, and a Jira
+// issue with a long description and changelog a few hundred; a larger body is refused
+// (413), and the next poll brings what it said.
+const MaxBody = 1 << 20
+
+// MaxReading is how many bodies a receiver reads at once. Bodies are read before their
+// signature can be checked, by anyone who sends a signature header; without a bound, a
+// few hundred senders that stall inside their bodies would hold MaxBody each.
+const MaxReading = 16
 
 // maxIDLen bounds a delivery id. Real ids are GUIDs or numbers; the header is not
 // signed, so a longer one is refused rather than remembered or logged.

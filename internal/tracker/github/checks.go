@@ -116,7 +116,7 @@ type apiStatus struct {
 // A sha that GitHub does not know is tracker_not_found.
 func (t *Tracker) CI(ctx context.Context, repo, sha string) (CIResult, error) {
 	const op = "ci_status"
-	r, err := parseRepo(op, repo)
+	r, err := t.codeHostRepo(op, repo)
 	if err != nil {
 		return CIResult{}, err
 	}

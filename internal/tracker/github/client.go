@@ -294,30 +294,45 @@ type cachedResponse struct {
 	full bool
 }
 
-// fullPage reports whether body, a list or a search result, holds as many items as
-// rawURL's per_page asked for (GitHub's default is 30).
+// fullPage reports whether a page may follow body, a last page (no next link) of a
+// list or a search result, by the time it is asked for again: a list page holding
+// per_page items (GitHub's default is 30) short of MaxPages, or a search page before the
+// search's total_count and its cap of 1,000 results (asking past that is a 422).
 func fullPage(rawURL string, body []byte) bool {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return false
 	}
+	q := u.Query()
 	per := 30
-	if v := u.Query().Get("per_page"); v != "" {
+	if v := q.Get("per_page"); v != "" {
 		if per, err = strconv.Atoi(v); err != nil || per <= 0 {
 			return false
 		}
 	}
-	var list []json.RawMessage
-	if json.Unmarshal(body, &list) != nil {
-		var search struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		if json.Unmarshal(body, &search) != nil {
-			return false
-		}
-		list = search.Items
+	page, err := strconv.Atoi(q.Get("page"))
+	if err != nil || page < 1 {
+		page = 1
 	}
-	return len(list) >= per
+	if page >= MaxPages {
+		return false
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(body, &list) == nil {
+		return len(list) >= per
+	}
+	// A search's total_count is in its body, so a result added behind a full last page
+	// changes the page's ETag; the look further is for the list's sake. It is kept
+	// here only within the search's limits.
+	var search struct {
+		TotalCount int               `json:"total_count"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(body, &search) != nil {
+		return false
+	}
+	const searchCap = 1000
+	return len(search.Items) >= per && page*per < min(search.TotalCount, searchCap)
 }
 
 // pageAfter is rawURL with its page parameter one higher (page 2 when it has none).

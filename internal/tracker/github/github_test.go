@@ -644,3 +644,28 @@ func TestNew_ConfigErrors(t *testing.T) {
 		t.Errorf("GHES list URL = %s", u)
 	}
 }
+
+// fullPage looks further only where a page may follow: never past MaxPages, nor past a
+// search's total_count or its 1,000-result cap (GitHub answers 422 there).
+func TestFullPage_LooksFurtherOnlyWhereAPageMayFollow(t *testing.T) {
+	items := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat("{},", n), ",") + "]" }
+	search := func(total, n int) string { return fmt.Sprintf(`{"total_count":%d,"items":%s}`, total, items(n)) }
+	cases := []struct {
+		url, body string
+		want      bool
+	}{
+		{"https://api.github.com/repos/o/r/issues?per_page=100", items(100), true},
+		{"https://api.github.com/repos/o/r/issues?per_page=100", items(99), false},
+		{"https://api.github.com/repos/o/r/issues", items(30), true}, // GitHub's default per_page
+		{fmt.Sprintf("https://api.github.com/repos/o/r/issues?per_page=100&page=%d", MaxPages), items(100), false},
+		{"https://api.github.com/search/issues?per_page=100&page=2", search(250, 100), true},
+		{"https://api.github.com/search/issues?per_page=100&page=2", search(200, 100), false},
+		{"https://api.github.com/search/issues?per_page=100&page=10", search(5000, 100), false}, // the 1,000-result cap
+		{"https://api.github.com/repos/o/r/issues?per_page=100", `{"message":"x"}`, false},
+	}
+	for _, c := range cases {
+		if got := fullPage(c.url, []byte(c.body)); got != c.want {
+			t.Errorf("fullPage(%s, %.40s…) = %v, want %v", c.url, c.body, got, c.want)
+		}
+	}
+}

@@ -47,7 +47,7 @@ const (
 // beyond maxLines lines while reading, and nothing is written anywhere.
 func (t *Tracker) JobLogTail(ctx context.Context, repo string, jobID int64, maxLines int) (string, error) {
 	const op = "job_log"
-	r, err := parseRepo(op, repo)
+	r, err := t.codeHostRepo(op, repo)
 	if err != nil {
 		return "", err
 	}

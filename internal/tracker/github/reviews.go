@@ -78,7 +78,7 @@ type apiReviewComment struct {
 // 1 + (reviews that count) requests, all 304 when nothing changed.
 func (t *Tracker) ChangeRequests(ctx context.Context, repo string, pr int64) (ReviewResult, error) {
 	const op = "change_requests"
-	r, err := parseRepo(op, repo)
+	r, err := t.codeHostRepo(op, repo)
 	if err != nil {
 		return ReviewResult{}, err
 	}

@@ -83,7 +83,7 @@ var errStop = errors.New("stop")
 // a fork. Every page is a conditional request.
 func (t *Tracker) FindPullRequest(ctx context.Context, repo, branch string) (PullRequest, bool, error) {
 	const op = "find_pull_request"
-	r, err := parseRepo(op, repo)
+	r, err := t.codeHostRepo(op, repo)
 	if err != nil {
 		return PullRequest{}, false, err
 	}
@@ -141,7 +141,7 @@ func headIs(h apiPullRef, owner, branch string) bool {
 // exist is tracker_not_found.
 func (t *Tracker) PullRequest(ctx context.Context, repo string, number int64) (PullRequest, error) {
 	const op = "pull_request"
-	r, err := parseRepo(op, repo)
+	r, err := t.codeHostRepo(op, repo)
 	if err != nil {
 		return PullRequest{}, err
 	}
@@ -171,6 +171,21 @@ func parseRepo(op, repo string) (string, error) {
 		return "", tracker.Errorf(tracker.ErrPayload, op, "%q is not a GitHub repository as owner/name; check owner and repo in .sortie/scm.json", repo)
 	}
 	return owner + "/" + name, nil
+}
+
+// codeHostRepo is parseRepo, limited to tracker.project: the repository comes from
+// .sortie/scm.json, which the agent writes, and the token must not read another
+// repository's pull requests, checks or logs into an agent's prompt. A pull request from
+// a fork lives in the base repository, so this loses nothing.
+func (t *Tracker) codeHostRepo(op, repo string) (string, error) {
+	r, err := parseRepo(op, repo)
+	if err != nil {
+		return "", err
+	}
+	if !strings.EqualFold(r, t.repo) {
+		return "", tracker.Errorf(tracker.ErrPayload, op, "%q is not tracker.project (%s): Sortie reads pull requests, checks and reviews of that repository only", r, t.repo)
+	}
+	return r, nil
 }
 
 // validBranch is a loose check of git's ref-name rules: enough to refuse what no branch

@@ -247,3 +247,30 @@ func TestPullRequest_SingleAndNotFound(t *testing.T) {
 		t.Errorf("missing pull request: %v; want tracker_not_found naming the repository", err)
 	}
 }
+
+// The repository comes from .sortie/scm.json, which the agent writes: the code-host
+// calls read tracker.project's only, and ask GitHub nothing about another.
+func TestCodeHost_OnlyTrackerProject(t *testing.T) {
+	s := newAPIServer(t)
+	tr := newSCMTracker(t, s.URL())
+	ctx := context.Background()
+	other := "someone-else/private-repo"
+	if _, _, err := tr.FindPullRequest(ctx, other, "main"); err == nil || !strings.Contains(err.Error(), "is not tracker.project") {
+		t.Errorf("FindPullRequest on another repository: %v, want refused", err)
+	}
+	if _, err := tr.CI(ctx, other, strings.Repeat("a", 40)); err == nil {
+		t.Errorf("CI on another repository: want refused")
+	}
+	if _, err := tr.JobLogTail(ctx, other, 1, 10); err == nil {
+		t.Errorf("JobLogTail on another repository: want refused")
+	}
+	if _, err := tr.ChangeRequests(ctx, other, 1); err == nil {
+		t.Errorf("ChangeRequests on another repository: want refused")
+	}
+	if n := len(s.log()); n != 0 {
+		t.Errorf("GitHub was asked %d times about another repository", n)
+	}
+	if _, _, err := tr.FindPullRequest(ctx, strings.ToUpper(scmRepo), "main"); err != nil && strings.Contains(err.Error(), "is not tracker.project") {
+		t.Errorf("tracker.project in other case refused: %v", err)
+	}
+}

@@ -153,17 +153,20 @@ function main() {
     tickWebhook(state.webhooks || []);
   }
 
-  // tickWebhook shows the last webhook delivery (docs/webhooks.md): when it came, and
-  // a warning colour when it was refused (a wrong secret, a stale or malformed body).
+  // tickWebhook shows the tracker's last authentic webhook delivery (docs/webhooks.md):
+  // when it came, in green. Refused requests, which anyone can send, change neither its
+  // time nor its colour once deliveries have been accepted; with none accepted yet it
+  // is amber, so a wrong secret shows. The tooltip has the last request and the counts.
   function tickWebhook(hooks) {
     const last = hooks.reduce((a, w) => (!a || parseTime(w.last_at) > parseTime(a.last_at) ? w : a), null);
     h.webhook.hidden = !last;
     if (!last) return;
-    const refused = !['accepted', 'ignored', 'replayed'].includes(last.last_result);
-    setText(h.webhook, `${last.tracker} webhook ${agoText(parseTime(last.last_at), serverClock.now())}`);
-    h.webhook.className = 'pill ' + (refused ? 'warn' : 'ok');
-    const counts = Object.entries(last.counts || {}).map(([k, v]) => `${v} ${k}`).join(', ');
-    h.webhook.title = `last delivery: ${last.last_event || 'unknown event'}, ${last.last_result.replace('_', ' ')}` +
+    const accepted = parseTime(last.last_accepted_at);
+    const ok = accepted !== null;
+    setText(h.webhook, ok ? `${last.tracker} webhook ${agoText(accepted, serverClock.now())}` : `${last.tracker} webhooks refused`);
+    h.webhook.className = 'pill ' + (ok ? 'ok' : 'warn');
+    const counts = Object.entries(last.counts || {}).filter(([, v]) => v > 0).map(([k, v]) => `${v} ${k.replace('_', ' ')}`).join(', ');
+    h.webhook.title = `last request: ${last.last_event || 'unknown event'}, ${last.last_result.replace('_', ' ')}` +
       (counts ? ` (since start-up: ${counts})` : '');
   }
 
