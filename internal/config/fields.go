@@ -108,10 +108,12 @@ var settings = []setting{
 	{Key: "tracker.webhook_secret", Type: "string, $VAR allowed", Default: "none: no webhook receiver",
 		Doc: "the secret the tracker's webhooks are signed with; $VAR expanded anywhere",
 		read: func(b *builder, c *Config, sec, _ map[string]any) {
-			if v, ok := b.str(sec, "tracker.webhook_secret"); ok {
+			// expandedKey reports a value that is not a string; the form as written is
+			// only kept for `sortie webhooks`, which names its variable.
+			c.Tracker.WebhookSecret = b.expandedKey(sec, "tracker.webhook_secret")
+			if v, ok := sec["webhook_secret"].(string); ok {
 				c.Tracker.WebhookSecretRef = strings.TrimSpace(v)
 			}
-			c.Tracker.WebhookSecret = b.expandedKey(sec, "tracker.webhook_secret")
 		}},
 	ref("tracker.project", "", "Jira project key, GitHub owner/repo or Linear project slug",
 		func(c *Config) *string { return &c.Tracker.Project }),

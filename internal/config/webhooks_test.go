@@ -59,6 +59,9 @@ func TestWebhooks_BadValuesAreErrors(t *testing.T) {
 			if strings.Contains(text, "123456") && tt.name == "secret not a string" {
 				t.Errorf("a problem shows the secret:\n%s", text)
 			}
+			if n := strings.Count(text, tt.want); n != 1 {
+				t.Errorf("%q reported %d times, want once:\n%s", tt.want, n, text)
+			}
 		})
 	}
 }
