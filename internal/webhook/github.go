@@ -25,9 +25,10 @@ type githubPayload struct {
 }
 
 // parseGitHub reads a delivery whose event is named by X-GitHub-Event: issues (any
-// action) and issue_comment on an issue name the issue by number ("12", Sortie's identifier for an issue of tracker.project); label is accepted
-// naming none, since a label's change can change which issues Sortie picks; ping and
-// every other event are ignored. A repository other than s.Project is ignored.
+// action) and issue_comment on an issue name the issue by number ("12", Sortie's
+// identifier for an issue of tracker.project); label is accepted naming none, since a
+// label's change can change which issues Sortie picks; ping and every other event are
+// ignored. A repository other than s.Project is ignored.
 func parseGitHub(d *Delivery, h http.Header, body []byte, s Settings, _ time.Time) (string, error) {
 	event := h.Get("X-GitHub-Event")
 	if !isName(event) {
