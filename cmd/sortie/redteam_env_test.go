@@ -165,7 +165,7 @@ func TestRedTeamEnv_ConfinedMockAgent(t *testing.T) {
 	port := freePort(t)
 	wf := writeFile(t, dir, "WORKFLOW.md", mockRedTeamWorkflow(append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), sc.attacks()...),
 		"", redTeamProject, "../ws", port))
-	env := testEnv(tmp, append([]string{"TRACKER_TOKEN=" + redTeamSecret}, sc.env...)...)
+	env := testEnv(tmp, append([]string{"TRACKER_TOKEN=" + daemonSecret(base)}, sc.env...)...)
 	r := runSortie(t, dir, env, "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
@@ -188,7 +188,7 @@ func TestRedTeamEnv_ConfinedClaude(t *testing.T) {
 	script := redTeamScript(append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), sc.attacks()...), "needs-human-review")
 	m := fakemodel.Start(t, bashCall(script), fakemodel.Reply{Text: "Done."})
 	wf := writeFile(t, dir, "WORKFLOW.md", claudeRedTeamWorkflow(claude, "", redTeamProject, "../ws", port))
-	env := clis.ClaudeEnv(testEnv(tmp, append([]string{"TRACKER_TOKEN=" + redTeamSecret}, sc.env...)...), m.URL, home)
+	env := clis.ClaudeEnv(testEnv(tmp, append([]string{"TRACKER_TOKEN=" + daemonSecret(base)}, sc.env...)...), m.URL, home)
 	r := runSortie(t, dir, env, "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)

@@ -72,7 +72,7 @@ func newReadsRig(t *testing.T) *readsRig {
 		}
 	}
 	path := filepath.Join(r.home, ".cargo", "bin") + ":" + filepath.Join(r.home, ".local", "bin") + ":" + os.Getenv("PATH")
-	r.env = testEnv(t.TempDir(), "TRACKER_TOKEN="+redTeamSecret, "HOME="+r.home, "PATH="+path)
+	r.env = testEnv(t.TempDir(), "TRACKER_TOKEN="+daemonSecret(r.base), "HOME="+r.home, "PATH="+path)
 	return r
 }
 

@@ -6,6 +6,8 @@ package main
 // the fake model drives into them.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,8 +23,20 @@ import (
 )
 
 // redTeamSecret is the daemon's secret in the red-team tests: its tracker key, set in
-// its environment and its env file.
+// its environment and its env file. Tests that check their agent's reads against it
+// (checkRedTeam) give their daemon its own, daemonSecret.
 const redTeamSecret = "daemon-secret-9f3e1b"
+
+// daemonSecret is the secret of the red-team daemon of the test whose directory is
+// base: redTeamSecret and a suffix no other test's daemon has. The red-team tests run in
+// parallel, and a daemon's /proc/<pid>/environ shows its secrets for the moment between
+// its start and concealing them (environ_linux.go); an agent listing every process's
+// environ may catch another test's daemon in that moment. What a test asks is whether
+// its agent reaches its own daemon's secrets, long concealed by then.
+func daemonSecret(base string) string {
+	sum := sha256.Sum256([]byte(base))
+	return redTeamSecret + "-" + hex.EncodeToString(sum[:6])
+}
 
 // attack is one thing the hostile agent runs with /bin/sh -c in its workspace.
 type attack struct{ name, run string }
@@ -71,7 +85,7 @@ func redTeamDirs(t *testing.T, identifier string) (base, dir, envFile string) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "issues.json", fmt.Sprintf(`[{"id": "1", "identifier": %q, "title": "t", "state": "Todo"}]`, identifier))
-	envFile = writeFile(t, dir, "secrets.env", "SORTIE_TRACKER_API_KEY="+redTeamSecret+"\n")
+	envFile = writeFile(t, dir, "secrets.env", "SORTIE_TRACKER_API_KEY="+daemonSecret(base)+"\n")
 	return base, dir, envFile
 }
 
@@ -195,7 +209,7 @@ func checkRedTeam(t *testing.T, results, base, dir string, r result) {
 		}
 	}
 	for _, name := range []string{"read-db", "read-env-file", "daemon-environ", "own-env", "sortie-dir"} {
-		if _, out := read(name); strings.Contains(out, redTeamSecret) || strings.Contains(out, "SQLite format") {
+		if _, out := read(name); strings.Contains(out, daemonSecret(base)) || strings.Contains(out, "SQLite format") {
 			t.Errorf("attack %s found the daemon's secret or database:\n%s", name, out)
 		}
 	}
@@ -236,7 +250,7 @@ func redTeamMock(t *testing.T, identifier, runAs string) (base, dir, envFile, re
 		runAsLine, hooks = "  run_as: "+runAs+"\n", redTeamProject+"    id -un > hook-user\n"
 	}
 	wf := writeFile(t, dir, "WORKFLOW.md", mockRedTeamWorkflow(attacks, runAsLine, hooks, "../ws", port))
-	r := runSortie(t, dir, testEnv(tmp, "TRACKER_TOKEN="+redTeamSecret), "--exit-when-idle", "--env-file", envFile, wf)
+	r := runSortie(t, dir, testEnv(tmp, "TRACKER_TOKEN="+daemonSecret(base)), "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
 	}
@@ -290,7 +304,7 @@ func redTeamClaude(t *testing.T, identifier, runAs string) {
 	script := redTeamScript(append(redTeamAttacks(dir, "http://127.0.0.1:"+strconv.Itoa(port)), attack{"whoami", "id -un"}), "needs-human-review")
 	m := fakemodel.Start(t, bashCall(script), fakemodel.Reply{Text: "Done."})
 	wf := writeFile(t, dir, "WORKFLOW.md", claudeRedTeamWorkflow(claude, runAsLine, redTeamProject, "../ws", port))
-	env := clis.ClaudeEnv(testEnv(tmp, "TRACKER_TOKEN="+redTeamSecret), m.URL, home)
+	env := clis.ClaudeEnv(testEnv(tmp, "TRACKER_TOKEN="+daemonSecret(base)), m.URL, home)
 	r := runSortie(t, dir, env, "--exit-when-idle", "--env-file", envFile, wf)
 	if r.code != exitOK {
 		t.Fatalf("sortie: %s", r)
