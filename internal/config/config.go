@@ -44,6 +44,10 @@ type Config struct {
 	// Cluster is `database_url` and the `cluster:` section (cluster.go): the
 	// PostgreSQL store several daemons share. Zero: SQLite at DBPath.
 	Cluster ClusterConfig
+	// Reactions are `reactions:`, `ci_feedback:` and `github:` (reactions.go): what
+	// happens to a handed-off issue's pull request. SelfReview is `self_review:`.
+	Reactions  ReactionsConfig
+	SelfReview SelfReviewConfig
 	// Extensions holds every top-level key without a typed field, unchanged: adapter
 	// blocks (`file:`, `claude-code:`, `copilot-cli:`, `mock:`), `notifications`,
 	// `reactions`, `self_review`, `ci_feedback` and unknown keys.

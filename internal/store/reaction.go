@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Reaction kinds.
+const (
+	ReactionCI     = "ci"
+	ReactionReview = "review"
+)
+
+// ReactionWatch is a handed-off issue whose pull request Sortie watches for CI
+// failures and change requests (internal/reactions). At most one per issue; a new
+// hand-off replaces it.
+type ReactionWatch struct {
+	IssueID    string
+	Identifier string
+	// Workspace is the issue's workspace path; SessionID the agent session a reaction
+	// run resumes; Branch the workspace's branch (read from files the agent wrote:
+	// untrusted, used only as a query parameter); PRNumber the pull request once found
+	// (0 until then).
+	Workspace string
+	SessionID string
+	Branch    string
+	PRNumber  int
+	// HandedOffAt is when the issue was (last) handed off.
+	HandedOffAt time.Time
+}
+
+// ReactionState is what Sortie remembers of one reaction kind of one issue across
+// restarts and hand-offs: the fingerprint of the failure or change request last seen
+// (the head SHA for CI, a hash of the sorted comment ids for reviews), whether a run
+// was dispatched for it, how many runs this kind has had, and whether the issue was
+// escalated to humans for it.
+type ReactionState struct {
+	IssueID     string
+	Kind        string // ReactionCI or ReactionReview
+	Fingerprint string
+	Dispatched  bool
+	Attempts    int
+	Escalated   bool
+	UpdatedAt   time.Time
+}
+
+// ReactionStore keeps the watches and reaction states. Every method is safe for
+// concurrent use; several daemons may share one PostgreSQL store.
+type ReactionStore interface {
+	// SaveReactionWatch inserts or replaces the watch of w.IssueID.
+	SaveReactionWatch(ctx context.Context, w ReactionWatch) error
+	// DeleteReactionWatch stops watching an issue; its reaction states stay (they
+	// count attempts across hand-offs). Deleting a missing one is not an error.
+	DeleteReactionWatch(ctx context.Context, issueID string) error
+	// LoadReactionWatches returns every watch, oldest hand-off first.
+	LoadReactionWatches(ctx context.Context) ([]ReactionWatch, error)
+	// ObserveReaction records fingerprint fp as the one now seen for (issueID, kind)
+	// and returns the state after it: a new fingerprint resets Dispatched (a failure
+	// not acted on yet); the same one leaves the state as it was. Attempts and
+	// Escalated are kept either way.
+	ObserveReaction(ctx context.Context, issueID, kind, fp string, now time.Time) (ReactionState, error)
+	// MarkReactionDispatched sets Dispatched and adds one to Attempts, only if the
+	// state's fingerprint is still fp and it was not dispatched: it reports whether
+	// this call did it (false: another daemon, or an earlier run, already did).
+	MarkReactionDispatched(ctx context.Context, issueID, kind, fp string, now time.Time) (bool, error)
+	// ResetReaction clears (issueID, kind): CI passed, or the change requests were
+	// resolved. Attempts go back to 0 and Escalated to false.
+	ResetReaction(ctx context.Context, issueID, kind string) error
+	// EscalateReaction marks (issueID, kind) escalated to humans.
+	EscalateReaction(ctx context.Context, issueID, kind string, now time.Time) error
+	// ReactionStates returns the states of issueID (none is not an error).
+	ReactionStates(ctx context.Context, issueID string) ([]ReactionState, error)
+	// DeleteReactions forgets the issue's watch and states (the issue is terminal or
+	// gone).
+	DeleteReactions(ctx context.Context, issueID string) error
+}
