@@ -334,7 +334,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 			r.mu.Lock()
 			t.Logf("issue #1's label sets, in order: %v", r.labelSets)
 			r.mu.Unlock()
-			t.Logf("fake GitHub log (%d requests):\n%s", len(gh.Log()), strings.Join(gh.Log(), "\n"))
+			t.Logf("fake GitHub log (%d requests):\n%s", len(gh.Log()), squeeze(gh.Log()))
 		}
 	})
 
@@ -400,7 +400,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 		t.Errorf("the model got %d requests around the restart, want none", n-requests)
 	}
 	if r.served(at, "/commits/"+shaA[:7]) == 0 {
-		t.Errorf("the restarted daemon's check polls do not name A, the head's SHA:\n%s", strings.Join(r.gh.Log()[at:], "\n"))
+		t.Errorf("the restarted daemon's check polls do not name A, the head's SHA:\n%s", squeeze(r.gh.Log()[at:]))
 	}
 	gh.AddCheckRun(shaB, "lint", fakegithub.Completed("success"))
 	gh.AddCheckRun(shaB, "build", fakegithub.Completed("success"))
@@ -454,7 +454,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	r.waitServed(at, 3, "idle review polls", reviewPolls...)
 	if c := gh.Counts(); c.Charged != quiet.Charged || c.NotModified <= quiet.NotModified {
 		t.Errorf("idle polls: counts went from %+v to %+v, want more 304s and nothing charged; requests:\n%s",
-			quiet, c, strings.Join(gh.Log()[at:], "\n"))
+			quiet, c, squeeze(gh.Log()[at:]))
 	}
 	r.requireRuns(3, "idle after the approval")
 
@@ -535,3 +535,21 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 }
 
 func intp(n int) *int { return &n }
+
+// squeeze joins log lines, a run of identical ones as one line with its count.
+func squeeze(lines []string) string {
+	var b strings.Builder
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && lines[j] == lines[i] {
+			j++
+		}
+		b.WriteString(lines[i])
+		if j-i > 1 {
+			fmt.Fprintf(&b, " (×%d)", j-i)
+		}
+		b.WriteByte('\n')
+		i = j
+	}
+	return b.String()
+}
