@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -429,10 +430,13 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	if section < 0 {
 		t.Fatalf("the review reaction's prompt has no review section:\n%s", prompt)
 	}
-	for _, want := range []string{"main.go", "3", "erin", "please rename x"} {
+	for _, want := range []string{"main.go", "erin", "please rename x"} {
 		if !strings.Contains(prompt[section:], want) {
 			t.Errorf("the review section lacks %q:\n%s", want, prompt[section:])
 		}
+	}
+	if !regexp.MustCompile(`main\.go\D{0,20}\b3\b`).MatchString(prompt[section:]) {
+		t.Errorf("the review section does not give the comment's line (main.go, line 3):\n%s", prompt[section:])
 	}
 	if strings.Contains(prompt, "zzz-bot-nit") || strings.Contains(prompt, "lint-bot") {
 		t.Errorf("the review reaction's prompt carries the bot's comment:\n%s", prompt)
