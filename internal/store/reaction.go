@@ -92,11 +92,15 @@ type ReactionStore interface {
 	// this call did it (false: another daemon, or an earlier run, already did).
 	MarkReactionDispatched(ctx context.Context, issueID, kind, fp string, now time.Time) (bool, error)
 	// ResetReaction clears (issueID, kind): CI passed, or the change requests were
-	// resolved. Attempts go back to 0 and Escalated to false.
+	// resolved. Attempts go back to 0 and Escalated to false: the state is forgotten
+	// (ReactionStates no longer lists it) and the next ObserveReaction starts a new
+	// one. Resetting a missing one is not an error.
 	ResetReaction(ctx context.Context, issueID, kind string) error
-	// EscalateReaction marks (issueID, kind) escalated to humans.
+	// EscalateReaction marks (issueID, kind) escalated to humans. A state not observed
+	// yet is made, with an empty fingerprint, so that the escalation is kept.
 	EscalateReaction(ctx context.Context, issueID, kind string, now time.Time) error
-	// ReactionStates returns the states of issueID (none is not an error).
+	// ReactionStates returns the states of issueID, ordered by kind (none is not an
+	// error).
 	ReactionStates(ctx context.Context, issueID string) ([]ReactionState, error)
 	// DeleteReactions forgets the issue's watch and states (the issue is terminal or
 	// gone).
