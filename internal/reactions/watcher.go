@@ -125,8 +125,8 @@ type Watcher struct {
 	due     []Due // offered, oldest first; at most one per issue and kind
 	// ops are store writes Watch and Forget asked for, run in order on Run's goroutine.
 	ops   []func(context.Context)
-	wake    chan struct{}
-	dueCh   chan struct{}
+	wake  chan struct{}
+	dueCh chan struct{}
 }
 
 // New returns a Watcher.
