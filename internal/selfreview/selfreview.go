@@ -208,6 +208,9 @@ func Run(ctx context.Context, p Params) (Result, error) {
 			return res, nil
 		}
 
+		if err := ctx.Err(); err != nil {
+			return res, fail(&res, fmt.Errorf("selfreview: iteration %d: %w", i, err))
+		}
 		if err := p.Turn(ctx, fixPrompt(i, n, *it)); err != nil {
 			return res, fail(&res, fmt.Errorf("selfreview: iteration %d: fix turn: %w", i, err))
 		}

@@ -499,3 +499,22 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestResult_Summary(t *testing.T) {
+	f := newFake(t)
+	f.results["make test"] = workspace.CommandResult{ExitCode: 2, Output: "SECRET OUTPUT\n"}
+	f.verdicts(`{"verdict":"iterate","issues":["greet.go:3: missing newline"]}`, `{"verdict":"pass"}`)
+	res, err := Run(t.Context(), f.params(3, "make test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary()
+	for _, want := range []string{"Status: passed; final verdict: pass; iterations: 2", "## Iteration 1", "` make test `", "exit code 2", "- Verdict: iterate", "  - greet.go:3: missing newline", "## Iteration 2", "- Verdict: pass"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("Summary lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "SECRET OUTPUT") {
+		t.Errorf("Summary holds command output:\n%s", s)
+	}
+}
