@@ -196,6 +196,11 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	warnSocketReach(cfg, confine, runAs, logger)
+	react, stopReactions, err := startReactions(ctx, watcher.Current, st, adapters, notifier, mets, o.Version, logger)
+	if err != nil {
+		return nil, fmt.Errorf("loading the watched pull requests: %w", err)
+	}
+	d.onClose("pull-request watcher", func() error { stopReactions(); return nil })
 	orch, err := orchestrator.New(orchestrator.Options{
 		Sandbox:       confine,
 		RunAs:         runAs,
@@ -218,6 +223,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 		Alert:         alerter(notifier),
 		Checkpoints:   wf.checkpoints(),
 		Activity:      activity,
+		Reactions:     orchReactions{react},
 	})
 	if err != nil {
 		return nil, err
@@ -228,7 +234,7 @@ func New(ctx context.Context, o Options) (_ *Daemon, err error) {
 	logger.Info("sortie started", "version", o.Version, "workflow", path, "tracker", cfg.Tracker.Kind,
 		"agent", cfg.Agent.Kind, "agent_version", initial.AgentVersion, "db", dbShown, "pid", os.Getpid(),
 		"agent_socket", sock.Path(), "notification_backends", strings.Join(notifier.Backends(), ","))
-	stopServer, err := d.startServer(ctx, watcher.Current, orch, wf.answerer(), st, hub, mets, adapters.rateLimits)
+	stopServer, err := d.startServer(ctx, watcher.Current, orch, wf.answerer(), st, hub, mets, adapters.rateLimits, react.Views)
 	if err != nil {
 		return nil, err
 	}

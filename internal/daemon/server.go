@@ -10,6 +10,7 @@ import (
 	"sortie/internal/config"
 	"sortie/internal/metrics"
 	"sortie/internal/orchestrator"
+	"sortie/internal/reactions"
 	"sortie/internal/server"
 	"sortie/internal/server/dashboard"
 	"sortie/internal/tracker"
@@ -24,7 +25,8 @@ import (
 // explicitly; the default port being busy (another daemon on this machine) only costs
 // this daemon its server, with a warning.
 func (d *Daemon) startServer(ctx context.Context, current func() *config.Config, orch *orchestrator.Orchestrator,
-	checkpoints *checkpoint.Desk, st daemonStore, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit) (func(), error) {
+	checkpoints *checkpoint.Desk, st daemonStore, hub *server.Hub, mets *metrics.Metrics, rateLimits func() []tracker.RateLimit,
+	reactionViews func() []reactions.View) (func(), error) {
 	cfg := current()
 	log, version, workflow := d.log, d.opts.Version, d.opts.WorkflowPath
 	host, port := pick(d.opts.Host, cfg.Server.Host), cfg.Server.Port
@@ -44,6 +46,7 @@ func (d *Daemon) startServer(ctx context.Context, current func() *config.Config,
 		Snapshot: orch.Snapshot, Refresh: orch.Refresh, StorePing: st.Ping,
 		Runs: st, Hub: hub, Metrics: mets.Handler(), Dashboard: dashboard.Handler(version), Logger: log,
 		RateLimits: rateLimits, Checkpoints: checkpoints, Webhooks: webhookReceiver(current, orch, mets, log),
+		Reactions: reactionViews,
 	})
 	if err != nil {
 		return nil, err

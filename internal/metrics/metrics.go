@@ -17,6 +17,7 @@ import (
 
 	"sortie/internal/agenttools"
 	"sortie/internal/orchestrator"
+	"sortie/internal/reactions"
 	"sortie/internal/webhook"
 )
 
@@ -68,6 +69,12 @@ type Metrics struct {
 	// webhooks counts webhook deliveries by tracker kind and result; fixed at New
 	// (webhook.Kinds × webhook.Results), so reads need no lock.
 	webhooks map[[2]string]prometheus.Counter
+	// reactions counts what the pull-request watcher did (reactions.Event), by kind
+	// and result; fixed at New, so reads need no lock.
+	reactionChecks      map[[2]string]prometheus.Counter
+	reactionRequests    map[string]prometheus.Counter
+	reactionsDispatched map[string]prometheus.Counter
+	reactionEscalations map[[2]string]prometheus.Counter
 }
 
 // New builds the metrics of one daemon. version is the build's version (the
@@ -145,6 +152,28 @@ func New(version string) *Metrics {
 	for _, kind := range webhook.Kinds() {
 		for _, result := range webhook.Results() {
 			m.webhooks[[2]string{kind, result}] = deliveries.WithLabelValues(kind, result)
+		}
+	}
+
+	checks := f.counterVec("reaction_checks_total",
+		"Checks of handed-off issues' pull requests, by reaction kind (ci, review) and result (passing, pending, failing, none, changes_requested, error).",
+		"kind", "result")
+	requests := f.counterVec("reaction_requests_total",
+		"Requests to the code host made by reaction checks, by reaction kind: every one conditional, most answered 304.", "kind")
+	dispatched := f.counterVec("reactions_dispatched_total",
+		"Reaction runs started: a CI failure or change request sent back to the agent, by kind.", "kind")
+	escalations := f.counterVec("reaction_escalations_total",
+		"Issues escalated to humans after reactions.<kind>.max_retries runs, by kind and how (label, comment, error).", "kind", "how")
+	m.reactionChecks, m.reactionRequests = map[[2]string]prometheus.Counter{}, map[string]prometheus.Counter{}
+	m.reactionsDispatched, m.reactionEscalations = map[string]prometheus.Counter{}, map[[2]string]prometheus.Counter{}
+	for _, kind := range []string{reactions.KindCI, reactions.KindReview} {
+		for _, result := range []string{"passing", "pending", "failing", "none", "changes_requested", "error"} {
+			m.reactionChecks[[2]string{kind, result}] = checks.WithLabelValues(kind, result)
+		}
+		m.reactionRequests[kind] = requests.WithLabelValues(kind)
+		m.reactionsDispatched[kind] = dispatched.WithLabelValues(kind)
+		for _, how := range []string{"label", "comment", "error"} {
+			m.reactionEscalations[[2]string{kind, how}] = escalations.WithLabelValues(kind, how)
 		}
 	}
 

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"sortie/internal/reactions"
+
 	"context"
 	"errors"
 	"io"
@@ -56,6 +58,10 @@ var families = map[string]dto.MetricType{
 	"sortie_poll_duration_seconds":           dto.MetricType_HISTOGRAM,
 	"sortie_notify_rate_limited_total":       dto.MetricType_COUNTER,
 	"sortie_webhook_deliveries_total":        dto.MetricType_COUNTER,
+	"sortie_reaction_checks_total":           dto.MetricType_COUNTER,
+	"sortie_reaction_requests_total":         dto.MetricType_COUNTER,
+	"sortie_reactions_dispatched_total":      dto.MetricType_COUNTER,
+	"sortie_reaction_escalations_total":      dto.MetricType_COUNTER,
 }
 
 // fakeSnapshot is a snapshot function that returns s.
@@ -279,7 +285,8 @@ sortie_notify_rate_limited_total{scope="issue"} 0
 `
 	names := []string{}
 	for name, typ := range families {
-		if typ == dto.MetricType_COUNTER && name != "sortie_tracker_requests_total" && name != "sortie_webhook_deliveries_total" {
+		if typ == dto.MetricType_COUNTER && name != "sortie_tracker_requests_total" && name != "sortie_webhook_deliveries_total" &&
+			!strings.HasPrefix(name, "sortie_reaction") {
 			names = append(names, name)
 		}
 	}
@@ -511,5 +518,33 @@ func TestWebhookDelivery_CountsByTrackerAndResult(t *testing.T) {
 		if got := s.GetCounter().GetValue(); got != c.want {
 			t.Errorf("%s/%s = %v, want %v", c.tracker, c.result, got, c.want)
 		}
+	}
+}
+
+func TestReaction_CountsBoundedSeriesFromZero(t *testing.T) {
+	m := New("1.2.3")
+	m.Reaction(reactions.Event{Kind: reactions.KindCI, What: "check", Result: "failing", Requests: 2})
+	m.Reaction(reactions.Event{Kind: reactions.KindCI, What: "check", Result: "made-up", Requests: 1})
+	m.Reaction(reactions.Event{Kind: reactions.KindReview, What: "dispatched"})
+	m.Reaction(reactions.Event{Kind: reactions.KindCI, What: "escalated", Result: "label"})
+	m.Reaction(reactions.Event{Kind: "merge", What: "dispatched"})
+	fams := gather(t, m)
+	for _, c := range []struct {
+		family string
+		labels map[string]string
+		want   float64
+	}{
+		{"sortie_reaction_checks_total", map[string]string{"kind": "ci", "result": "failing"}, 1},
+		{"sortie_reaction_checks_total", map[string]string{"kind": "review", "result": "none"}, 0},
+		{"sortie_reaction_requests_total", map[string]string{"kind": "ci"}, 3},
+		{"sortie_reactions_dispatched_total", map[string]string{"kind": "review"}, 1},
+		{"sortie_reaction_escalations_total", map[string]string{"kind": "ci", "how": "label"}, 1},
+	} {
+		if got := series(t, fams, c.family, c.labels).GetCounter().GetValue(); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.family, c.labels, got, c.want)
+		}
+	}
+	if got := len(fams["sortie_reactions_dispatched_total"].GetMetric()); got != 2 {
+		t.Errorf("dispatched series = %d, want 2 (ci, review)", got)
 	}
 }

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"sortie/internal/reactions"
+
 	"math"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,5 +115,27 @@ func (m *Metrics) NotifyRateLimited(scope string) {
 func (m *Metrics) WebhookDelivery(tracker, result string) {
 	if c, ok := m.webhooks[[2]string{tracker, result}]; ok {
 		c.Inc()
+	}
+}
+
+// Reaction counts what the pull-request watcher did (reactions.Options.Report). Kinds
+// and results it does not know are ignored, so the labels stay bounded.
+func (m *Metrics) Reaction(e reactions.Event) {
+	switch e.What {
+	case "check":
+		if c, ok := m.reactionChecks[[2]string{e.Kind, e.Result}]; ok {
+			c.Inc()
+		}
+		if c, ok := m.reactionRequests[e.Kind]; ok && e.Requests > 0 {
+			c.Add(float64(e.Requests))
+		}
+	case "dispatched":
+		if c, ok := m.reactionsDispatched[e.Kind]; ok {
+			c.Inc()
+		}
+	case "escalated":
+		if c, ok := m.reactionEscalations[[2]string{e.Kind, e.Result}]; ok {
+			c.Inc()
+		}
 	}
 }

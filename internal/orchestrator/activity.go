@@ -46,6 +46,7 @@ const (
 	ActivityTurn        ActivityKind = "turn"         // a turn ended
 	ActivityRunFinished ActivityKind = "run_finished" // a run ended and was recorded
 	ActivityHandoff     ActivityKind = "handoff"      // Result: success or error
+	ActivityReaction    ActivityKind = "reaction"     // a reaction run dispatched; Result: ci or review
 	ActivityRetry       ActivityKind = "retry"        // a retry was scheduled
 	ActivityHold        ActivityKind = "hold"         // an issue is held for a human
 	ActivityPoll        ActivityKind = "poll"         // a poll of the tracker finished

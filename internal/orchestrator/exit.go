@@ -49,9 +49,15 @@ func (o *Orchestrator) handleExit(ctx context.Context, ex workerExit) {
 	log := o.log.With("issue_identifier", e.issue.Identifier)
 	retry := retryEntry{issueID: ex.issueID, identifier: e.issue.Identifier, host: e.host}
 
+	o.watchHandOff(e, ex)
 	switch ex.outcome {
 	case outcomeSkipped:
 		log.Info("not dispatched: the issue is no longer eligible", "state", ex.lastState)
+		if e.reaction != nil && o.opts.Reactions != nil {
+			// The issue left the hand-off state another way (a human moved it, or it
+			// is finished): its pull request is no longer Sortie's to watch.
+			o.opts.Reactions.Forget(ex.issueID, tracker.StateIn(ex.lastState, cfg.Tracker.TerminalStates))
+		}
 	case outcomeCancelled:
 		switch e.stop {
 		case stopStall:
@@ -236,6 +242,9 @@ func (o *Orchestrator) cleanWorkspace(cfg *config.Config, is tracker.Issue, path
 			return
 		}
 		o.log.Info("workspace removed: issue is terminal", "issue_identifier", is.Identifier, "path", path)
+		if o.opts.Reactions != nil && is.ID != "" {
+			o.opts.Reactions.Forget(is.ID, true)
+		}
 		o.report(Activity{Kind: ActivityReconcile, IssueID: is.ID, Identifier: is.Identifier, Result: action, Message: path})
 		o.removeIssueState(cfg, ad, is, path)
 	}()

@@ -143,6 +143,7 @@ type harnessOptions struct {
 	engine       checkpoint.Engine // the desk's workflow engine; nil for none
 	stopRemote   func(ctx context.Context, host string, pgid int) error
 	wrapStore    func(Store) Store // what the orchestrator gets in place of the store
+	reactions    Reactions         // Options.Reactions; nil for none
 }
 
 func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
@@ -217,6 +218,7 @@ func newHarness(t *testing.T, cfg *config.Config, ho harnessOptions) *harness {
 		Activity:              ho.activity,
 		StopRemote:            ho.stopRemote,
 		Checkpoints:           desk,
+		Reactions:             ho.reactions,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -83,6 +83,9 @@ type Options struct {
 	// worker goroutine: metrics and the live feed. It must be quick and must not call
 	// back into the Orchestrator. Optional.
 	Activity func(Activity)
+	// Reactions watches handed-off issues' pull requests (reactions.go). Optional:
+	// nil when no reaction is configured.
+	Reactions Reactions
 
 	// ExitWhenIdle makes Run return once nothing is running, retrying or eligible.
 	ExitWhenIdle bool
@@ -327,6 +330,10 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 	if o.opts.Checkpoints != nil {
 		answered = o.opts.Checkpoints.Answered()
 	}
+	var reacting <-chan struct{} // nil without reactions: never ready
+	if o.opts.Reactions != nil {
+		reacting = o.opts.Reactions.Due()
+	}
 	for {
 		if o.opts.ExitWhenIdle && o.idle() {
 			o.log.Info("nothing running, retrying or eligible: exiting")
@@ -364,6 +371,9 @@ func (o *Orchestrator) loop(ctx, workCtx context.Context) error {
 			o.checkpointAnswered(workCtx, id)
 			o.dispatch(workCtx)
 			step = Observation{Step: StepAnswer, IssueID: id}
+		case <-reacting:
+			o.react(workCtx)
+			step = Observation{Step: StepReaction}
 		case res := <-o.sweeps:
 			o.applySweep(res)
 			step = Observation{Step: StepSweep}

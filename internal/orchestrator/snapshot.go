@@ -208,6 +208,7 @@ const (
 	StepRemote       Step = "remote"        // an attempt to stop agents left on SSH hosts came back
 	StepAnswer       Step = "answer"        // a checkpoint answer was acted on
 	StepRenewal      Step = "renewal"       // the cluster leases were renewed
+	StepReaction     Step = "reaction"      // reactions offered were dispatched or deferred
 )
 
 // Observation reports one step of the loop and the state right after it.

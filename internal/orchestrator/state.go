@@ -33,7 +33,8 @@ type runningEntry struct {
 	stop        stopReason
 	cleanup     bool // remove the workspace once the worker exits
 	resumeFrom  string
-	spentBefore spend // what the issue had used before this run, for its budgets
+	reaction    *Reaction // the reaction this run answers, nil for none
+	spentBefore spend     // what the issue had used before this run, for its budgets
 	// sessionsBefore is the issue's run count before this run, for agent.max_sessions.
 	sessionsBefore int
 	progress       *progress

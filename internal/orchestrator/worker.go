@@ -22,15 +22,30 @@ import (
 
 // startWorker claims issue as running and starts its worker goroutine.
 func (o *Orchestrator) startWorker(ctx context.Context, cfg *config.Config, is tracker.Issue, attempt, failures int, resume, host string) {
+	o.startRun(ctx, cfg, is, runStart{attempt: attempt, failures: failures, resume: resume, host: host})
+}
+
+// runStart is how a run starts: its attempt, the consecutive failures before it, the
+// session it resumes, its SSH host, and the reaction it runs for (nil for none).
+type runStart struct {
+	attempt, failures int
+	resume, host      string
+	reaction          *Reaction
+}
+
+// startRun claims issue as running and starts its worker goroutine.
+func (o *Orchestrator) startRun(ctx context.Context, cfg *config.Config, is tracker.Issue, rs runStart) {
+	attempt, host, resume := rs.attempt, rs.host, rs.resume
 	wctx, cancel := context.WithCancel(ctx)
 	e := &runningEntry{
 		issue:          is,
 		attempt:        attempt,
-		failures:       failures,
+		failures:       rs.failures,
 		startedAt:      o.clk.Now(),
 		host:           host,
 		cancel:         cancel,
 		resumeFrom:     resume,
+		reaction:       rs.reaction,
 		spentBefore:    o.spent[is.ID],
 		sessionsBefore: o.sessions[is.ID],
 		progress:       &progress{progressData: progressData{maxTurns: cfg.Agent.MaxTurns}},
@@ -154,6 +169,23 @@ func (w *worker) run(ctx context.Context) workerExit {
 		return ex
 	}
 	ex.lastState, ex.updatedAt = is.State, is.UpdatedAt
+	if r := w.e.reaction; r != nil && !isActive(cfg, is.State) && tracker.StateIn(is.State, []string{cfg.Tracker.HandoffState}) &&
+		!tracker.StateIn(is.State, cfg.Tracker.TerminalStates) {
+		// A reaction takes the handed-off issue back from the humans' state: moved
+		// back to work, then handed off again when the run ends.
+		target := reactionState(cfg)
+		if err := w.ad.Tracker.TransitionIssue(ctx, is.ID, target); err != nil {
+			if ctx.Err() != nil {
+				ex.outcome, ex.notStarted = outcomeCancelled, true
+				return ex
+			}
+			ex.outcome, ex.err = outcomeFailed, fmt.Errorf("moving the handed-off issue back to %q for a %s reaction: %w", target, r.Kind, err)
+			return ex
+		}
+		is.State = target
+		ex.lastState = target
+		w.setState(target)
+	}
 	if !isActive(cfg, is.State) || tracker.StateIn(is.State, cfg.Tracker.TerminalStates) {
 		ex.outcome = outcomeSkipped
 		return ex
@@ -313,13 +345,20 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		w.e.progress.turn = turn
 		w.e.progress.mu.Unlock()
 
-		rendered, err := tmpl.Render(prompt.Data{
+		data := prompt.Data{
 			Issue:   w.issue,
 			Attempt: w.e.attempt,
 			Run:     prompt.Run{TurnNumber: turn, MaxTurns: maxTurns, IsContinuation: turn > 1},
-		})
+		}
+		if turn == 1 && w.e.reaction != nil {
+			data.Extra = w.e.reaction.Vars
+		}
+		rendered, err := tmpl.Render(data)
 		if err != nil {
 			return w.fail(ex, err)
+		}
+		if turn == 1 {
+			rendered = reactionPrompt(cfg, w.e.reaction, rendered)
 		}
 		if turn == 1 && w.e.resumeFrom == "" {
 			// A resumed session already knows its workflow.

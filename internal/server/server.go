@@ -1,6 +1,8 @@
 package server
 
 import (
+	"sortie/internal/reactions"
+
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +93,9 @@ type Options struct {
 	// against the tracker's own signature instead. Its Status is shown in
 	// /api/v1/state and on the dashboard.
 	Webhooks WebhookReceiver
+	// Reactions lists the handed-off issues whose pull requests are watched
+	// (reactions.Watcher.Views), for /api/v1/state and the dashboard. Optional.
+	Reactions func() []reactions.View
 	// Metrics, when set, is served at /metrics (behind the token like the rest).
 	Metrics http.Handler
 	// Dashboard, when set, is served at / and every path that is not /api/, /livez,

@@ -7,6 +7,7 @@ import (
 
 	"sortie/internal/agent"
 	"sortie/internal/orchestrator"
+	"sortie/internal/reactions"
 	"sortie/internal/tracker"
 	"sortie/internal/webhook"
 )
@@ -65,6 +66,9 @@ type stateTail struct {
 	// Webhooks is the last webhook delivery per tracker kind, [] when none has come
 	// (or the daemon receives none).
 	Webhooks []webhook.Status `json:"webhooks"`
+	// Reactions are the handed-off issues whose pull requests Sortie watches
+	// (docs/reactions.md), [] when none.
+	Reactions []reactions.View `json:"reactions"`
 	// Cluster is the daemons sharing this daemon's PostgreSQL store and their leases,
 	// as of its last renewal; absent when the daemon is alone.
 	Cluster *orchestrator.ClusterView `json:"cluster,omitempty"`
@@ -215,6 +219,12 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Webhooks != nil {
 		if ws := s.opts.Webhooks.Status(); ws != nil {
 			tail.Webhooks = ws
+		}
+	}
+	tail.Reactions = []reactions.View{}
+	if s.opts.Reactions != nil {
+		if rv := s.opts.Reactions(); rv != nil {
+			tail.Reactions = rv
 		}
 	}
 	bp := statePool.Get().(*[]byte)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -29,6 +30,30 @@ type ReactionWatch struct {
 	HandedOffAt time.Time
 }
 
+// Validate checks the fields SaveReactionWatch needs.
+func (w ReactionWatch) Validate() error {
+	var c checks
+	c.empty("issue id", w.IssueID)
+	c.empty("identifier", w.Identifier)
+	c.zero("handed_off_at", w.HandedOffAt)
+	if w.PRNumber < 0 {
+		c.add(fmt.Errorf("pr number must be 0 or more (got %d)", w.PRNumber))
+	}
+	return c.err()
+}
+
+// CheckReactionKey checks the key of a reaction state: an issue id and a known kind
+// (ReactionCI or ReactionReview). The ReactionStore methods that take one refuse an
+// invalid one.
+func CheckReactionKey(issueID, kind string) error {
+	var c checks
+	c.empty("issue id", issueID)
+	if kind != ReactionCI && kind != ReactionReview {
+		c.add(fmt.Errorf("reaction kind %q is not %q or %q", kind, ReactionCI, ReactionReview))
+	}
+	return c.err()
+}
+
 // ReactionState is what Sortie remembers of one reaction kind of one issue across
 // restarts and hand-offs: the fingerprint of the failure or change request last seen
 // (the head SHA for CI, a hash of the sorted comment ids for reviews), whether a run
@@ -45,9 +70,12 @@ type ReactionState struct {
 }
 
 // ReactionStore keeps the watches and reaction states. Every method is safe for
-// concurrent use; several daemons may share one PostgreSQL store.
+// concurrent use; several daemons may share one PostgreSQL store. Methods taking an
+// (issueID, kind) key refuse an invalid one (CheckReactionKey); ObserveReaction and
+// MarkReactionDispatched also refuse an empty fingerprint.
 type ReactionStore interface {
-	// SaveReactionWatch inserts or replaces the watch of w.IssueID.
+	// SaveReactionWatch inserts or replaces the watch of w.IssueID. An invalid watch
+	// (w.Validate) is an error.
 	SaveReactionWatch(ctx context.Context, w ReactionWatch) error
 	// DeleteReactionWatch stops watching an issue; its reaction states stay (they
 	// count attempts across hand-offs). Deleting a missing one is not an error.
@@ -64,11 +92,15 @@ type ReactionStore interface {
 	// this call did it (false: another daemon, or an earlier run, already did).
 	MarkReactionDispatched(ctx context.Context, issueID, kind, fp string, now time.Time) (bool, error)
 	// ResetReaction clears (issueID, kind): CI passed, or the change requests were
-	// resolved. Attempts go back to 0 and Escalated to false.
+	// resolved. Attempts go back to 0 and Escalated to false: the state is forgotten
+	// (ReactionStates no longer lists it) and the next ObserveReaction starts a new
+	// one. Resetting a missing one is not an error.
 	ResetReaction(ctx context.Context, issueID, kind string) error
-	// EscalateReaction marks (issueID, kind) escalated to humans.
+	// EscalateReaction marks (issueID, kind) escalated to humans. A state not observed
+	// yet is made, with an empty fingerprint, so that the escalation is kept.
 	EscalateReaction(ctx context.Context, issueID, kind string, now time.Time) error
-	// ReactionStates returns the states of issueID (none is not an error).
+	// ReactionStates returns the states of issueID, ordered by kind (none is not an
+	// error).
 	ReactionStates(ctx context.Context, issueID string) ([]ReactionState, error)
 	// DeleteReactions forgets the issue's watch and states (the issue is terminal or
 	// gone).

@@ -1,10 +1,16 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 )
+
+// MaxReviewMetadataBytes bounds Run.ReviewMetadata and RunEnd.ReviewMetadata. Longer
+// metadata is refused, not truncated (a cut JSON document is no longer JSON): the
+// caller keeps it below the bound.
+const MaxReviewMetadataBytes = 64 << 10
 
 // RunStatus is where a run is in its life. A run is running from StartRun until
 // FinishRun or MarkInterrupted gives it one of the terminal statuses; it never changes
@@ -120,6 +126,9 @@ type Run struct {
 	// them in.
 	DaemonHost string
 	DaemonPID  int
+	// ReviewMetadata is the run's self-review result as FinishRun recorded it (JSON
+	// text), "" when there is none (and while the run is running).
+	ReviewMetadata string
 }
 
 // Validate checks the fields StartRun needs.
@@ -143,15 +152,26 @@ type RunEnd struct {
 	EndedAt time.Time
 	Progress
 	Events []Event
+	// ReviewMetadata is the run's self-review result: one JSON value of at most
+	// MaxReviewMetadataBytes, or "" for none. Validate refuses anything else (it is not
+	// truncated), so FinishRun fails and the run stays running: bound it before.
+	ReviewMetadata string
 }
 
-// Validate checks that e has a terminal status and an end time.
+// Validate checks that e has a terminal status and an end time, and that its review
+// metadata, if any, is one JSON value of at most MaxReviewMetadataBytes.
 func (e RunEnd) Validate() error {
 	if !e.Status.Terminal() {
 		return fmt.Errorf("status %q is not a terminal run status (want one of %v)", e.Status, RunStatuses[1:])
 	}
 	if e.EndedAt.IsZero() {
 		return errors.New("ended_at is zero")
+	}
+	if n := len(e.ReviewMetadata); n > MaxReviewMetadataBytes {
+		return fmt.Errorf("review metadata is %d bytes, more than the %d allowed", n, MaxReviewMetadataBytes)
+	}
+	if e.ReviewMetadata != "" && !json.Valid([]byte(e.ReviewMetadata)) {
+		return errors.New("review metadata is not valid JSON")
 	}
 	return nil
 }

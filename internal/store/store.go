@@ -68,6 +68,7 @@ type Reader interface {
 type Store interface {
 	Reader
 	WorkflowStore
+	ReactionStore
 
 	// StartRun records a run that is starting, in status running, and returns its id.
 	// Call it before spawning the agent so a crash at any later moment leaves a row.
@@ -84,7 +85,8 @@ type Store interface {
 	// Model or SessionID leaves the stored one.
 	UpdateRunProgress(ctx context.Context, id int64, p Progress) error
 	// FinishRun ends a running run with a terminal status and its final progress
-	// (merged like UpdateRunProgress).
+	// (merged like UpdateRunProgress), and records its review metadata. An invalid end
+	// (RunEnd.Validate) is an error and changes nothing.
 	FinishRun(ctx context.Context, id int64, end RunEnd) error
 	// MarkInterrupted ends the given runs, if still running, as interrupted. Their end
 	// time is the last time the dead daemon wrote to them. Ids of runs that already

@@ -3,7 +3,7 @@
 // the configured root, runs the four lifecycle hooks (after_create, before_run,
 // after_run, before_remove) with a restricted environment (those that follow an agent's
 // run confined by the orchestrator's Config.ConfineHook, their git neutralised by
-// GitEnv), and reads and writes the
+// GitEnv) and the self-review's commands as those (Verify), and reads and writes the
 // `.sortie/` protocol files with symlink and size checks.
 //
 // It does not decide when a workspace is prepared or removed (the orchestrator does),

@@ -70,22 +70,51 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 	if strings.TrimSpace(script) == "" {
 		return nil
 	}
-	if err := validateHookInput(script, wsPath, extraEnv); err != nil {
-		return &HookError{Hook: name, Op: HookOpValidate, ExitCode: -1, Err: err}
+	_, err := m.runScript(ctx, scriptRun{
+		name: name, script: script, wsPath: wsPath, issue: issue, attempt: attempt,
+		extraEnv: extraEnv, afterAgent: afterAgent, timeout: m.timeout, maxOutput: MaxHookOutput,
+	})
+	return err
+}
+
+// scriptRun is one run of a script by runScript.
+type scriptRun struct {
+	name, script, wsPath string
+	issue                Issue
+	attempt              int // < 0 leaves SORTIE_ATTEMPT out
+	extraEnv             map[string]string
+	afterAgent           bool          // an agent may have written the workspace: confine it
+	timeout              time.Duration // after which the process group is killed
+	maxOutput            int           // bytes of the output's tail kept
+}
+
+// scriptOutcome is what runScript saw of a script that started: the tail of its
+// combined output and how long it ran.
+type scriptOutcome struct {
+	output   string
+	duration time.Duration
+}
+
+// runScript runs r.script as RunHook describes, and returns the tail of its output
+// (whether or not it failed) with a *HookError when it did not exit 0.
+func (m *Manager) runScript(ctx context.Context, r scriptRun) (scriptOutcome, error) {
+	name, script, wsPath, issue := r.name, r.script, r.wsPath, r.issue
+	if err := validateHookInput(script, wsPath, r.extraEnv); err != nil {
+		return scriptOutcome{}, &HookError{Hook: name, Op: HookOpValidate, ExitCode: -1, Err: err}
 	}
 
-	env := m.hookEnv(wsPath, issue, attempt, extraEnv)
+	env := m.hookEnv(wsPath, issue, r.attempt, r.extraEnv)
 	argv := []string{"/bin/sh", "-c", script}
 	var thread func() error
-	if afterAgent {
+	if r.afterAgent {
 		// SSH_AUTH_SOCK is a socket Landlock does not guard: through it, what the
 		// agent planted (a git filter) would sign in as the operator anywhere.
 		env = slices.DeleteFunc(GitEnv(env), func(kv string) bool { return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") })
 	}
-	if afterAgent && m.confine != nil {
+	if r.afterAgent && m.confine != nil {
 		hc, err := m.confine(name, wsPath, env)
 		if err != nil {
-			return &HookError{Hook: name, Op: HookOpStart, ExitCode: -1, Err: fmt.Errorf("confining it: %w", err)}
+			return scriptOutcome{}, &HookError{Hook: name, Op: HookOpStart, ExitCode: -1, Err: fmt.Errorf("confining it: %w", err)}
 		}
 		if hc != nil {
 			if hc.Done != nil {
@@ -101,10 +130,10 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 		}
 	}
 
-	hctx, cancel := context.WithTimeout(ctx, m.timeout)
+	hctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 
-	out := &tailBuffer{max: MaxHookOutput}
+	out := &tailBuffer{max: r.maxOutput}
 	cmd := exec.CommandContext(hctx, argv[0], argv[1:]...)
 	cmd.Dir = wsPath
 	cmd.Env = env
@@ -132,12 +161,13 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 	start := time.Now()
 	if err := sandbox.StartOnThread(thread, cmd.Start); err != nil {
 		if ctx.Err() != nil {
-			return &HookError{Hook: name, Op: HookOpRun, ExitCode: -1, Err: fmt.Errorf("not started: %w", ctx.Err())}
+			return scriptOutcome{}, &HookError{Hook: name, Op: HookOpRun, ExitCode: -1, Err: fmt.Errorf("not started: %w", ctx.Err())}
 		}
-		return &HookError{Hook: name, Op: HookOpStart, ExitCode: -1, Err: err}
+		return scriptOutcome{}, &HookError{Hook: name, Op: HookOpStart, ExitCode: -1, Err: err}
 	}
 	err := cmd.Wait()
 	elapsed := time.Since(start)
+	res := scriptOutcome{output: out.String(), duration: elapsed}
 
 	if errors.Is(err, exec.ErrWaitDelay) {
 		// The script itself succeeded; a process it left behind, outside its process
@@ -148,10 +178,10 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 	}
 	if err == nil {
 		m.log.Debug("hook finished", "hook", name, "issue", issue.Identifier, "duration", elapsed)
-		return nil
+		return res, nil
 	}
 
-	he := &HookError{Hook: name, Op: HookOpRun, ExitCode: -1, Output: out.String(), Err: err}
+	he := &HookError{Hook: name, Op: HookOpRun, ExitCode: -1, Output: res.output, Err: err}
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
 		he.ExitCode = exitErr.ExitCode() // -1 when killed by a signal
@@ -161,9 +191,9 @@ func (m *Manager) runHook(ctx context.Context, name, script, wsPath string, issu
 		he.Err = fmt.Errorf("cancelled: %w", ctx.Err())
 	case hctx.Err() != nil:
 		he.Op = HookOpTimeout
-		he.Err = timeoutError(m.timeout, hctx.Err())
+		he.Err = timeoutError(r.timeout, hctx.Err())
 	}
-	return he
+	return res, he
 }
 
 func validateHookInput(script, wsPath string, extraEnv map[string]string) error {

@@ -85,9 +85,61 @@ func TestRunHook_TimeoutIsATimeoutError(t *testing.T) {
 	}
 }
 
+// backgroundChildScript opens the FIFO $FIFO, starts a background child that
+// inherits it, closes its own copy and waits. Only the child then holds the FIFO.
+const backgroundChildScript = `exec 3>"$FIFO"; (echo ready >&3; exec sleep 300) & exec 3>&-; wait`
+
+// groupWatch is a FIFO a script's background child holds (backgroundChildScript):
+// EOF on it means every writer, the child included, has exited.
+type groupWatch struct {
+	path string
+	r, w *os.File
+}
+
+func newGroupWatch(t *testing.T) *groupWatch {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	// Our own writer keeps reads blocking (not EOF) until the child has opened it.
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return &groupWatch{path: fifo, r: r, w: w}
+}
+
+// ready waits for the child's ready line.
+func (g *groupWatch) ready(t *testing.T) {
+	t.Helper()
+	line, err := bufio.NewReader(g.r).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("reading child's ready line: %q, %v", line, err)
+	}
+}
+
+// childGone fails the test unless the background child has exited.
+func (g *groupWatch) childGone(t *testing.T) {
+	t.Helper()
+	g.w.Close()
+	// A deadline, not a wait: if the child survived, it holds the FIFO for 300s.
+	if err := g.r.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if rest, err := io.ReadAll(g.r); err != nil {
+		t.Fatalf("background child still holds the FIFO after the script ended (%v, read %q): process group not killed", err, rest)
+	}
+}
+
 // TestRunHook_KillsWholeProcessGroup proves that a background child of the hook dies
-// with it, on timeout and on cancellation. The child holds the write end of a FIFO the
-// test reads: EOF on the FIFO means every writer, the child included, has exited.
+// with it, on timeout and on cancellation.
 func TestRunHook_KillsWholeProcessGroup(t *testing.T) {
 	for _, via := range []string{"timeout", "cancel"} {
 		t.Run(via, func(t *testing.T) {
@@ -96,39 +148,20 @@ func TestRunHook_KillsWholeProcessGroup(t *testing.T) {
 				timeout = 200 * time.Millisecond
 			}
 			m, ws := hookWorkspace(t, timeout)
-			fifo := filepath.Join(t.TempDir(), "fifo")
-			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			// Our own writer keeps reads blocking (not EOF) until the child has opened it.
-			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := newGroupWatch(t)
 
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			// The shell opens the FIFO, starts a background child that inherits it,
-			// closes its own copy and waits. Only the child then holds the FIFO.
-			script := `exec 3>"$FIFO"; (echo ready >&3; exec sleep 300) & exec 3>&-; wait`
 			done := make(chan error, 1)
 			go func() {
-				done <- m.RunHook(ctx, HookBeforeRun, script, ws, testIssue, map[string]string{"FIFO": fifo})
+				done <- m.RunHook(ctx, HookBeforeRun, backgroundChildScript, ws, testIssue, map[string]string{"FIFO": g.path})
 			}()
 
-			line, err := bufio.NewReader(r).ReadString('\n')
-			if err != nil || line != "ready\n" {
-				t.Fatalf("reading child's ready line: %q, %v", line, err)
-			}
+			g.ready(t)
 			if via == "cancel" {
 				cancel()
 			}
-			err = <-done
+			err := <-done
 			he, ok := errors.AsType[*HookError](err)
 			if !ok {
 				t.Fatalf("RunHook err = %v, want a HookError", err)
@@ -139,15 +172,7 @@ func TestRunHook_KillsWholeProcessGroup(t *testing.T) {
 			if via == "cancel" && (he.Op != HookOpRun || !errors.Is(err, context.Canceled)) {
 				t.Errorf("err = %v (op %s), want run op wrapping context.Canceled", err, he.Op)
 			}
-
-			w.Close()
-			// A deadline, not a wait: if the child survived, it holds the FIFO for 300s.
-			if err := r.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			if rest, err := io.ReadAll(r); err != nil {
-				t.Fatalf("background child still holds the FIFO after the hook ended (%v, read %q): process group not killed", err, rest)
-			}
+			g.childGone(t)
 		})
 	}
 }

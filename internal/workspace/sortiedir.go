@@ -256,37 +256,41 @@ func otherOwner(wsPath string) (uid, gid int, ok bool) {
 }
 
 // ReadSortieFile reads `.sortie/<name>` in the workspace wsPath, refusing a symlinked
-// `.sortie/` or file (ErrSymlink), anything but a regular file (ErrNotRegular) and a
-// file larger than max bytes (ErrTooLarge). A missing file or directory returns an
-// error wrapping fs.ErrNotExist.
+// `.sortie/` or file (ErrSymlink), a `.sortie` that is not a directory (ErrConflict),
+// anything but a regular file (ErrNotRegular) and a file larger than max bytes
+// (ErrTooLarge). A missing file or directory returns an error wrapping fs.ErrNotExist.
+//
+// No link is followed at any step, checked or not: `.sortie/` is opened with
+// O_NOFOLLOW and the file through it with O_NOFOLLOW, so a `.sortie/` or file swapped
+// for a link after a check cannot make the daemon read what the link points at.
 func ReadSortieFile(wsPath, name string, max int64) ([]byte, error) {
 	if err := checkSortieName(name); err != nil {
 		return nil, err
 	}
-	dir, err := existingSortieDir(wsPath)
+	dir, d, err := openExistingSortieDir(wsPath)
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
 	path := filepath.Join(dir, name)
-	fi, err := lstatRegular(path)
-	if err != nil {
-		return nil, err
+	// O_NONBLOCK keeps a FIFO from blocking the open; it is refused below, unread.
+	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrSymlink)
+	case err != nil:
+		return nil, fmt.Errorf("workspace: read %w", &fs.PathError{Op: "open", Path: path, Err: err})
 	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("workspace: %s (%d bytes) %w of %d bytes", path, fi.Size(), ErrTooLarge, max)
-	}
-	// O_NOFOLLOW closes the window between Lstat and open in which the file could be
-	// swapped for a link; O_NONBLOCK keeps a FIFO swapped in from blocking the open.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("workspace: %s %w", path, ErrSymlink)
-		}
-		return nil, fmt.Errorf("workspace: read %s: %w", path, err)
-	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("workspace: %s %w", path, ErrNotRegular)
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("workspace: read %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("workspace: %s %w; refusing to use it", path, ErrNotRegular)
+	case fi.Size() > max:
+		return nil, fmt.Errorf("workspace: %s (%d bytes) %w of %d bytes", path, fi.Size(), ErrTooLarge, max)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
@@ -296,6 +300,66 @@ func ReadSortieFile(wsPath, name string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("workspace: %s %w of %d bytes", path, ErrTooLarge, max)
 	}
 	return data, nil
+}
+
+// RemoveSortieFile deletes `.sortie/<name>` in the workspace wsPath when it is a
+// regular file or a symbolic link (the link itself: unlinking never follows it), so a
+// file an agent may write next cannot be mistaken for an earlier one. Nothing to
+// delete (no file, no `.sortie/`) is not an error. A `.sortie` that is a link or not
+// a directory is refused (ErrSymlink, ErrConflict), as is a name that is anything
+// else (ErrNotRegular); nothing is deleted then.
+//
+// The file is looked at and unlinked through `.sortie/` opened with O_NOFOLLOW, so a
+// `.sortie/` swapped for a link meanwhile cannot point the deletion elsewhere.
+func RemoveSortieFile(wsPath, name string) error {
+	if err := checkSortieName(name); err != nil {
+		return err
+	}
+	dir, d, err := openExistingSortieDir(wsPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	path := filepath.Join(dir, name)
+	dfd := int(d.Fd())
+	var st unix.Stat_t
+	err = unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil
+	case err != nil:
+		return fmt.Errorf("workspace: %s: %w", path, err)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFLNK:
+		return fmt.Errorf("workspace: %s %w; refusing to delete it", path, ErrNotRegular)
+	}
+	if err := unix.Unlinkat(dfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("workspace: delete %s: %w", path, err)
+	}
+	return nil
+}
+
+// openExistingSortieDir opens `.sortie/` in wsPath without following a link: a link is
+// ErrSymlink, anything but a directory ErrConflict, a missing one wraps
+// fs.ErrNotExist. It returns the directory's path with it.
+func openExistingSortieDir(wsPath string) (string, *os.File, error) {
+	dir := filepath.Join(wsPath, SortieDir)
+	d, err := fdio.Open(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return "", nil, fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrSymlink)
+	case errors.Is(err, syscall.ENOTDIR):
+		// Linux says ENOTDIR for a link opened with O_DIRECTORY|O_NOFOLLOW too.
+		if fi, lerr := os.Lstat(dir); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return "", nil, fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrSymlink)
+		}
+		return "", nil, fmt.Errorf("workspace: %s %w; refusing to use it", dir, ErrConflict)
+	case err != nil:
+		return "", nil, fmt.Errorf("workspace: %w", err)
+	}
+	return dir, d, nil
 }
 
 // existingSortieDir returns the path of `.sortie/` in wsPath after checking it is a

@@ -364,3 +364,58 @@ func TestEnsureSortieDir_GitignoreIsNeverWaitedOnOrWrittenThrough(t *testing.T) 
 		}
 	})
 }
+
+func TestRemoveSortieFile(t *testing.T) {
+	const name = "review_verdict.json"
+	t.Run("deletes a regular file", func(t *testing.T) {
+		ws := t.TempDir()
+		must(t, WriteFileAtomic(ws, name, []byte(`{}`)))
+		must(t, RemoveSortieFile(ws, name))
+		if _, err := os.Lstat(filepath.Join(ws, ".sortie", name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("file still present: %v", err)
+		}
+		must(t, RemoveSortieFile(ws, name)) // nothing left: still fine
+	})
+	t.Run("no .sortie", func(t *testing.T) {
+		must(t, RemoveSortieFile(t.TempDir(), name))
+	})
+	t.Run("deletes a link, not what it points at", func(t *testing.T) {
+		ws := t.TempDir()
+		mkSortie(t, ws)
+		target := filepath.Join(t.TempDir(), "outside")
+		must(t, os.WriteFile(target, []byte("keep"), 0o600))
+		must(t, os.Symlink(target, filepath.Join(ws, ".sortie", name)))
+		must(t, RemoveSortieFile(ws, name))
+		if _, err := os.Lstat(filepath.Join(ws, ".sortie", name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("link still present: %v", err)
+		}
+		if _, err := os.Stat(target); err != nil {
+			t.Fatalf("the link's target was deleted: %v", err)
+		}
+	})
+	t.Run("refuses a symlinked .sortie", func(t *testing.T) {
+		ws, outside := t.TempDir(), t.TempDir()
+		target := filepath.Join(outside, name)
+		must(t, os.WriteFile(target, []byte("x"), 0o600))
+		must(t, os.Symlink(outside, filepath.Join(ws, ".sortie")))
+		if err := RemoveSortieFile(ws, name); !errors.Is(err, ErrSymlink) {
+			t.Fatalf("RemoveSortieFile = %v, want ErrSymlink", err)
+		}
+		if _, err := os.Stat(target); err != nil {
+			t.Fatalf("deleted through the link: %v", err)
+		}
+	})
+	t.Run("refuses a directory", func(t *testing.T) {
+		ws := t.TempDir()
+		mkSortie(t, ws)
+		must(t, os.Mkdir(filepath.Join(ws, ".sortie", name), 0o750))
+		if err := RemoveSortieFile(ws, name); !errors.Is(err, ErrNotRegular) {
+			t.Fatalf("RemoveSortieFile = %v, want ErrNotRegular", err)
+		}
+	})
+	t.Run("refuses a bad name", func(t *testing.T) {
+		if err := RemoveSortieFile(t.TempDir(), "../x"); err == nil {
+			t.Fatal("RemoveSortieFile(../x) = nil, want an error")
+		}
+	})
+}

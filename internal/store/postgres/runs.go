@@ -80,8 +80,9 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	args["status"] = string(end.Status)
 	args["error"] = text(end.Error, store.MaxRunErrorBytes)
 	args["ended_at"] = sqlrow.MS(end.EndedAt)
+	args["review_metadata"] = clean(end.ReviewMetadata)
 	const finish = `UPDATE runs SET status = @status, error = @error, ended_at_ms = @ended_at,
-		` + progressSet + ` WHERE id = @id AND status = 'running'`
+		review_metadata = @review_metadata, ` + progressSet + ` WHERE id = @id AND status = 'running'`
 	if len(end.Events) == 0 {
 		tag, err := s.pool.Exec(ctx, finish, args)
 		return s.checkRunUpdated(ctx, op, id, tag, err)

@@ -29,17 +29,24 @@ var embeddedMigrations = sync.OnceValues(func() ([]migration.Migration, error) {
 // read-only readers (the MCP sidecar's RunsForIssue and IssueTotals, `sortie status`'s
 // RecentRuns, RunsInProgress, LoadRetries and LoadHolds) work against. Migration 002
 // only added the indexes ListRuns and RunsForIdentifier name, which only the daemon's
-// own server uses, migration 003 only added tables, whose readers see an older
-// database as holding no workflow records (workflowTablesExist), and migration 004 only
-// added runs.remote_pgid, which they read as 0 there (remotePGIDExists), so a freshly installed
-// binary's sidecars and `sortie status` still read a daemon's database before that
-// daemon restarts and migrates it. A migration that changes what those readers query
-// must raise this to its own version.
+// own server uses; migration 003 only added tables, whose readers see an older
+// database as holding no workflow records (workflowTablesExist); migration 004 only
+// added runs.remote_pgid, which they read as 0 there (remotePGIDExists); migration 005
+// only dropped an index; and migration 006 only added tables and runs.review_metadata,
+// read as no reaction records and an empty string there (reactionTablesExist). So a freshly
+// installed binary's sidecars and `sortie status` still read a daemon's database
+// before that daemon restarts and migrates it. A migration that changes what those
+// readers query must raise this to its own version.
 const minReadableSchema = 1
 
 // remoteSchema is the migration that added runs.remote_pgid (004_remote_pgid); the run
 // readers of an older database read 0 in its place (remotePGIDExists).
 const remoteSchema = 4
+
+// reactionSchema is the migration that added the reaction tables and
+// runs.review_metadata (006_reactions); the readers of an older database read no
+// reaction records and an empty string in the column's place (reactionTablesExist).
+const reactionSchema = 6
 
 // workflowSchema is the migration that added the workflow tables (003_workflows).
 const workflowSchema = 3

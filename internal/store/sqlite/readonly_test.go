@@ -53,6 +53,21 @@ func TestOpenReadOnly_CannotWrite(t *testing.T) {
 				return ro.SaveHold(ctx, store.Hold{IssueID: "1", Identifier: "P-1", Reason: "blocked", Since: t0})
 			},
 			"DeleteHold": func() error { return ro.DeleteHold(ctx, "1") },
+			"SaveReactionWatch": func() error {
+				return ro.SaveReactionWatch(ctx, store.ReactionWatch{IssueID: "1", Identifier: "P-1", HandedOffAt: t0})
+			},
+			"DeleteReactionWatch": func() error { return ro.DeleteReactionWatch(ctx, "1") },
+			"ObserveReaction": func() error {
+				_, err := ro.ObserveReaction(ctx, "1", store.ReactionCI, "sha", t0)
+				return err
+			},
+			"MarkReactionDispatched": func() error {
+				_, err := ro.MarkReactionDispatched(ctx, "1", store.ReactionCI, "sha", t0)
+				return err
+			},
+			"ResetReaction":    func() error { return ro.ResetReaction(ctx, "1", store.ReactionCI) },
+			"EscalateReaction": func() error { return ro.EscalateReaction(ctx, "1", store.ReactionCI, t0) },
+			"DeleteReactions":  func() error { return ro.DeleteReactions(ctx, "1") },
 		}
 		for name, write := range writes {
 			if err := write(); !errors.Is(err, store.ErrReadOnly) {
@@ -147,11 +162,12 @@ func TestOpenReadOnly_ReadsAnOlderReadableSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Undo every migration after the oldest readable one, as an older binary would
-	// have left the file: 005, 004, 003 and 002, newest first.
-	if minReadableSchema != 1 || SchemaVersion() != 5 {
-		t.Fatalf("this test undoes migrations 2 to 5 to make a version-1 file; schema versions are now %d to %d: update it", minReadableSchema, SchemaVersion())
+	// have left the file: 006, 005, 004, 003 and 002, newest first.
+	if minReadableSchema != 1 || SchemaVersion() != 6 {
+		t.Fatalf("this test undoes migrations 2 to 6 to make a version-1 file; schema versions are now %d to %d: update it", minReadableSchema, SchemaVersion())
 	}
 	for _, q := range []string{
+		`ALTER TABLE runs DROP COLUMN review_metadata`, `DROP TABLE reaction_states`, `DROP TABLE reaction_watches`,
 		`CREATE INDEX runs_running ON runs (id) WHERE status = 'running'`,
 		`ALTER TABLE runs DROP COLUMN remote_pgid`,
 		`DROP TABLE checkpoints`, `DROP TABLE workflow_trace`, `DROP TABLE workflow_sessions`,
@@ -171,9 +187,15 @@ func TestOpenReadOnly_ReadsAnOlderReadableSchema(t *testing.T) {
 	// What the sidecar and `sortie status` read.
 	runs, err := ro.RunsForIssue(ctx, "1", 10)
 	recent, err2 := ro.RecentRuns(ctx, 10)
+	// The reaction records are not there yet: none.
+	watches, err3 := ro.LoadReactionWatches(ctx)
+	states, err4 := ro.ReactionStates(ctx, "1")
 	ro.Close()
-	if err != nil || err2 != nil || len(runs) != 1 || len(recent) != 1 {
+	if err != nil || err2 != nil || len(runs) != 1 || len(recent) != 1 || runs[0].ReviewMetadata != "" {
 		t.Fatalf("reads on the older schema = %v, %v; %v, %v", runs, err, recent, err2)
+	}
+	if err3 != nil || err4 != nil || len(watches) != 0 || len(states) != 0 {
+		t.Fatalf("reaction reads on the older schema = %v, %v; %v, %v; want none", watches, err3, states, err4)
 	}
 
 	s, err = Open(ctx, db) // migrates it back to the current version

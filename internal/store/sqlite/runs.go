@@ -31,7 +31,7 @@ const sqlUpdateProcess = `UPDATE runs SET pid = ?, pgid = ?, remote_pgid = ?,
 	cli_version = COALESCE(NULLIF(?, ''), cli_version), updated_at_ms = ?
 	WHERE id = ? AND status = 'running'`
 
-const sqlFinishRun = `UPDATE runs SET status = ?, error = ?, ended_at_ms = ?, ` + progressSet + `,
+const sqlFinishRun = `UPDATE runs SET status = ?, error = ?, ended_at_ms = ?, review_metadata = ?, ` + progressSet + `,
 	updated_at_ms = ? WHERE id = ? AND status = 'running'`
 
 func progressArgs(p store.Progress) []any {
@@ -88,7 +88,8 @@ func (s *Store) FinishRun(ctx context.Context, id int64, end store.RunEnd) error
 	if err := end.Validate(); err != nil {
 		return fmt.Errorf("store: "+op+": %w", id, err)
 	}
-	args := []any{string(end.Status), store.Truncate(end.Error, store.MaxRunErrorBytes), sqlrow.MS(end.EndedAt)}
+	args := []any{string(end.Status), store.Truncate(end.Error, store.MaxRunErrorBytes), sqlrow.MS(end.EndedAt),
+		end.ReviewMetadata}
 	args = append(args, progressArgs(end.Progress)...)
 	args = append(args, sqlrow.MS(s.now()), id)
 	if len(end.Events) == 0 {
@@ -236,11 +237,17 @@ func listRunsQuery(f store.RunFilter) (string, []any) {
 }
 
 func (s *Store) queryRuns(ctx context.Context, op, query string, args ...any) ([]store.Run, error) {
+	// A read-only reader of a database its daemon has not migrated yet reads 0 and ''
+	// for the columns added since.
 	if ok, err := s.remotePGIDExists(ctx); err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
 	} else if !ok {
-		// A read-only reader of a database its daemon has not migrated yet.
 		query = strings.Replace(query, "daemon_pid, remote_pgid", "daemon_pid, 0 AS remote_pgid", 1)
+	}
+	if ok, err := s.reactionTablesExist(ctx); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	} else if !ok {
+		query = strings.Replace(query, "remote_pgid, review_metadata", "remote_pgid, '' AS review_metadata", 1)
 	}
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -51,6 +51,9 @@ type Store struct {
 	workflowTables atomic.Bool
 	// remotePGID is set once the database is known to be at remoteSchema or newer.
 	remotePGID atomic.Bool
+	// reactionTables is set once the database is known to be at reactionSchema or
+	// newer; see reactionTablesExist.
+	reactionTables atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error

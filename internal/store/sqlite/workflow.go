@@ -418,6 +418,14 @@ func (s *Store) remotePGIDExists(ctx context.Context) (bool, error) {
 	return s.schemaAtLeast(ctx, remoteSchema, &s.remotePGID)
 }
 
+// reactionTablesExist reports whether the database has the reaction tables and
+// runs.review_metadata (reactionSchema or newer). As with workflowTablesExist, only a
+// read-only store of an older database lacks them: it reads no reaction records and
+// an empty string for the review metadata of runs.
+func (s *Store) reactionTablesExist(ctx context.Context) (bool, error) {
+	return s.schemaAtLeast(ctx, reactionSchema, &s.reactionTables)
+}
+
 // workflowTablesExist reports whether the database has the tables of migration
 // workflowSchema. A daemon's store always has them (Open migrates). A read-only store
 // may be reading an older database whose daemon has not restarted since this binary was

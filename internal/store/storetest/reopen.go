@@ -20,13 +20,15 @@ type contents struct {
 	Workflows []store.WorkflowSession
 	Trace     []store.TraceEvent
 	Pending   []store.Checkpoint
+	Watches   []store.ReactionWatch
+	Reactions []store.ReactionState
 }
 
 func readContents(t *testing.T, s store.Store, runID int64) contents {
 	t.Helper()
 	ctx := context.Background()
 	var c contents
-	var errs [8]error
+	var errs [10]error
 	c.Runs, errs[0] = s.RecentRuns(ctx, 10)
 	c.Events, errs[1] = s.RunEvents(ctx, runID, 10)
 	c.Retries, errs[2] = s.LoadRetries(ctx)
@@ -35,6 +37,8 @@ func readContents(t *testing.T, s store.Store, runID int64) contents {
 	c.Workflows, errs[5] = s.LoadWorkflowSessions(ctx)
 	c.Trace, errs[6] = s.RunTraceEvents(ctx, runID, 10)
 	c.Pending, errs[7] = s.PendingCheckpoints(ctx)
+	c.Watches, errs[8] = s.LoadReactionWatches(ctx)
+	c.Reactions, errs[9] = s.ReactionStates(ctx, "4")
 	if err := errors.Join(errs[:]...); err != nil {
 		t.Fatalf("reading the store back: %v", err)
 	}
@@ -75,6 +79,22 @@ func Reopen(t *testing.T, open func(t *testing.T) store.Store) {
 	if _, err := s.AnswerCheckpoint(ctx, NewAnswer("a", "approve", "approve", t0.Add(time.Second))); err != nil {
 		t.Fatal(err)
 	}
+	// A handed-off run with its review, its issue's watch and reaction states.
+	reviewed := start(t, s, NewRun("4", 1))
+	if err := s.FinishRun(ctx, reviewed, store.RunEnd{Status: store.StatusHandedOff, EndedAt: t0, ReviewMetadata: `{"verdict":"approve"}`}); err != nil {
+		t.Fatal(err)
+	}
+	w := NewReactionWatch("4", t0)
+	w.PRNumber = 7
+	if err := s.SaveReactionWatch(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	observe(t, s, "4", store.ReactionCI, "sha1", t0)
+	mark(t, s, "4", store.ReactionCI, "sha1", t0)
+	observe(t, s, "4", store.ReactionReview, "c1", t0)
+	if err := s.EscalateReaction(ctx, "4", store.ReactionReview, t0); err != nil {
+		t.Fatal(err)
+	}
 	before := readContents(t, s, id)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -85,8 +105,14 @@ func Reopen(t *testing.T, open func(t *testing.T) store.Store) {
 	if after := readContents(t, s, id); !reflect.DeepEqual(after, before) {
 		t.Fatalf("after reopening:\n%+v\nwant what was written:\n%+v", after, before)
 	}
-	if len(before.Runs) != 1 || len(before.Events) != 3 || len(before.Trace) != 1 || len(before.Pending) != 1 || before.Session.SessionID != "s1" {
-		t.Fatalf("written before reopening: %+v; want a run, 3 events, a trace event, a pending checkpoint and a session", before)
+	if len(before.Runs) != 2 || before.Runs[0].ReviewMetadata == "" || len(before.Events) != 3 || len(before.Trace) != 1 ||
+		len(before.Pending) != 1 || before.Session.SessionID != "s1" || len(before.Watches) != 1 || len(before.Reactions) != 2 {
+		t.Fatalf("written before reopening: %+v; want 2 runs (one reviewed), 3 events, a trace event, a pending checkpoint, "+
+			"a session, a reaction watch and 2 reaction states", before)
+	}
+	// The dispatch survives a restart: the same failure is not dispatched again.
+	if mark(t, s, "4", store.ReactionCI, "sha1", t0) {
+		t.Errorf("MarkReactionDispatched after reopen = true, want false: the failure was dispatched before")
 	}
 	// The answer survives a restart and still conflicts; the next issuance carries it.
 	if _, err := s.AnswerCheckpoint(ctx, NewAnswer("a", "approve", "revise", t0)); !errors.Is(err, store.ErrConflict) {

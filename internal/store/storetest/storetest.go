@@ -51,6 +51,7 @@ func Test(t *testing.T, open Open) {
 		{"TimesRoundTripInUTCMilliseconds", testTimes},
 	}
 	tests = append(tests, workflowTests...)
+	tests = append(tests, reactionTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)

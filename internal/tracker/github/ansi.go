@@ -3,7 +3,6 @@ package github
 import (
 	"bytes"
 	"io"
-	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -26,20 +25,23 @@ const (
 )
 
 // logTail keeps the last max cleaned, non-blank lines of a log written to it in any
-// pieces: its memory is bounded by max lines of maxCleanLine bytes, whatever the log's
-// size. The zero value is not usable; see newLogTail.
+// pieces, or, when the log has a runner error line (##[error]) followed by at most
+// max lines, the max lines that end with the last such error: a failed job's log ends
+// with the runner's post-job clean-up, and the lines that say what failed are the ones
+// before the error. Its memory is bounded by 2·max lines of maxCleanLine bytes,
+// whatever the log's size. The zero value is not usable; see newLogTail.
 type logTail struct {
 	max       int
-	ring      []string
-	next      int  // where the next line goes in ring
-	full      bool // ring has wrapped
+	ring      []string // the last 2·max lines: line i at ring[i % len(ring)]
+	seen      int      // lines kept so far
+	lastErr   int      // the index of the last error line, -1 for none
 	cur       []byte
 	skipFirst bool // the first line is partial (a range starting mid-log): drop it
 }
 
 func newLogTail(n int, skipFirst bool) *logTail {
 	n = max(n, 1)
-	return &logTail{max: n, ring: make([]string, n), skipFirst: skipFirst}
+	return &logTail{max: n, ring: make([]string, 2*n), lastErr: -1, skipFirst: skipFirst}
 }
 
 // Write splits p into lines; it never fails.
@@ -75,11 +77,18 @@ func (l *logTail) endLine() {
 	if !keep || strings.TrimSpace(line) == "" {
 		return
 	}
-	l.ring[l.next] = line
-	l.next++
-	if l.next == l.max {
-		l.next, l.full = 0, true
+	if isErrorMarker(raw) {
+		l.lastErr = l.seen
 	}
+	l.ring[l.seen%len(l.ring)] = line
+	l.seen++
+}
+
+// isErrorMarker reports whether raw is a runner error line ("##[error]…" after its
+// timestamp).
+func isErrorMarker(raw []byte) bool {
+	b := stripTimestamp(bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")))
+	return bytes.HasPrefix(b, []byte("##[error]"))
 }
 
 // lines ends the last line, if the log did not end with a newline, and returns the
@@ -88,10 +97,16 @@ func (l *logTail) lines() []string {
 	if len(l.cur) > 0 {
 		l.endLine()
 	}
-	if !l.full {
-		return slices.Clone(l.ring[:l.next])
+	end := l.seen // one past the last line returned
+	if l.lastErr >= 0 && l.seen-l.lastErr <= l.max+1 {
+		end = l.lastErr + 1
 	}
-	return slices.Concat(l.ring[l.next:], l.ring[:l.next])
+	start := max(end-l.max, 0)
+	out := make([]string, 0, end-start)
+	for i := start; i < end; i++ {
+		out = append(out, l.ring[i%len(l.ring)])
+	}
+	return out
 }
 
 // tailLog reads at most maxBytes of r and returns its last maxLines cleaned lines, and

@@ -46,18 +46,31 @@ func TestCleanLogLine(t *testing.T) {
 	}
 }
 
-// TestTailLog_Fixture: the last lines of a real-looking Actions log, cleaned.
+// TestTailLog_Fixture: the lines of a real-looking Actions log that end with its last
+// runner error, cleaned: what failed, not the post-job clean-up after it.
 func TestTailLog_Fixture(t *testing.T) {
 	got, cut, err := tailLog(bytes.NewReader(ownFile(t, "job_log.txt")), 10, MaxLogBytes, false)
 	if err != nil || cut {
 		t.Fatalf("tailLog: cut %v, %v", cut, err)
 	}
 	want := []string{
+		"ok   \tgithub.com/harbor-labs/tidewatch/station\t0.311s",
+		"--- FAIL: TestNextHighTide (0.00s)",
+		"    tide_test.go:31: next high tide = 14:05 UTC, want 15:05 Europe/Lisbon",
+		"--- FAIL: TestNextHighTide/spring_tide (0.00s)",
+		"    tide_test.go:44: height = 3.1m, want 3.4m",
+		"FAIL",
 		"FAIL\tgithub.com/harbor-labs/tidewatch/tide\t0.012s",
 		"tide_test.go:31",
 		"FAIL",
 		"Error: Process completed with exit code 1.",
-		"Post job cleanup.",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("tail\n got %q\nwant %q", got, want)
+	}
+	// With fewer lines asked for than follow the error, the plain tail.
+	got, _, _ = tailLog(bytes.NewReader(ownFile(t, "job_log.txt")), 5, MaxLogBytes, false)
+	want = []string{
 		"$ /usr/bin/git version",
 		"git version 2.49.0",
 		"Temporarily overriding HOME='/home/runner/work/_temp/7c1d2e3f' before making global git config changes",
@@ -65,7 +78,7 @@ func TestTailLog_Fixture(t *testing.T) {
 		"Cleaning up orphan processes",
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("tail\n got %q\nwant %q", got, want)
+		t.Errorf("short tail\n got %q\nwant %q", got, want)
 	}
 	all, _, _ := tailLog(bytes.NewReader(ownFile(t, "job_log.txt")), MaxLogLines, MaxLogBytes, false)
 	if all[0] != "Current runner version: '2.323.0'" || slices.Contains(all, "") || slices.ContainsFunc(all, func(l string) bool { return strings.Contains(l, "endgroup") }) {

@@ -43,7 +43,7 @@ func NullTime(ms *int64) time.Time {
 const RunColumns = `id, issue_id, identifier, attempt, agent_kind, workspace, ssh_host,
 	workflow_path, status, started_at_ms, ended_at_ms, error, pid, pgid, cli_version,
 	session_id, model, turns, input_tokens, output_tokens, total_tokens, cache_read_tokens,
-	cost_usd, daemon_host, daemon_pid, remote_pgid`
+	cost_usd, daemon_host, daemon_pid, remote_pgid, review_metadata`
 
 // ScanRun reads one row of RunColumns.
 func ScanRun(sc Scanner) (store.Run, error) {
@@ -56,7 +56,8 @@ func ScanRun(sc Scanner) (store.Run, error) {
 	err := sc.Scan(&r.ID, &r.IssueID, &r.Identifier, &r.Attempt, &r.AgentKind, &r.Workspace,
 		&r.SSHHost, &r.WorkflowPath, &status, &started, &ended, &r.Error, &r.PID, &r.PGID,
 		&r.CLIVersion, &r.SessionID, &r.Model, &r.Turns, &r.Tokens.Input, &r.Tokens.Output,
-		&r.Tokens.Total, &r.Tokens.CacheRead, &r.CostUSD, &r.DaemonHost, &r.DaemonPID, &r.RemotePGID)
+		&r.Tokens.Total, &r.Tokens.CacheRead, &r.CostUSD, &r.DaemonHost, &r.DaemonPID, &r.RemotePGID,
+		&r.ReviewMetadata)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -64,6 +65,36 @@ func ScanRun(sc Scanner) (store.Run, error) {
 	r.StartedAt = Time(started)
 	r.EndedAt = NullTime(ended)
 	return r, nil
+}
+
+// ReactionWatchColumns are the columns of reaction_watches ScanReactionWatch reads, in
+// its order.
+const ReactionWatchColumns = `issue_id, identifier, workspace, session_id, branch, pr_number, handed_off_at_ms`
+
+// ScanReactionWatch reads one row of ReactionWatchColumns.
+func ScanReactionWatch(sc Scanner) (store.ReactionWatch, error) {
+	var (
+		w  store.ReactionWatch
+		at int64
+	)
+	err := sc.Scan(&w.IssueID, &w.Identifier, &w.Workspace, &w.SessionID, &w.Branch, &w.PRNumber, &at)
+	w.HandedOffAt = Time(at)
+	return w, err
+}
+
+// ReactionStateColumns are the columns of reaction_states ScanReactionState reads, in
+// its order.
+const ReactionStateColumns = `issue_id, kind, fingerprint, dispatched, attempts, escalated, updated_at_ms`
+
+// ScanReactionState reads one row of ReactionStateColumns.
+func ScanReactionState(sc Scanner) (store.ReactionState, error) {
+	var (
+		st store.ReactionState
+		at int64
+	)
+	err := sc.Scan(&st.IssueID, &st.Kind, &st.Fingerprint, &st.Dispatched, &st.Attempts, &st.Escalated, &at)
+	st.UpdatedAt = Time(at)
+	return st, err
 }
 
 // TraceColumns are the columns of workflow_trace ScanTrace reads, in its order.

@@ -1,0 +1,225 @@
+package orchestrator
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"sortie/internal/config"
+	"sortie/internal/store"
+)
+
+// fakeReactions is Options.Reactions for these tests: the test offers reactions; it
+// records what the orchestrator did with them.
+type fakeReactions struct {
+	mu         sync.Mutex
+	due        []Reaction
+	ch         chan struct{}
+	watched    []HandOff
+	forgot     []string
+	dispatched []Reaction
+	deferred   []string // "<kind> <why>"
+	refuse     bool     // Dispatched answers false: another daemon acted on it
+}
+
+func newFakeReactions() *fakeReactions { return &fakeReactions{ch: make(chan struct{}, 1)} }
+
+func (f *fakeReactions) offer(r Reaction) {
+	f.mu.Lock()
+	f.due = append(f.due, r)
+	f.mu.Unlock()
+	select {
+	case f.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fakeReactions) Watch(h HandOff) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watched = append(f.watched, h)
+}
+
+func (f *fakeReactions) Forget(id string, terminal bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgot = append(f.forgot, id)
+}
+
+func (f *fakeReactions) Due() <-chan struct{} { return f.ch }
+
+func (f *fakeReactions) Next() (Reaction, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.due) == 0 {
+		return Reaction{}, false
+	}
+	r := f.due[0]
+	f.due = f.due[1:]
+	return r, true
+}
+
+func (f *fakeReactions) Dispatched(_ context.Context, r Reaction) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse {
+		return false
+	}
+	f.dispatched = append(f.dispatched, r)
+	return true
+}
+
+func (f *fakeReactions) Deferred(r Reaction, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deferred = append(f.deferred, r.Kind+" "+why)
+}
+
+func (f *fakeReactions) snapshot() (watched []HandOff, dispatched []Reaction, deferred []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.watched), slices.Clone(f.dispatched), slices.Clone(f.deferred)
+}
+
+func reactionConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
+	return testConfig(t, func(c *config.Config) {
+		c.Tracker.HandoffState = "Human Review"
+		c.Agent.MaxTurns = 2
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+// A hand-off is watched; a reaction resumes the run's session with the failure in its
+// first prompt, after moving the issue back to an active state; the run hands the
+// issue off again, which is watched again.
+func TestReaction_ResumesTheSessionAndHandsOffAgain(t *testing.T) {
+	cfg := reactionConfig(t, nil)
+	fr := newFakeReactions()
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
+	h.trk.Put(issue("RX-1", "Todo"))
+	h.start()
+	h.awaitStep(StepExit, "RX-1")
+	watched, _, _ := fr.snapshot()
+	if len(watched) != 1 || watched[0].IssueID != "RX-1" || watched[0].SessionID == "" || watched[0].Workspace == "" {
+		t.Fatalf("watched = %+v, want RX-1's hand-off with its session and workspace", watched)
+	}
+	session := watched[0].SessionID
+
+	fr.offer(Reaction{IssueID: "RX-1", Identifier: "RX-1", Kind: "ci", Fingerprint: "sha1", SessionID: session, PR: 7,
+		Vars:    map[string]any{"ci_failure": map[string]any{"ref": "sha1"}},
+		Section: "## CI failed on pull request #7\n\n- build: failure"})
+	o := h.awaitStep(StepExit, "RX-1")
+	if isRunning(o.Snapshot, "RX-1") {
+		t.Fatal("still running after its exit")
+	}
+	if got := h.trk.TransitionsOf("RX-1"); !slices.Equal(got, []string{"Human Review", "Todo", "Human Review"}) {
+		t.Fatalf("transitions = %q, want handed off, back to Todo, handed off again", got)
+	}
+	watched, dispatched, deferred := fr.snapshot()
+	if len(dispatched) != 1 || len(deferred) != 0 {
+		t.Fatalf("dispatched %+v, deferred %q", dispatched, deferred)
+	}
+	if len(watched) != 2 {
+		t.Fatalf("watched %d times, want 2 (each hand-off)", len(watched))
+	}
+	h.agent.mu.Lock()
+	starts, prompts := slices.Clone(h.agent.starts), slices.Clone(h.agent.prompts)
+	h.agent.mu.Unlock()
+	if last := starts[len(starts)-1]; last.params.ResumeSessionID != session {
+		t.Fatalf("the reaction run resumed %q, want the handed-off session %q", last.params.ResumeSessionID, session)
+	}
+	var first string
+	for _, p := range prompts {
+		if strings.Contains(p.prompt, "## CI failed on pull request #7") {
+			first = p.prompt
+		}
+	}
+	if first == "" {
+		t.Fatalf("no prompt carried the CI failure; prompts: %+v", prompts)
+	}
+	runs := h.runs("RX-1")
+	if len(runs) != 2 || runs[0].Status != store.StatusHandedOff {
+		t.Fatalf("runs = %v, want two, handed off", h.statuses("RX-1"))
+	}
+}
+
+// A reaction waits for what any run waits for: a hold, the issue's budget, a slot.
+func TestReaction_DeferredByHoldsBudgetsAndOtherDaemons(t *testing.T) {
+	t.Run("max_sessions", func(t *testing.T) {
+		cfg := reactionConfig(t, func(c *config.Config) { c.Agent.MaxSessions = 1 })
+		fr := newFakeReactions()
+		h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
+		h.trk.Put(issue("RB-1", "Todo"))
+		h.start()
+		h.awaitStep(StepExit, "RB-1")
+		fr.offer(Reaction{IssueID: "RB-1", Identifier: "RB-1", Kind: "ci", Fingerprint: "x"})
+		h.awaitStep(StepReaction, "")
+		_, dispatched, deferred := fr.snapshot()
+		if len(dispatched) != 0 || len(deferred) != 1 || !strings.Contains(deferred[0], "budget") {
+			t.Fatalf("dispatched %+v, deferred %q; want deferred for the budget", dispatched, deferred)
+		}
+		if got := h.trk.TransitionsOf("RB-1"); !slices.Equal(got, []string{"Human Review"}) {
+			t.Fatalf("transitions = %q: a deferred reaction moved the issue", got)
+		}
+	})
+	t.Run("held", func(t *testing.T) {
+		cfg := reactionConfig(t, func(c *config.Config) {
+			c.Extensions = map[string]any{"mock": map[string]any{"status": "blocked"}}
+		})
+		fr := newFakeReactions()
+		h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
+		h.trk.Put(issue("RH-1", "Todo"))
+		h.start()
+		h.awaitStep(StepExit, "RH-1")
+		fr.offer(Reaction{IssueID: "RH-1", Identifier: "RH-1", Kind: "review", Fingerprint: "x"})
+		h.awaitStep(StepReaction, "")
+		_, dispatched, deferred := fr.snapshot()
+		if len(dispatched) != 0 || len(deferred) != 1 || !strings.Contains(deferred[0], "held") {
+			t.Fatalf("dispatched %+v, deferred %q; want deferred for the hold", dispatched, deferred)
+		}
+	})
+	t.Run("another daemon dispatched it", func(t *testing.T) {
+		cfg := reactionConfig(t, nil)
+		fr := newFakeReactions()
+		fr.refuse = true
+		h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
+		h.trk.Put(issue("RD-1", "Todo"))
+		h.start()
+		h.awaitStep(StepExit, "RD-1")
+		fr.offer(Reaction{IssueID: "RD-1", Identifier: "RD-1", Kind: "ci", Fingerprint: "x"})
+		o := h.awaitStep(StepReaction, "")
+		if isRunning(o.Snapshot, "RD-1") || len(h.runs("RD-1")) != 1 {
+			t.Fatalf("a reaction Dispatched refused was run: %s", describe(o.Snapshot))
+		}
+	})
+}
+
+// A reaction to an issue a human moved on (closed, or out of the hand-off state)
+// starts no agent and stops the watch.
+func TestReaction_IssueMovedOnByAHuman(t *testing.T) {
+	cfg := reactionConfig(t, nil)
+	fr := newFakeReactions()
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
+	h.trk.Put(issue("RM-1", "Todo"))
+	h.start()
+	h.awaitStep(StepExit, "RM-1")
+	h.trk.SetState("RM-1", "Done")
+	fr.offer(Reaction{IssueID: "RM-1", Identifier: "RM-1", Kind: "ci", Fingerprint: "x"})
+	h.awaitStep(StepExit, "RM-1")
+	if n := len(h.runs("RM-1")); n != 1 {
+		t.Fatalf("runs = %d, want 1: a reaction to a closed issue ran an agent", n)
+	}
+	fr.mu.Lock()
+	forgot := slices.Clone(fr.forgot)
+	fr.mu.Unlock()
+	if !slices.Contains(forgot, "RM-1") {
+		t.Fatalf("forgot = %q, want RM-1", forgot)
+	}
+	if got := h.trk.TransitionsOf("RM-1"); !slices.Equal(got, []string{"Human Review"}) {
+		t.Fatalf("transitions = %q", got)
+	}
+}
