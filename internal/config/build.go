@@ -17,14 +17,12 @@ import (
 // draw no unknown_key warning. Adapter blocks named after a kind are known too.
 var knownExtensionKeys = []string{"notifications"}
 
-// unsupportedKeys are the reference daemon's blocks for features Sortie does not have
-// yet: kept, so its files load, but each draws a not_supported warning, since an
-// operator migrating would otherwise believe them in force.
-var unsupportedKeys = map[string]string{
-	"reactions":   "CI and review reactions after the hand-off",
-	"self_review": "the agent's review of its own work before the hand-off",
-	"ci_feedback": "CI failures sent back to the agent",
-}
+// unsupportedKeys are the reference daemon's top-level blocks for features Sortie does
+// not have: kept, so its files load, but each draws a not_supported warning, since an
+// operator migrating would otherwise believe them in force. None at present:
+// reactions:, ci_feedback: and self_review: are read (reactionfields.go), and the
+// reaction kinds Sortie does not have are warned about there (unsupportedReactions).
+var unsupportedKeys = map[string]string{}
 
 // builder turns the decoded front matter (after environment overrides) into a Config,
 // collecting every problem instead of stopping at the first.
@@ -76,7 +74,8 @@ func (b *builder) failed(field string) bool {
 }
 
 func isSecretField(field string) bool {
-	return field == "tracker.api_key" || field == "tracker.provider.api_key" || field == "tracker.webhook_secret"
+	return field == "tracker.api_key" || field == "tracker.provider.api_key" || field == "tracker.webhook_secret" ||
+		field == "github.api_key"
 }
 
 // leaf returns the last segment of a dotted field path: the key inside its section.
@@ -306,6 +305,9 @@ func (b *builder) checkTrackerBlock(cfg *Config, raw map[string]any) {
 	meta, ok := tracker.Lookup(cfg.Tracker.Kind)
 	if !ok {
 		return // an unknown tracker.kind, reported by validateTrackerKind
+	}
+	if slices.Contains(typedKeys, cfg.Tracker.Kind) {
+		return // a typed section reads the block (github:, readGitHub)
 	}
 	if _, isMap := raw[cfg.Tracker.Kind].(map[string]any); isMap {
 		b.section(raw, cfg.Tracker.Kind, meta.Options.Known())

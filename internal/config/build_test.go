@@ -4,7 +4,6 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -360,22 +359,6 @@ func TestLoad_WarningsKeepDefaults(t *testing.T) {
 	}
 	if want := map[string]TokenRate{"other": {OutputPerMTok: 2}}; !reflect.DeepEqual(cfg.TokenRates, want) {
 		t.Errorf("TokenRates = %v, want %v (bad entry dropped)", cfg.TokenRates, want)
-	}
-}
-
-// The reference daemon's reactions:, self_review: and ci_feedback: load, but each says
-// that nothing acts on it yet.
-func TestLoad_UnsupportedReferenceBlocksWarn(t *testing.T) {
-	cfg, _ := mustLoad(t, minimal+"reactions: {}\nself_review: {enabled: true}\nci_feedback: {max_retries: 2}\n", nil)
-	for _, k := range []string{"reactions", "self_review", "ci_feedback"} {
-		if !slices.ContainsFunc(cfg.Warnings, func(p Problem) bool {
-			return p.Check == CheckNotSupported && p.Field == k && strings.Contains(p.Message, "not supported yet")
-		}) {
-			t.Errorf("no not_supported warning on %s:\n%s", k, problemLines(cfg.Warnings))
-		}
-		if _, ok := cfg.Extensions[k]; !ok {
-			t.Errorf("%s is not kept in Extensions", k)
-		}
 	}
 }
 

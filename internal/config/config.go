@@ -49,8 +49,9 @@ type Config struct {
 	Reactions  ReactionsConfig
 	SelfReview SelfReviewConfig
 	// Extensions holds every top-level key without a typed field, unchanged: adapter
-	// blocks (`file:`, `claude-code:`, `copilot-cli:`, `mock:`), `notifications`,
-	// `reactions`, `self_review`, `ci_feedback` and unknown keys.
+	// blocks (`file:`, `claude-code:`, `copilot-cli:`, `mock:`), `notifications` and
+	// unknown keys. (`reactions`, `ci_feedback`, `github` and `self_review` are typed:
+	// Reactions and SelfReview.)
 	Extensions map[string]any
 
 	// Prompt is the template body, trimmed. PromptLine is the 1-based WORKFLOW.md line
@@ -62,7 +63,7 @@ type Config struct {
 	PromptEngine string
 
 	// SecretEnv names the environment variables that hold credentials: those referenced
-	// as $VAR or ${VAR} in tracker.api_key, tracker.endpoint, and keys of extension blocks
+	// as $VAR or ${VAR} in tracker.api_key, tracker.endpoint, github.api_key, github.endpoint, and keys of extension blocks
 	// whose names suggest a secret (key, token, secret, password, ...), plus the SORTIE_*
 	// override that supplied tracker.api_key. The daemon removes them from agent and hook
 	// environments. Sorted, no duplicates.

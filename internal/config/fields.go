@@ -92,11 +92,17 @@ var sections = []section{
 		}
 	}},
 	{name: "prompt"},
+	// reactions, then ci_feedback (which reactions.ci_failure overrides), then github,
+	// whose credentials are read only when a reaction is on.
+	{name: "reactions", read: (*builder).readReactions},
+	{name: "ci_feedback", read: (*builder).readCIFeedback},
+	{name: "github", read: (*builder).readGitHub},
+	{name: "self_review"},
 }
 
 // settings are the keys of the sections, by section, each section's in the order of
 // the known keys its unknown_sub_key warnings list; they are read in this order.
-var settings = []setting{
+var settings = slices.Concat([]setting{
 	{Key: "tracker.kind", Type: "string", Doc: "the tracker adapter: " + strings.Join(tracker.Kinds(), ", "),
 		read: func(b *builder, c *Config, sec, _ map[string]any) { c.Tracker.Kind, _ = b.str(sec, "tracker.kind") }},
 	ref("tracker.endpoint", "the adapter's own; "+DefaultLinearEndpoint+" for linear", "base URL of the tracker API",
@@ -391,7 +397,7 @@ var settings = []setting{
 
 	oneOf("prompt.engine", "", "must be go or liquid; remove it to detect the dialect from the template", "the template dialect",
 		map[string]string{"go": "go", "liquid": "liquid"}, func(c *Config) *string { return &c.PromptEngine }),
-}
+}, reactionSettings, selfReviewSettings)
 
 // ms writes a duration as its *_ms key's value.
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -32,8 +32,10 @@ func (o envOverride) Field() string {
 }
 
 // envOverrides lists every SORTIE_* variable that replaces a WORKFLOW.md value. Hooks,
-// agent.max_concurrent_agents_by_state and extension blocks are deliberately not
-// overridable: they are structured values with no sensible one-line form.
+// agent.max_concurrent_agents_by_state, reactions, ci_feedback, github, self_review and
+// extension blocks are deliberately not overridable: they are structured values with no
+// sensible one-line form (and the reference daemon does not override self_review
+// either). github.api_key takes a $VAR reference instead.
 var envOverrides = []envOverride{
 	{"SORTIE_TRACKER_KIND", "tracker", "kind", overrideString},
 	{"SORTIE_TRACKER_ENDPOINT", "tracker", "endpoint", overrideString},

@@ -18,7 +18,8 @@ const (
 	CheckUnknownKey    = "unknown_key"     // an unknown top-level key (kept in Extensions)
 	CheckUnknownSubKey = "unknown_sub_key" // an unknown key inside a known section (ignored)
 	CheckTypeMismatch  = "type_mismatch"   // a value that was dropped or replaced by a default
-	CheckNotSupported  = "not_supported"   // a reference daemon's block that Sortie accepts but does not act on yet
+	CheckNotSupported  = "not_supported"   // a reference daemon's block or reaction kind that Sortie accepts but does not act on
+	CheckDeprecated    = "deprecated"      // a block read in its old form (ci_feedback)
 )
 
 // Problem is one finding about a WORKFLOW.md. Errors make the configuration unusable;

@@ -15,9 +15,10 @@ func isSecretKey(k string) bool {
 }
 
 // secretEnv returns the names of environment variables that the front matter uses for
-// credentials: references in tracker.api_key and tracker.endpoint, in any value held by
-// a secret-looking key anywhere in an extension block, and anywhere in notifications. raw must be the front matter
-// as written, before overrides.
+// credentials: references in tracker.api_key and tracker.endpoint, in github.api_key and
+// github.endpoint, in any value held by a secret-looking key anywhere in an extension
+// block, and anywhere in notifications. raw must be the front matter as written, before
+// overrides.
 func secretEnv(raw map[string]any) []string {
 	var names []string
 	addRefs := func(s string) {
@@ -45,6 +46,15 @@ func secretEnv(raw map[string]any) []string {
 	if server, ok := raw["server"].(map[string]any); ok {
 		if s, ok := server["auth_token"].(string); ok {
 			addRefs(s)
+		}
+	}
+	// The github: block holds the token reactions use when the tracker is not GitHub.
+	// Collected whether or not a reaction is on: the variable is a credential anyway.
+	if github, ok := raw["github"].(map[string]any); ok {
+		for _, k := range []string{"api_key", "endpoint"} {
+			if s, ok := github[k].(string); ok {
+				addRefs(s)
+			}
 		}
 	}
 	// A database URL carries the database's password.

@@ -48,8 +48,7 @@ func (b *builder) validateTrackerKind(cfg *Config) {
 			b.errorf("tracker.api_key", "is required for tracker.kind %s; set it, for example to $%s", t.Kind, apiKeyHint[t.Kind])
 		}
 		if t.Kind == "github" && t.Project != "" && !b.failed("tracker.project") {
-			owner, repo, ok := strings.Cut(t.Project, "/")
-			if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
+			if !isOwnerRepo(t.Project) {
 				b.invalid("tracker.project", "must be owner/repo for tracker.kind github", t.Project)
 			}
 		}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"sortie/internal/testkit/faketracker"
@@ -140,5 +141,27 @@ func TestTracker_WrapperStillShowsTheTrackersAccount(t *testing.T) {
 	}
 	if id, err := acc.Self(context.Background()); err != nil || id != faketracker.Self {
 		t.Errorf("Self = %+v, %v; want %+v", id, err, faketracker.Self)
+	}
+}
+
+// TestTracker_WrapperStillShowsTheTrackersLabeler: tracker.As finds the tracker's
+// Labeler behind the counting wrapper (escalation labels), and none when the tracker
+// has none.
+func TestTracker_WrapperStillShowsTheTrackersLabeler(t *testing.T) {
+	m := New("1.2.3")
+	fake := faketracker.New("Todo")
+	fake.Put(tracker.Issue{ID: "1", Identifier: "T-1", State: "Todo"})
+	l, ok := tracker.As[tracker.Labeler](m.Tracker(fake))
+	if !ok {
+		t.Fatal("tracker.As found no Labeler behind the metrics wrapper")
+	}
+	if err := l.AddLabel(context.Background(), "1", "needs-human"); err != nil {
+		t.Fatal(err)
+	}
+	if is, _ := fake.Issue("1"); !slices.Contains(is.Labels, "needs-human") {
+		t.Errorf("labels = %v, want needs-human", is.Labels)
+	}
+	if _, ok := tracker.As[tracker.Labeler](m.Tracker(fake.WithoutLabels())); ok {
+		t.Error("tracker.As found a Labeler behind a tracker without one")
 	}
 }

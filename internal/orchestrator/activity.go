@@ -47,6 +47,7 @@ const (
 	ActivityRunFinished ActivityKind = "run_finished" // a run ended and was recorded
 	ActivityHandoff     ActivityKind = "handoff"      // Result: success or error
 	ActivityReaction    ActivityKind = "reaction"     // a reaction run dispatched; Result: ci or review
+	ActivitySelfReview  ActivityKind = "self_review"  // a run's self-review ended; Result: passed, cap_reached or error
 	ActivityRetry       ActivityKind = "retry"        // a retry was scheduled
 	ActivityHold        ActivityKind = "hold"         // an issue is held for a human
 	ActivityPoll        ActivityKind = "poll"         // a poll of the tracker finished

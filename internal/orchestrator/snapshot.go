@@ -66,6 +66,10 @@ type RunningView struct {
 	APIRequests int         `json:"api_requests"`
 	Stopping    string      `json:"stopping,omitempty"`
 	RunID       int64       `json:"run_id"`
+	// Reaction is the reaction this run answers (ci, review), "" for none;
+	// SelfReview the self-review iteration under way, 0 when none.
+	Reaction   string `json:"reaction,omitempty"`
+	SelfReview int    `json:"self_review_iteration,omitempty"`
 }
 
 // RetryView describes one issue waiting for a retry.
@@ -129,10 +133,14 @@ func (o *Orchestrator) publish() *view {
 		Retrying: make([]RetryView, 0, len(o.retrying)), Held: make([]HeldView, 0, len(o.holds)),
 	}}
 	for _, e := range o.running {
-		v.running = append(v.running, runningRef{progress: e.progress, RunningView: RunningView{
+		rv := RunningView{
 			IssueID: e.issue.ID, Identifier: e.issue.Identifier, Title: e.issue.Title, State: e.issue.State,
 			Attempt: e.attempt, Host: e.host, StartedAt: e.startedAt, Stopping: string(e.stop),
-		}})
+		}
+		if e.reaction != nil {
+			rv.Reaction = e.reaction.Kind
+		}
+		v.running = append(v.running, runningRef{progress: e.progress, RunningView: rv})
 	}
 	for _, r := range o.retrying {
 		v.base.Retrying = append(v.base.Retrying, RetryView{IssueID: r.issueID, Identifier: r.identifier,
@@ -178,6 +186,7 @@ func (o *Orchestrator) compose(v *view) Snapshot {
 		rv.Turn, rv.MaxTurns, rv.SessionID, rv.PID, rv.Workspace = p.turn, p.maxTurns, p.sessionID, p.pid, p.workspace
 		rv.LastEventAt, rv.LastEvent, rv.LastMessage = p.lastEventAt, string(p.lastEvent), p.lastMessage
 		rv.Tokens, rv.CostUSD, rv.Model, rv.ToolCalls, rv.APIRequests, rv.RunID = p.usage, p.costUSD, p.model, p.toolCalls, p.apiRequests, p.runID
+		rv.SelfReview = p.selfReview
 		s.Running = append(s.Running, rv)
 		s.Totals.add(p.usage, p.costUSD)
 		s.Totals.SecondsRunning += s.GeneratedAt.Sub(rv.StartedAt).Seconds()

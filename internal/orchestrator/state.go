@@ -112,6 +112,8 @@ type progressData struct {
 	// movedTo is the state the run's agent moved its issue to itself (AgentMoving),
 	// "" when none.
 	movedTo string
+	// selfReview is the self-review iteration under way, 0 when none.
+	selfReview int
 }
 
 // agentMove is the state the run's agent moved its issue to itself, "" when none.
@@ -161,6 +163,8 @@ type workerExit struct {
 	usage      agent.Usage
 	costUSD    float64
 	workspace  string
+	// reviewMetadata is the self-review's result (JSON), "" when none ran.
+	reviewMetadata string
 }
 
 // Totals are the token and time totals of finished runs since the daemon started.

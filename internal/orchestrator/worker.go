@@ -15,6 +15,7 @@ import (
 	"sortie/internal/config"
 	"sortie/internal/confine"
 	"sortie/internal/prompt"
+	"sortie/internal/selfreview"
 	"sortie/internal/store"
 	"sortie/internal/tracker"
 	"sortie/internal/workspace"
@@ -103,6 +104,10 @@ type worker struct {
 	// cgroupEmptied: the run's cgroup was emptied and removed, so nothing the agent
 	// started is left running (closeCgroup).
 	cgroupEmptied bool
+	// mgr is the run's workspace manager (nil when it could not be built);
+	// reviewStatus the self-review's status for after_run, "" when none ran.
+	mgr          *workspace.Manager
+	reviewStatus string
 	// peers binds the run's capability token to the run's processes (peers.go); nil
 	// when the run has no token.
 	peers *runPeers
@@ -193,6 +198,7 @@ func (w *worker) run(ctx context.Context) workerExit {
 	w.issue = is
 
 	mgr, mgrErr := o.workspacesOn(cfg, w.e.host)
+	w.mgr = mgr
 	wsPath := ""
 	if key, err := workspace.Key(is.Identifier); err == nil && mgrErr == nil {
 		wsPath = filepath.Join(mgr.Root(), key)
@@ -368,35 +374,7 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 		if note := o.answerNote(ctx, w.issue.ID); note != "" {
 			text += "\n\n" + note
 		}
-		w.writeState(true)
-
-		turnCtx, cancel := ctx, context.CancelFunc(func() {})
-		if cfg.Agent.TurnTimeout > 0 {
-			turnCtx, cancel = context.WithTimeout(ctx, cfg.Agent.TurnTimeout)
-		}
-		turnCtx, w.stopTurn = context.WithCancel(turnCtx)
-		turnStart := o.clk.Now()
-		w.agentStarting(turnStart)
-		res, err := w.ad.Agent.RunTurn(turnCtx, sess, agent.TurnParams{
-			Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
-		})
-		timedOut := errors.Is(turnCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-		w.stopTurn()
-		w.stopTurn = nil
-		cancel()
-		turnResult := string(res.ExitReason)
-		switch {
-		case timedOut:
-			turnResult = string(agent.ErrTurnTimeout)
-		case turnResult == "" && err != nil:
-			turnResult = string(agent.EventTurnFailed)
-		}
-		o.report(Activity{Kind: ActivityTurn, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
-			Result: turnResult, Duration: o.clk.Now().Sub(turnStart), Attempt: w.e.attempt})
-		w.absorbResult(res, &ex)
-		if w.state != nil && w.state.Pending {
-			w.writeState(true)
-		}
+		res, timedOut, err := w.turn(ctx, turn, text, &ex)
 		if ctx.Err() != nil {
 			return w.cancelled(ex)
 		}
@@ -456,11 +434,50 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 			break
 		}
 	}
+	if !w.selfReview(ctx, &ex) {
+		return ex
+	}
 	ex.outcome = outcomeNormal
 	w.e.progress.mu.Lock()
 	w.e.progress.finishing = true
 	w.e.progress.mu.Unlock()
 	return ex
+}
+
+// turn runs one agent turn on the run's session with prompt text: timedOut says
+// agent.turn_timeout_ms ended it. The turn's usage is absorbed into ex and reported.
+func (w *worker) turn(ctx context.Context, turn int, text string, ex *workerExit) (res agent.TurnResult, timedOut bool, err error) {
+	o, cfg := w.o, w.cfg
+	w.writeState(true)
+
+	turnCtx, cancel := ctx, context.CancelFunc(func() {})
+	if cfg.Agent.TurnTimeout > 0 {
+		turnCtx, cancel = context.WithTimeout(ctx, cfg.Agent.TurnTimeout)
+	}
+	turnCtx, w.stopTurn = context.WithCancel(turnCtx)
+	turnStart := o.clk.Now()
+	w.agentStarting(turnStart)
+	res, err = w.ad.Agent.RunTurn(turnCtx, w.sess, agent.TurnParams{
+		Prompt: text, TurnNumber: turn, OnEvent: w.onEvent,
+	})
+	timedOut = errors.Is(turnCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	w.stopTurn()
+	w.stopTurn = nil
+	cancel()
+	turnResult := string(res.ExitReason)
+	switch {
+	case timedOut:
+		turnResult = string(agent.ErrTurnTimeout)
+	case turnResult == "" && err != nil:
+		turnResult = string(agent.EventTurnFailed)
+	}
+	o.report(Activity{Kind: ActivityTurn, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
+		Result: turnResult, Duration: o.clk.Now().Sub(turnStart), Attempt: w.e.attempt})
+	w.absorbResult(res, ex)
+	if w.state != nil && w.state.Pending {
+		w.writeState(true)
+	}
+	return res, timedOut, err
 }
 
 // handoff moves the issue to tracker.handoff_state after a normal exit when the agent
@@ -757,6 +774,7 @@ func (w *worker) finish(ex workerExit) {
 	// The end carries the progress and the events still buffered: one write.
 	if err := w.o.opts.Store.FinishRun(context.Background(), w.runID, store.RunEnd{
 		Status: status, Error: msg, EndedAt: w.o.clk.Now(), Progress: rec, Events: w.pendingEvents(),
+		ReviewMetadata: ex.reviewMetadata,
 	}); err != nil {
 		w.o.log.Error("recording the end of the run failed", "issue_identifier", w.issue.Identifier, "error", err)
 	}
@@ -816,6 +834,14 @@ func (w *worker) hookExtraEnv() map[string]string {
 	extra := map[string]string{}
 	if w.e.host != "" {
 		extra["SORTIE_SSH_HOST"] = w.e.host
+	}
+	// The self-review's outcome (docs/reactions.md#self-review): disabled when none
+	// ran, else passed, cap_reached or error; its summary in .sortie/.
+	if w.reviewStatus == "" {
+		extra["SORTIE_SELF_REVIEW_STATUS"] = "disabled"
+	} else {
+		extra["SORTIE_SELF_REVIEW_STATUS"] = w.reviewStatus
+		extra["SORTIE_SELF_REVIEW_SUMMARY_PATH"] = filepath.Join(w.ws.Path, workspace.SortieDir, selfreview.SummaryFile)
 	}
 	return extra
 }

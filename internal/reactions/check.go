@@ -290,7 +290,7 @@ func (w *Watcher) escalate(ctx context.Context, wt *watch, kind string, lim conf
 	tctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var err error
-	if l, ok := tracker.As[labeler](trk); ok && how != "comment" {
+	if l, ok := tracker.As[tracker.Labeler](trk); ok && how != "comment" {
 		err = l.AddLabel(tctx, wt.IssueID, lim.EscalationLabel)
 	} else {
 		if how != "comment" {
@@ -341,7 +341,3 @@ func (w *Watcher) savePR(ctx context.Context, wt *watch) {
 	w.persist(sctx, wt.ReactionWatch)
 }
 
-// labeler is a tracker that can label an issue (tracker.Labeler).
-type labeler interface {
-	AddLabel(ctx context.Context, id, label string) error
-}

@@ -92,6 +92,10 @@ func appendRunning(b []byte, v orchestrator.RunningView, now time.Time) []byte {
 	b = appendString(b, v.Stopping)
 	b = append(b, `,"run_id":`...)
 	b = strconv.AppendInt(b, v.RunID, 10)
+	b = append(b, `,"reaction":`...)
+	b = appendString(b, v.Reaction)
+	b = append(b, `,"self_review_iteration":`...)
+	b = strconv.AppendInt(b, int64(v.SelfReview), 10)
 	return append(b, '}')
 }
 

@@ -118,6 +118,8 @@ type runningJSON struct {
 	APIRequests    int         `json:"api_requests"`
 	Stopping       string      `json:"stopping"`
 	RunID          int64       `json:"run_id"`
+	Reaction       string      `json:"reaction"`
+	SelfReview     int         `json:"self_review_iteration"`
 }
 
 func runningOf(v orchestrator.RunningView, now time.Time) runningJSON {
@@ -127,7 +129,7 @@ func runningOf(v orchestrator.RunningView, now time.Time) runningJSON {
 		Workspace: v.Workspace, StartedAt: v.StartedAt, ElapsedSeconds: seconds(now.Sub(v.StartedAt)),
 		LastEventAt: optTime(v.LastEventAt), LastEvent: v.LastEvent, LastMessage: v.LastMessage,
 		Tokens: v.Tokens, CostUSD: v.CostUSD, Model: v.Model, ToolCalls: v.ToolCalls,
-		APIRequests: v.APIRequests, Stopping: v.Stopping, RunID: v.RunID,
+		APIRequests: v.APIRequests, Stopping: v.Stopping, RunID: v.RunID, Reaction: v.Reaction, SelfReview: v.SelfReview,
 	}
 }
 

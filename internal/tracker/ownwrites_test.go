@@ -24,3 +24,22 @@ func TestAnsweredSince(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnWrites_ALabelIsAWriteLikeATransition: a label Sortie adds (escalating to a
+// human) is recorded as any change that is not a comment is, with Begin and End and
+// no Posted: the poll that sees the issue as the read-back found it is Sortie's own
+// write, a later change is not.
+func TestOwnWrites_ALabelIsAWriteLikeATransition(t *testing.T) {
+	var w OwnWrites
+	w.Begin("1")
+	if got := w.Explains("1", "Human Review", "t2"); got != OwnPending {
+		t.Fatalf("during the label write: %v, want OwnPending", got)
+	}
+	w.End("1", &Issue{ID: "1", State: "Human Review", UpdatedAt: "t2", Labels: []string{"needs-human"}, Comments: []Comment{}})
+	if got := w.Explains("1", "Human Review", "t2"); got != OwnWrite {
+		t.Errorf("the issue as the label left it: %v, want OwnWrite", got)
+	}
+	if got := w.Explains("1", "Human Review", "t3"); got != NotOwn {
+		t.Errorf("a later change: %v, want NotOwn", got)
+	}
+}

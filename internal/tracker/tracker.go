@@ -114,9 +114,9 @@ func (id Identity) String() string {
 	return "an unknown account"
 }
 
-// As finds the optional interface T (Account, RateLimiter, Watcher...) in t or in the
-// trackers it wraps, following Unwrap() Tracker as errors.As follows Unwrap: a
-// wrapper such as the metrics' counting tracker must not hide what its tracker can do.
+// As finds the optional interface T (Account, Labeler, RateLimiter, Watcher...) in t
+// or in the trackers it wraps, following Unwrap() Tracker as errors.As follows Unwrap:
+// a wrapper such as the metrics' counting tracker must not hide what its tracker can do.
 func As[T any](t Tracker) (T, bool) {
 	for t != nil {
 		if v, ok := t.(T); ok {
@@ -158,6 +158,17 @@ type Tracker interface {
 	TransitionIssue(ctx context.Context, id, targetState string) error
 	// CommentIssue appends a plain-text comment to an issue.
 	CommentIssue(ctx context.Context, id, text string) error
+}
+
+// Labeler is a tracker that can put a label on an issue: Sortie escalates to a human
+// with one (needs-human) when it gives up on an issue. Adapters that have it: github,
+// file, jira, linear. The label is written as given (trackers compare labels
+// case-insensitively, and Issue.Labels are lowercased); one the tracker refuses is a
+// tracker_payload_error saying why (a Jira label with a space, a Linear label that does
+// not exist in the issue's team), an issue outside tracker.project tracker_not_found.
+type Labeler interface {
+	// AddLabel puts label on issue id; a label already there is not an error.
+	AddLabel(ctx context.Context, id, label string) error
 }
 
 // Watcher is implemented by trackers that can tell when their issues may have changed

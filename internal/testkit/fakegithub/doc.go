@@ -21,6 +21,8 @@
 //	PATCH /issues/{n}                      labels, state, state_reason
 //	GET   /issues/{n}/comments             comments, pages
 //	POST  /issues/{n}/comments             a comment by the token's account
+//	POST  /issues/{n}/labels               {"labels": [...]}: adds those the issue lacks
+//	                                       (made in the repository if new); answers all its labels
 //	GET   /issues/{n}/parent               the parent issue, 404 when none
 //	GET   /issues/{n}/dependencies/blocked_by  the blockers, pages
 //	GET   /pulls                           pull requests: state=open|closed|all, head=owner:branch,

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // wireUser, wireLabel, wireIssue and wireComment are GitHub REST's JSON shapes.
@@ -377,6 +378,35 @@ func (s *Server) routeIssues(r *http.Request, parts []string) reply {
 		s.comments[num] = append(s.comments[num], nc)
 		s.bump(is)
 		return reply{status: http.StatusCreated, body: jsonBody(s.wireComment(num, nc))}
+	case len(parts) == 3 && parts[2] == "labels" && r.Method == http.MethodPost:
+		// Add labels: each one the issue lacks (compared case-insensitively) is added,
+		// and made in the repository when it has none by that name; the answer is
+		// every label of the issue. GitHub refuses a name over 50 characters.
+		var add struct {
+			Labels *[]string `json:"labels"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&add); err != nil {
+			return failJSON(http.StatusBadRequest, "Problems parsing JSON")
+		}
+		if add.Labels == nil {
+			return failJSON(http.StatusUnprocessableEntity, "Validation Failed")
+		}
+		for _, l := range *add.Labels {
+			if strings.TrimSpace(l) == "" || utf8.RuneCountInString(l) > 50 {
+				return failJSON(http.StatusUnprocessableEntity, "Validation Failed")
+			}
+		}
+		changed := false
+		for _, l := range *add.Labels {
+			if !slices.ContainsFunc(is.Labels, func(x string) bool { return strings.EqualFold(x, l) }) {
+				is.Labels = append(is.Labels, l)
+				changed = true
+			}
+		}
+		if changed {
+			s.bump(is)
+		}
+		return okJSON(s.wireLabels(is.Labels))
 	case len(parts) == 3 && parts[2] == "parent" && r.Method == http.MethodGet:
 		pn, ok := s.parent[num]
 		if !ok || s.issues[pn] == nil {

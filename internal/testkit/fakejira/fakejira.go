@@ -4,8 +4,8 @@
 // email:api_token on Cloud, a Bearer personal access token on Data Center), evaluates
 // the JQL subset the adapter sends (LexJQL), pages search results by token (Cloud) or
 // offset (Data Center), capping maxResults as the server does, keeps comments (ADF on
-// Cloud, text on Data Center) and statuses, and moves an issue by the transitions it
-// offers.
+// Cloud, text on Data Center) and statuses, moves an issue by the transitions it
+// offers, and edits its labels (PUT /issue/{ref}) with Jira's rules for them.
 //
 // Issues are kept as Jira's JSON: a test adds them by id, key and status, or as the
 // bytes of a response body (a search page, an issue) it read from its own testdata.
@@ -229,6 +229,18 @@ func (s *Server) Status(ref string) (string, bool) {
 		return "", false
 	}
 	return status(is), true
+}
+
+// Labels returns the labels of the issue with id or key ref, in order, and whether
+// there is such an issue.
+func (s *Server) Labels(ref string) ([]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := s.find(ref)
+	if is == nil {
+		return nil, false
+	}
+	return labelsOf(is), true
 }
 
 // SetTransitions sets the transitions the issue with id or key ref offers to those of a

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The routes served, under /rest/api/3 (Cloud) or /rest/api/2 (Data Center):
@@ -15,6 +17,8 @@ import (
 //	POST /issue/bulkfetch            Cloud: issues by id or key, at most 100
 //	GET  /myself                     the token's account
 //	GET  /issue/{ref}                one issue
+//	PUT  /issue/{ref}                edits it: labels only, by update (add, remove, set)
+//	                                 or fields (204)
 //	GET  /issue/{ref}/transitions    the transitions it offers
 //	POST /issue/{ref}/transitions    moves it by one of them (204)
 //	GET  /issue/{ref}/comment        its comments, by startAt, at most 2 a page
@@ -81,6 +85,8 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request, parts []string, b
 	switch {
 	case len(parts) == 1 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, is)
+	case len(parts) == 1 && r.Method == http.MethodPut:
+		s.edit(w, is, body)
 	case len(parts) == 2 && parts[1] == "transitions" && r.Method == http.MethodGet:
 		ts := s.transitions[id]
 		if ts == nil {
@@ -171,4 +177,124 @@ func (s *Server) searchDC(w http.ResponseWriter, r *http.Request) {
 	start = min(max(start, 0), len(all))
 	end := min(start+limit, len(all))
 	writeJSON(w, http.StatusOK, map[string]any{"startAt": start, "maxResults": limit, "total": len(all), "issues": all[start:end]})
+}
+
+// edit answers PUT /issue/{ref} as Jira does for the labels field, the only one the
+// fake edits: {"update": {"labels": [{"add": l}, {"remove": l}, {"set": [...]}]}} or
+// {"fields": {"labels": [...]}}. A label with whitespace, an empty one or one over 255
+// characters is refused (400, errors.labels) and nothing changes; any other field is
+// refused as not on the edit screen. Labels compare exactly (Jira's are
+// case-sensitive); adding one the issue has changes nothing, not even the updated time.
+func (s *Server) edit(w http.ResponseWriter, is map[string]any, body []byte) {
+	var req struct {
+		Update map[string][]map[string]json.RawMessage `json:"update"`
+		Fields map[string]json.RawMessage              `json:"fields"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		WriteError(w, http.StatusBadRequest, "Unexpected character in the request body")
+		return
+	}
+	fieldError := func(msg string) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"errorMessages": []string{}, "errors": map[string]string{"labels": msg}})
+	}
+	for name := range req.Update {
+		if name != "labels" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"errorMessages": []string{}, "errors": map[string]string{
+				name: "Field '" + name + "' cannot be set. It is not on the appropriate screen, or unknown."}})
+			return
+		}
+	}
+	for name := range req.Fields {
+		if name != "labels" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"errorMessages": []string{}, "errors": map[string]string{
+				name: "Field '" + name + "' cannot be set. It is not on the appropriate screen, or unknown."}})
+			return
+		}
+	}
+	labels := labelsOf(is)
+	valid := func(l string) bool {
+		switch {
+		case l == "":
+			fieldError("The label must not be empty.")
+		case strings.ContainsFunc(l, unicode.IsSpace):
+			fieldError("The label '" + l + "' contains spaces which is invalid.")
+		case utf8.RuneCountInString(l) > 255:
+			fieldError("The entered text is too long. It exceeds the allowed limit of 255 characters.")
+		default:
+			return true
+		}
+		return false
+	}
+	next := slices.Clone(labels)
+	if raw, ok := req.Fields["labels"]; ok {
+		var set []string
+		if json.Unmarshal(raw, &set) != nil {
+			fieldError("data was not an array")
+			return
+		}
+		for _, l := range set {
+			if !valid(l) {
+				return
+			}
+		}
+		next = set
+	}
+	for _, op := range req.Update["labels"] {
+		for verb, raw := range op {
+			switch verb {
+			case "add", "remove":
+				var l string
+				if json.Unmarshal(raw, &l) != nil {
+					fieldError("Operation value must be a string")
+					return
+				}
+				if verb == "remove" {
+					next = slices.DeleteFunc(next, func(x string) bool { return x == l })
+					continue
+				}
+				if !valid(l) {
+					return
+				}
+				if !slices.Contains(next, l) {
+					next = append(next, l)
+				}
+			case "set":
+				var set []string
+				if json.Unmarshal(raw, &set) != nil {
+					fieldError("Operation value must be an array of strings")
+					return
+				}
+				for _, l := range set {
+					if !valid(l) {
+						return
+					}
+				}
+				next = set
+			default:
+				fieldError("Field does not support update '" + verb + "'")
+				return
+			}
+		}
+	}
+	if !slices.Equal(next, labels) {
+		out := make([]any, len(next))
+		for i, l := range next {
+			out[i] = l
+		}
+		fields(is)["labels"] = out
+		s.touch(is)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// labelsOf returns an issue's labels.
+func labelsOf(is map[string]any) []string {
+	raw, _ := fields(is)["labels"].([]any)
+	out := make([]string, 0, len(raw))
+	for _, l := range raw {
+		if s, ok := l.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package fakelinear
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -254,6 +255,8 @@ func (r root) field(ex *exec, name string, args map[string]any) (any, *gqlError)
 			return ex.issueUpdate(args)
 		case "commentCreate":
 			return ex.commentCreate(args)
+		case "issueAddLabel":
+			return ex.issueAddLabel(args)
 		}
 		return nil, validation("Cannot query field %q on type \"Mutation\".", name)
 	}
@@ -308,6 +311,19 @@ func (r root) field(ex *exec, name string, args map[string]any) (any, *gqlError)
 			}
 		}
 		return nil, notFound("Project")
+	case "issueLabels":
+		var nodes []object
+		var ids []string
+		for _, l := range s.labels {
+			ok, err := ex.matchLabel(l, args["filter"])
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				nodes, ids = append(nodes, &labelObj{l.ID, l.Name, l}), append(ids, l.ID)
+			}
+		}
+		return connection(nodes, ids, args)
 	case "teams":
 		var nodes []object
 		var ids []string
@@ -363,6 +379,90 @@ func (ex *exec) commentCreate(args map[string]any) (any, *gqlError) {
 	c := &Comment{ID: s.nextID("comment"), IssueID: is.ID, UserID: s.viewer, Body: str(input["body"]), CreatedAt: s.clock().UTC()}
 	s.comments = append(s.comments, c)
 	return &payload{comment: c}, nil
+}
+
+// issueAddLabel puts a label on an issue by the label's id, as Linear does: the label
+// must be the issue's team's or the workspace's, and not a group. A label the issue
+// carries already changes nothing.
+func (ex *exec) issueAddLabel(args map[string]any) (any, *gqlError) {
+	s := ex.s
+	is := s.issue(str(args["id"]))
+	if is == nil {
+		return nil, notFound("Issue")
+	}
+	var l *Label
+	for _, x := range s.labels {
+		if x.ID == str(args["labelId"]) {
+			l = x
+		}
+	}
+	switch {
+	case l == nil:
+		return nil, notFound("IssueLabel")
+	case l.IsGroup:
+		return nil, &gqlError{code: "INVALID_INPUT", msg: "Label groups cannot be applied to issues."}
+	case l.TeamID != "" && l.TeamID != is.TeamID:
+		return nil, &gqlError{code: "INVALID_INPUT", msg: "Label does not belong to the issue's team."}
+	}
+	if !slices.Contains(is.Labels, l.Name) {
+		is.Labels = append(is.Labels, l.Name)
+		is.UpdatedAt = s.clock().UTC()
+	}
+	return &payload{issue: is}, nil
+}
+
+// matchLabel applies an IssueLabelFilter: id, name, isGroup, team (id, key, name, null),
+// and, or.
+func (ex *exec) matchLabel(l *Label, filter any) (bool, *gqlError) {
+	f, _ := filter.(map[string]any)
+	for k, v := range f {
+		var ok bool
+		var err *gqlError
+		switch k {
+		case "and", "or":
+			list, _ := v.([]any)
+			ok = k == "and"
+			for _, sub := range list {
+				m, err := ex.matchLabel(l, sub)
+				if err != nil {
+					return false, err
+				}
+				if k == "and" && !m {
+					ok = false
+				}
+				if k == "or" && m {
+					ok = true
+				}
+			}
+		case "id", "name", "isGroup":
+			ok, err = compare(map[string]any{"id": l.ID, "name": l.Name, "isGroup": l.IsGroup}[k], v)
+		case "team":
+			cmp, _ := v.(map[string]any)
+			if null, has := cmp["null"]; has {
+				if ok = (l.TeamID == "") == (null == true); !ok {
+					break
+				}
+				cmp = maps.Clone(cmp)
+				delete(cmp, "null")
+			}
+			if len(cmp) == 0 {
+				ok = true
+				break
+			}
+			if l.TeamID == "" {
+				ok = false
+				break
+			}
+			t := ex.s.team(l.TeamID)
+			ok, err = matchFields(cmp, map[string]any{"id": t.ID, "key": t.Key, "name": t.Name}, "NullableTeamFilter")
+		default:
+			return false, validation("Field %q is not defined by type \"IssueLabelFilter\".", k)
+		}
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // matchIssue applies an IssueFilter.
@@ -542,8 +642,12 @@ func (o *issueObj) field(ex *exec, name string, args map[string]any) (any, *gqlE
 	case "labels":
 		var nodes []object
 		var ids []string
-		for _, l := range is.Labels {
-			nodes, ids = append(nodes, labelObj(l)), append(ids, "label-"+l)
+		for _, name := range is.Labels {
+			lo := &labelObj{id: "label-" + name, name: name, l: s.labelOf(is.TeamID, name)}
+			if lo.l != nil {
+				lo.id = lo.l.ID
+			}
+			nodes, ids = append(nodes, lo), append(ids, lo.id)
 		}
 		return connection(nodes, ids, args)
 	case "relations", "inverseRelations":
@@ -641,12 +745,27 @@ func (o *projectObj) field(_ *exec, name string, _ map[string]any) (any, *gqlErr
 	return nil, validation("Cannot query field %q on type \"Project\".", name)
 }
 
-type labelObj string
+// labelObj is an IssueLabel: a Label, or a name an issue carries that no Label was
+// created for (l nil; its id is made up).
+type labelObj struct {
+	id, name string
+	l        *Label
+}
 
-func (o labelObj) typeName() string { return "IssueLabel" }
-func (o labelObj) field(_ *exec, name string, _ map[string]any) (any, *gqlError) {
-	if name == "name" {
-		return string(o), nil
+func (o *labelObj) typeName() string { return "IssueLabel" }
+func (o *labelObj) field(ex *exec, name string, _ map[string]any) (any, *gqlError) {
+	switch name {
+	case "id":
+		return o.id, nil
+	case "name":
+		return o.name, nil
+	case "isGroup":
+		return o.l != nil && o.l.IsGroup, nil
+	case "team":
+		if o.l == nil || o.l.TeamID == "" {
+			return nil, nil
+		}
+		return &teamObj{ex.s.team(o.l.TeamID)}, nil
 	}
 	return nil, validation("Cannot query field %q on type \"IssueLabel\".", name)
 }

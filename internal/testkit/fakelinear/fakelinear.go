@@ -51,6 +51,14 @@ type Issue struct {
 	CreatedAt, UpdatedAt               time.Time
 }
 
+// Label is an issue label: a team's (TeamID set) or the workspace's (TeamID ""). A
+// group label (IsGroup) holds other labels and cannot be put on an issue. An issue
+// keeps the names of its labels (Issue.Labels).
+type Label struct {
+	ID, Name, TeamID string
+	IsGroup          bool
+}
+
 // Comment is a comment; UserID "" with BotName set is an integration's.
 type Comment struct {
 	ID, IssueID, Body, UserID, BotName string
@@ -81,6 +89,7 @@ type Server struct {
 	issues    []*Issue
 	comments  []*Comment
 	relations []*Relation
+	labels    []*Label
 	requests  Budget
 	cplx      Budget
 	seq       int
@@ -190,6 +199,20 @@ func (s *Server) AddIssue(teamKey, title, stateName string, mutate func(*Issue))
 	}
 	s.issues = append(s.issues, is)
 	return is
+}
+
+// AddLabel creates a label named name in the team keyed teamKey, or in the workspace
+// when teamKey is "", as a person would in Linear's settings; group makes it a label
+// group, which issues cannot carry.
+func (s *Server) AddLabel(teamKey, name string, group bool) *Label {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := &Label{ID: s.nextID("label"), Name: name, IsGroup: group}
+	if teamKey != "" {
+		l.TeamID = s.teamByKey(teamKey).ID
+	}
+	s.labels = append(s.labels, l)
+	return l
 }
 
 // Block records that blocker blocks blocked.
@@ -423,6 +446,22 @@ func (s *Server) user(id string) *User {
 		}
 	}
 	return nil
+}
+
+// labelOf finds the label an issue of team teamID carries by name: the team's, else the
+// workspace's; nil when neither has it (an issue added with a label never created).
+func (s *Server) labelOf(teamID, name string) *Label {
+	var ws *Label
+	for _, l := range s.labels {
+		switch {
+		case l.Name != name || l.IsGroup:
+		case l.TeamID == teamID:
+			return l
+		case l.TeamID == "" && ws == nil:
+			ws = l
+		}
+	}
+	return ws
 }
 
 // issue finds an issue by id or identifier, as Linear's issue(id:) does.

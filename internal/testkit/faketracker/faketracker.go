@@ -1,8 +1,8 @@
-// Package faketracker is an in-memory issue tracker for tests: a tracker.Tracker and
-// tracker.Watcher that keeps state the way a real tracker does. Transitions and comments
-// persist and move the issue's updated_at, blockers report their blocker's current
-// state, state lookups omit unknown ids, and every change (the daemon's or a test's)
-// wakes the watchers. Tests can make any operation fail, once, n times or until healed,
+// Package faketracker is an in-memory issue tracker for tests: a tracker.Tracker,
+// tracker.Watcher and tracker.Labeler that keeps state the way a real tracker does.
+// Transitions, comments and labels persist and move the issue's updated_at, blockers
+// report their blocker's current state, state lookups omit unknown ids, and every
+// change (the daemon's or a test's) wakes the watchers. Tests can make any operation fail, once, n times or until healed,
 // and read how often each operation was called.
 //
 // It owns no scheduling logic and is not a tracker adapter: nothing registers it by kind.
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ const (
 	OpFetchComments            Op = "fetch_comments"
 	OpTransition               Op = "transition"
 	OpComment                  Op = "comment"
+	OpAddLabel                 Op = "add_label"
 	OpSelf                     Op = "self"
 )
 
@@ -43,11 +45,20 @@ var (
 	_ tracker.Tracker = (*Tracker)(nil)
 	_ tracker.Watcher = (*Tracker)(nil)
 	_ tracker.Account = (*Tracker)(nil)
+	_ tracker.Labeler = (*Tracker)(nil)
 )
 
 // Self is the account the fake tracker writes as: CommentIssue's comments are by
 // the login "sortie".
 var Self = tracker.Identity{Login: "sortie", Name: "Sortie"}
+
+// Labeling is one AddLabel call that succeeded; Added is false when the issue had the
+// label already.
+type Labeling struct {
+	IssueID string
+	Label   string
+	Added   bool
+}
 
 // Transition is one TransitionIssue call that succeeded.
 type Transition struct {
@@ -69,6 +80,7 @@ type Tracker struct {
 	calls       map[Op]int
 	failures    map[Op]int
 	transitions []Transition
+	labelings   []Labeling
 	watchers    map[chan struct{}]struct{}
 	before      map[Op]func(ctx context.Context)
 }
@@ -189,6 +201,13 @@ func (t *Tracker) TransitionsOf(id string) []string {
 		}
 	}
 	return out
+}
+
+// Labelings returns the successful AddLabel calls so far, oldest first.
+func (t *Tracker) Labelings() []Labeling {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.labelings)
 }
 
 // FailNext makes the next n calls of op fail with err (a tracker_transport_error when
@@ -406,6 +425,39 @@ func (t *Tracker) CommentIssue(ctx context.Context, id, text string) error {
 	return nil
 }
 
+// AddLabel implements tracker.Labeler: it adds label, lowercased as adapters report
+// labels, to the issue's labels and records the call; updated_at moves and watchers
+// wake. A label the issue has already (case-insensitively) changes nothing, as on the
+// real trackers, and is recorded with Added false.
+func (t *Tracker) AddLabel(ctx context.Context, id, label string) error {
+	t.lockFor(ctx, OpAddLabel)
+	if err := t.beginLocked(ctx, OpAddLabel); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	is, ok := t.issues[id]
+	if !ok {
+		t.mu.Unlock()
+		return notFound(OpAddLabel, id)
+	}
+	l := strings.ToLower(strings.TrimSpace(label))
+	if l == "" {
+		t.mu.Unlock()
+		return tracker.Errorf(tracker.ErrPayload, string(OpAddLabel), "empty label")
+	}
+	if slices.Contains(is.Labels, l) {
+		t.labelings = append(t.labelings, Labeling{IssueID: id, Label: label})
+		t.mu.Unlock()
+		return nil
+	}
+	t.labelings = append(t.labelings, Labeling{IssueID: id, Label: label, Added: true})
+	is.Labels = append(is.Labels, l)
+	is.UpdatedAt = t.stampLocked()
+	t.mu.Unlock()
+	t.notify()
+	return nil
+}
+
 // Self implements tracker.Account: the daemon's comments are by Self.
 func (t *Tracker) Self(ctx context.Context) (tracker.Identity, error) {
 	t.lockFor(ctx, OpSelf)
@@ -443,6 +495,46 @@ type pollOnly struct{ tracker.Tracker }
 
 // Unwrap returns the tracker, for tracker.As.
 func (p pollOnly) Unwrap() tracker.Tracker { return p.Tracker }
+
+// WithoutLabels returns the tracker as one that cannot put labels on issues (a
+// tracker without tracker.Labeler), for tests of what happens then. It keeps Watch and
+// Self; it does not unwrap, so tracker.As finds no Labeler through it.
+func (t *Tracker) WithoutLabels() tracker.Tracker { return noLabels{t} }
+
+// noLabels is the Tracker without AddLabel.
+type noLabels struct{ t *Tracker }
+
+func (n noLabels) FetchCandidateIssues(ctx context.Context) ([]tracker.Issue, error) {
+	return n.t.FetchCandidateIssues(ctx)
+}
+
+func (n noLabels) FetchIssueByID(ctx context.Context, id string) (tracker.Issue, error) {
+	return n.t.FetchIssueByID(ctx, id)
+}
+
+func (n noLabels) FetchIssueStatesByIDs(ctx context.Context, ids []string) (map[string]string, error) {
+	return n.t.FetchIssueStatesByIDs(ctx, ids)
+}
+
+func (n noLabels) FetchIssueStatesByIdentifiers(ctx context.Context, ids []string) (map[string]string, error) {
+	return n.t.FetchIssueStatesByIdentifiers(ctx, ids)
+}
+
+func (n noLabels) FetchIssueComments(ctx context.Context, id string) ([]tracker.Comment, error) {
+	return n.t.FetchIssueComments(ctx, id)
+}
+
+func (n noLabels) TransitionIssue(ctx context.Context, id, state string) error {
+	return n.t.TransitionIssue(ctx, id, state)
+}
+
+func (n noLabels) CommentIssue(ctx context.Context, id, text string) error {
+	return n.t.CommentIssue(ctx, id, text)
+}
+
+func (n noLabels) Watch(ctx context.Context) <-chan struct{} { return n.t.Watch(ctx) }
+
+func (n noLabels) Self(ctx context.Context) (tracker.Identity, error) { return n.t.Self(ctx) }
 
 func (t *Tracker) notify() {
 	t.mu.Lock()

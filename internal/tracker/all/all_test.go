@@ -41,3 +41,33 @@ func TestDocs_EveryDeclaredKeyIsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestLabeler_EveryKindCanLabelAndSaysSo: every adapter implements tracker.Labeler (so
+// escalating with a label works whatever the tracker), and its page documents it.
+func TestLabeler_EveryKindCanLabelAndSaysSo(t *testing.T) {
+	cfgs := map[string]tracker.Config{
+		"file":   {Kind: "file", Options: map[string]any{"path": filepath.Join(t.TempDir(), "issues.json")}},
+		"github": {Kind: "github", Project: "octo/hello", APIKey: "ghp_x"},
+		"jira":   {Kind: "jira", Endpoint: "https://example.atlassian.net", Project: "PROJ", APIKey: "a@example.com:tok"},
+		"linear": {Kind: "linear", Team: "ENG", APIKey: "lin_api_x"},
+	}
+	for _, kind := range tracker.Kinds() {
+		cfg, ok := cfgs[kind]
+		if !ok {
+			t.Errorf("%s: no test configuration; add one", kind)
+			continue
+		}
+		tr, err := tracker.New(cfg)
+		if err != nil {
+			t.Errorf("%s: %v", kind, err)
+			continue
+		}
+		if _, ok := tracker.As[tracker.Labeler](tr); !ok {
+			t.Errorf("%s: the adapter is not a tracker.Labeler", kind)
+		}
+		doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "trackers", kind+".md"))
+		if err != nil || !strings.Contains(string(doc), "needs-human") {
+			t.Errorf("docs/trackers/%s.md does not say how a label (needs-human) is added: %v", kind, err)
+		}
+	}
+}

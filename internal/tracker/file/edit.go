@@ -30,11 +30,55 @@ func setState(obj []byte, state, updatedAt string) ([]byte, error) {
 		return nil, fmt.Errorf("the issue has no state field")
 	}
 	edits = append(edits, replacement{ms[si].valStart, ms[si].valEnd, encodeJSON(state, "", "", "")})
+	edits = append(edits, setUpdatedAt(obj, ms, updatedAt))
+	return applyEdits(obj, edits), nil
+}
+
+// setUpdatedAt is the edit that sets the issue's updated_at, adding it if the issue has
+// none.
+func setUpdatedAt(obj []byte, ms []member, updatedAt string) replacement {
 	if ui := lastMember(ms, "updated_at"); ui >= 0 {
-		edits = append(edits, replacement{ms[ui].valStart, ms[ui].valEnd, encodeJSON(updatedAt, "", "", "")})
-	} else {
-		edits = append(edits, appendMember(obj, ms, "updated_at", encodeJSON(updatedAt, "", "", "")))
+		return replacement{ms[ui].valStart, ms[ui].valEnd, encodeJSON(updatedAt, "", "", "")}
 	}
+	return appendMember(obj, ms, "updated_at", encodeJSON(updatedAt, "", "", ""))
+}
+
+// addLabel returns the object obj of an issue with label appended to its labels and its
+// updated_at set to updatedAt. The labels array is created when absent; a new element
+// follows the last one as it follows the one before (on one line, after ", " when the
+// array has a single element).
+func addLabel(obj []byte, label, updatedAt string) ([]byte, error) {
+	ms, err := objectMembers(obj)
+	if err != nil {
+		return nil, err
+	}
+	edits := []replacement{setUpdatedAt(obj, ms, updatedAt)}
+	li := lastMember(ms, "labels")
+	if li < 0 {
+		arr := append(append([]byte{'['}, encodeJSON(label, "", "", "")...), ']')
+		edits = append(edits, appendMember(obj, ms, "labels", arr))
+		return applyEdits(obj, edits), nil
+	}
+	m := ms[li]
+	val := obj[m.valStart:m.valEnd]
+	elems, err := arrayElements(val)
+	if err != nil {
+		return nil, err
+	}
+	if len(elems) == 0 {
+		arr := append(append([]byte{'['}, encodeJSON(label, "", "", "")...), ']')
+		edits = append(edits, replacement{m.valStart, m.valEnd, arr})
+		return applyEdits(obj, edits), nil
+	}
+	last := elems[len(elems)-1]
+	sep := memberSep(val, last.start)
+	if len(elems) == 1 && !bytes.ContainsRune(sep, '\n') {
+		sep = []byte{' '}
+	}
+	text := append([]byte{','}, sep...)
+	text = append(text, encodeJSON(label, "", "", "")...)
+	at := m.valStart + last.end
+	edits = append(edits, replacement{at, at, text})
 	return applyEdits(obj, edits), nil
 }
 

@@ -25,6 +25,7 @@ const MaxFileBytes = 64 << 20
 var (
 	_ tracker.Tracker = (*Tracker)(nil)
 	_ tracker.Watcher = (*Tracker)(nil)
+	_ tracker.Labeler = (*Tracker)(nil)
 )
 
 // Tracker reads and writes one issues file. It is safe for concurrent use; transitions

@@ -82,12 +82,32 @@ func (t *Tracker) CommentIssue(ctx context.Context, id, text string) error {
 	})
 }
 
+// AddLabel appends label to the issue's labels and sets its updated_at to the current
+// time (RFC 3339, UTC), in the file, with the same lock and atomic swap as a
+// transition. The label is written as given; if the issue has it already (labels are
+// compared lowercased, as they are read) the file is not touched. An empty label is
+// tracker_payload_error, an unknown id tracker_not_found; a malformed file is
+// tracker_payload_error and is left as it was.
+func (t *Tracker) AddLabel(ctx context.Context, id, label string) error {
+	const op = "add_label"
+	label = strings.TrimSpace(label)
+	if label == "" {
+		return tracker.Errorf(tracker.ErrPayload, op, "refusing to add an empty label to issue %q", id)
+	}
+	return t.modify(ctx, op, id, func(obj []byte, iss *tracker.Issue, _ string) ([]byte, error) {
+		if slices.Contains(iss.Labels, strings.ToLower(label)) {
+			return nil, nil
+		}
+		return addLabel(obj, label, t.now().UTC().Format(time.RFC3339))
+	})
+}
+
 // editFunc computes the new bytes of one issue's object: obj as it stands (after the
 // edits before it in the same write), iss its parse, indent the indentation of the
 // line the object starts on. It returns nil when there is nothing to write.
 type editFunc func(obj []byte, iss *tracker.Issue, indent string) ([]byte, error)
 
-// request is one transition or comment waiting to be written.
+// request is one transition, comment or label waiting to be written.
 type request struct {
 	ctx  context.Context
 	op   string

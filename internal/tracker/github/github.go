@@ -33,6 +33,7 @@ var (
 	_ tracker.Tracker     = (*Tracker)(nil)
 	_ tracker.RateLimiter = (*Tracker)(nil)
 	_ tracker.Account     = (*Tracker)(nil)
+	_ tracker.Labeler     = (*Tracker)(nil)
 )
 
 func init() {
@@ -442,6 +443,32 @@ func (t *Tracker) TransitionIssue(ctx context.Context, id, targetState string) e
 		return nil
 	}
 	_, err = t.send(ctx, op, http.MethodPatch, t.repoURL("/issues/"+strconv.FormatInt(a.Number, 10), nil), patch)
+	return err
+}
+
+// AddLabel puts label on an issue with POST /issues/{n}/labels, which adds it to the
+// issue's labels (GitHub creates it in the repository when there is no such label).
+// Nothing is sent when the issue has it already, compared case-insensitively as GitHub
+// names labels. A state label is refused: states move with TransitionIssue.
+func (t *Tracker) AddLabel(ctx context.Context, id, label string) error {
+	const op = "add_label"
+	label = strings.TrimSpace(label)
+	if label == "" {
+		return tracker.Errorf(tracker.ErrPayload, op, "the label to add is empty")
+	}
+	if st, isState := t.states.isState(label); isState {
+		return tracker.Errorf(tracker.ErrPayload, op, "%q is the label of state %q; GitHub states are labels, moved by a transition, not added beside another", label, st)
+	}
+	a, err := t.fetchIssue(ctx, op, id)
+	if err != nil {
+		return err
+	}
+	for _, l := range a.Labels {
+		if strings.EqualFold(strings.TrimSpace(l.Name), label) {
+			return nil
+		}
+	}
+	_, err = t.send(ctx, op, http.MethodPost, t.repoURL("/issues/"+strconv.FormatInt(a.Number, 10)+"/labels", nil), map[string][]string{"labels": {label}})
 	return err
 }
 

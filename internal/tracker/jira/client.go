@@ -103,12 +103,16 @@ func statusError(op, method, path string, resp *http.Response, body []byte, unti
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized:
 		return tracker.Errorf(tracker.ErrAuth, op, "%s; check tracker.api_key (Cloud: email:api_token; Data Center: a personal access token) and that it has not expired", where)
+	case code == http.StatusForbidden && op == "add_label":
+		return tracker.Errorf(tracker.ErrAuth, op, "%s; the token's user needs the Edit issues permission on tracker.project to add a label", where)
 	case code == http.StatusForbidden:
 		return tracker.Errorf(tracker.ErrAuth, op, "%s; the token's user needs the Browse projects, Transition issues and Add comments permissions on tracker.project", where)
 	case code == http.StatusNotFound:
 		return tracker.Errorf(tracker.ErrNotFound, op, "%s", where)
 	case code == http.StatusTooManyRequests:
 		return tracker.Errorf(tracker.ErrAPI, op, "%s; rate limited until %s", where, until.UTC().Format(time.RFC3339))
+	case code == http.StatusBadRequest && op == "add_label":
+		return tracker.Errorf(tracker.ErrPayload, op, "%s; Jira refused the label: the Labels field must be on the issue type's edit screen, and a label is one word of at most 255 characters", where)
 	case code == http.StatusBadRequest:
 		return tracker.Errorf(tracker.ErrPayload, op, "%s; check tracker.query_filter, tracker.project and the state names", where)
 	case code >= 500:

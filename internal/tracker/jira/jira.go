@@ -48,6 +48,7 @@ var (
 	_ tracker.Tracker     = (*Tracker)(nil)
 	_ tracker.RateLimiter = (*Tracker)(nil)
 	_ tracker.Account     = (*Tracker)(nil)
+	_ tracker.Labeler     = (*Tracker)(nil)
 )
 
 // Tracker talks to one Jira site about one project. It is safe for concurrent use and

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"sortie/internal/tracker"
 )
@@ -110,4 +112,48 @@ func (t *Tracker) CommentIssue(ctx context.Context, id, text string) error {
 		body = map[string]any{"body": text}
 	}
 	return t.c.do(ctx, op, http.MethodPost, p+"/comment", nil, body, nil)
+}
+
+// maxLabelRunes is the longest label Jira accepts.
+const maxLabelRunes = 255
+
+// AddLabel puts label on an issue: PUT /issue/{ref} with
+// {"update": {"labels": [{"add": label}]}}, which keeps the other labels. It reads the
+// issue's labels first (one GET of that field), so an issue of another project is
+// tracker_not_found, as FetchIssueByID says, and nothing is sent when the issue has
+// the label already (compared case-insensitively, as Sortie reads labels). Jira labels
+// cannot contain spaces: such a label is a tracker_payload_error naming the rule,
+// before Jira is asked. The token's user needs the Edit issues permission.
+func (t *Tracker) AddLabel(ctx context.Context, id, label string) error {
+	const op = "add_label"
+	label = strings.TrimSpace(label)
+	switch {
+	case label == "":
+		return tracker.Errorf(tracker.ErrPayload, op, "the label to add to issue %s is empty", id)
+	case strings.ContainsFunc(label, unicode.IsSpace):
+		return tracker.Errorf(tracker.ErrPayload, op, "cannot add label %q to issue %s: Jira labels cannot contain spaces; use a hyphen or an underscore instead (such as %q)",
+			label, id, strings.Join(strings.FieldsFunc(label, unicode.IsSpace), "-"))
+	case utf8.RuneCountInString(label) > maxLabelRunes:
+		return tracker.Errorf(tracker.ErrPayload, op, "cannot add a label of %d characters to issue %s: Jira labels are at most %d characters",
+			utf8.RuneCountInString(label), id, maxLabelRunes)
+	}
+	p, err := t.issuePath(op, id)
+	if err != nil {
+		return err
+	}
+	var w wireIssue
+	if err := t.c.do(ctx, op, http.MethodGet, p, url.Values{"fields": {"labels"}}, nil, &w); err != nil {
+		return err
+	}
+	if prefix, _, _ := strings.Cut(w.Key, "-"); !strings.EqualFold(prefix, t.project) {
+		return &tracker.Error{Kind: tracker.ErrNotFound, Op: op, Err: tracker.ErrOutOfProject,
+			Message: fmt.Sprintf("issue %s is not in project %s", w.Key, t.project)}
+	}
+	for _, l := range w.Fields.Labels {
+		if strings.EqualFold(l, label) {
+			return nil
+		}
+	}
+	body := map[string]any{"update": map[string]any{"labels": []map[string]string{{"add": label}}}}
+	return t.c.do(ctx, op, http.MethodPut, p, nil, body, nil)
 }

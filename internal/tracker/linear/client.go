@@ -147,6 +147,8 @@ func (t *Tracker) graphQLError(op string, status int, errs []gqlError) error {
 	switch {
 	case code == "AUTHENTICATION_ERROR" || typ == "authentication error" || status == http.StatusUnauthorized:
 		return tracker.Errorf(tracker.ErrAuth, op, "Linear: %s; tracker.api_key was refused: check that it is a valid personal API key (Settings → Account → Security & access) and not revoked", msg)
+	case (code == "FORBIDDEN" || typ == "forbidden" || status == http.StatusForbidden) && op == "add_label":
+		return tracker.Errorf(tracker.ErrAuth, op, "Linear: %s; the key may not add labels: it needs write access (an API key or OAuth token with the write scope) and access to the team%s", msg, t.scopeHint())
 	case code == "FORBIDDEN" || typ == "forbidden" || status == http.StatusForbidden:
 		return tracker.Errorf(tracker.ErrAuth, op, "Linear: %s; the key's user may not do this: it needs access to the team%s", msg, t.scopeHint())
 	case code == "ENTITY_NOT_FOUND" || strings.Contains(lower, "entity not found") || strings.Contains(lower, "could not find referenced"):

@@ -50,6 +50,7 @@ var (
 	_ tracker.Tracker     = (*Tracker)(nil)
 	_ tracker.RateLimiter = (*Tracker)(nil)
 	_ tracker.Account     = (*Tracker)(nil)
+	_ tracker.Labeler     = (*Tracker)(nil)
 )
 
 // Tracker talks to one Linear workspace about one project or team. It is safe for

@@ -50,8 +50,9 @@ type apiUser struct {
 }
 
 type apiTeam struct {
-	ID  string `json:"id"`
-	Key string `json:"key"`
+	ID   string `json:"id"`
+	Key  string `json:"key"`
+	Name string `json:"name"` // asked for by queryIssueLabels only
 }
 
 type apiProject struct {

@@ -65,3 +65,19 @@ const mutationMove = `mutation SortieMove($id: String!, $state: String!) {
 const mutationComment = `mutation SortieComment($issue: String!, $body: String!) {
   commentCreate(input: { issueId: $issue, body: $body }) { success }
 }`
+
+// queryIssueLabels is what adding a label needs: where the issue is, its team (named,
+// for the error when the label is missing) and the labels it has.
+const queryIssueLabels = `query SortieIssueLabels($id: String!) {
+  issue(id: $id) { id identifier team { id key name } project { id slugId } labels(first: 100) { nodes { id name } } }
+}`
+
+// queryLabelByName finds the labels an issue of a team may carry by name: the team's
+// and the workspace's, not groups (which hold labels and are not put on issues).
+const queryLabelByName = `query SortieLabelByName($filter: IssueLabelFilter!) {
+  issueLabels(filter: $filter, first: 10) { nodes { id name team { id } } }
+}`
+
+const mutationAddLabel = `mutation SortieAddLabel($id: String!, $label: String!) {
+  issueAddLabel(id: $id, labelId: $label) { success }
+}`
