@@ -303,6 +303,10 @@ func requireCIPrompt(t *testing.T, prompt, logLine string) {
 func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	t.Parallel()
 	claude := clis.Claude(t)
+	start := time.Now()
+	step := func(format string, a ...any) {
+		t.Logf("%6.1fs  %s", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
 	gh := fakegithub.New(t)
 	gh.AddIssue(1, "add hello.txt", "open", "todo")
 	m := fakemodel.Start(t, agentWrites("hello.txt", "hello", "Added hello.txt; ready for review.")...)
@@ -331,7 +335,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 		return false
 	})
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("SORTIE_E2E_DUMP") != "" {
 			r.mu.Lock()
 			t.Logf("issue #1's label sets, in order: %v", r.labelSets)
 			r.mu.Unlock()
@@ -356,6 +360,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 		t.Fatalf("the workspace's .git/HEAD = %q (%v): hooks.after_create did not make it a repository on %s", head, err, reactionBranch)
 	}
 	firstPrompt := lastUserText(m.Messages()[0])
+	step("1. first run handed off: %s", describeRuns(runs))
 
 	// 2. The pull request is opened (by a person or the agent's push: the test) on the
 	// workspace's branch, and CI fails on its first commit, A.
@@ -370,6 +375,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	req := r.requestAfter(before, "the CI reaction's first model request")
 	prompt := lastUserText(req)
 	requireCIPrompt(t, prompt, logA)
+	step("3. CI reaction's prompt section:\n%s", prompt[strings.Index(prompt, "## CI failed"):])
 	transcript := req.Transcript()
 	if !strings.Contains(strings.TrimSuffix(transcript, prompt), firstPrompt) || !strings.Contains(string(req.Body), "hello.txt") {
 		t.Errorf("the CI reaction's first request does not carry the first run's conversation (resumed session):\n%s", transcript)
@@ -384,6 +390,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	}
 
 	requests := len(m.Messages())
+	step("3. CI reaction run handed off: %s", describeRuns(runs))
 
 	// 4. Restart while A, already acted on, is still the head (the fix is pushed after):
 	// neither the daemon that reacted nor the next one reacts to A again, and the next
@@ -393,6 +400,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	r.requireRuns(2, "after the second hand-off, A's failure still the head")
 	r.stop()
 	firstDaemon := r.d
+	step("4. first daemon stopped")
 	r.start()
 	at = r.mark()
 	r.waitServed(at, 3, "the restarted daemon polling A's checks", checkPolls...)
@@ -403,6 +411,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	if r.served(at, "/commits/"+shaA[:7]) == 0 {
 		t.Errorf("the restarted daemon's check polls do not name A, the head's SHA:\n%s", squeeze(r.gh.Log()[at:]))
 	}
+	step("4. restarted daemon polled A's checks 3 times, no new run")
 	gh.AddCheckRun(shaB, "lint", fakegithub.Completed("success"))
 	gh.AddCheckRun(shaB, "build", fakegithub.Completed("success"))
 	gh.Push(2, shaB)
@@ -417,6 +426,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	at = r.mark()
 	r.waitServed(at, 3, "the daemon polling the reviews after the bot's", reviewPolls...)
 	r.requireRuns(2, "after a bot's change request")
+	step("5. the bot's change request drew no run")
 
 	before = len(m.Messages())
 	m.Push(agentWrites("rename.txt", "renamed", "Renamed x.")...)
@@ -441,12 +451,15 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	if strings.Contains(prompt, "zzz-bot-nit") || strings.Contains(prompt, "lint-bot") {
 		t.Errorf("the review reaction's prompt carries the bot's comment:\n%s", prompt)
 	}
+	step("5. review reaction's prompt section:\n%s", prompt[section:])
 	waitFile(t, ws, "rename.txt")
 	gh.AddReview(2, erin, "APPROVED", "Thanks.")
 	runs = r.waitRun(3, "the review reaction run handed off")
 	if runs[2].SessionID != first.SessionID {
 		t.Errorf("the review reaction run has session %q, want the first run's %q resumed", runs[2].SessionID, first.SessionID)
 	}
+
+	step("5. review reaction run handed off: %s", describeRuns(runs))
 
 	// Idle: with nothing changing on GitHub, the watch's polls are 304s, not charged.
 	at = r.mark()
@@ -461,6 +474,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 			quiet, c, squeeze(gh.Log()[at:]))
 	}
 	r.requireRuns(3, "idle after the approval")
+	step("idle polls: %+v then %+v", quiet, gh.Counts())
 
 	// 6. CI fails on C: B passed, which cleared the CI attempts, so this is attempt 1 of
 	// max_retries 1 and goes to the agent. CI fails again on D: attempts (1) have
@@ -478,11 +492,13 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	}
 	r.waitRun(4, "the second CI reaction run handed off")
 	requests = len(m.Messages())
+	step("6. second CI reaction run handed off: %s", describeRuns(r.runs()))
 
 	failCI(gh, shaD, "FAIL: TestAdd expected 8 got 9")
 	pollUntil(t, reactionTimeout, "issue #1 labelled needs-human", func() (bool, string) {
 		return slices.Contains(r.labels(), "needs-human"), fmt.Sprintf("labels %v", r.labels())
 	})
+	step("6. D escalated: labels %v", r.labels())
 	at = r.mark()
 	r.waitServed(at, 5, "tracker polls after the escalation", trackerPolls...)
 	r.requireRuns(4, "after the escalation")
@@ -535,7 +551,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	var state map[string]any
 	getJSON(t, r.token, r.base+"/api/v1/state", &state)
 	b, _ := json.MarshalIndent(state["reactions"], "", "  ")
-	t.Logf("/api/v1/state reactions: %s", b)
+	step("/api/v1/state reactions: %s; check polls after the escalation: %d", b, r.served(at, checkPolls...))
 }
 
 func intp(n int) *int { return &n }
