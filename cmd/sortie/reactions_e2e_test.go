@@ -186,7 +186,7 @@ func (r *reactionsRig) requireRuns(n int, when string) {
 func describeRuns(runs []store.Run) string {
 	var parts []string
 	for _, run := range runs {
-		parts = append(parts, fmt.Sprintf("#%d attempt %d %s session %q %s", run.ID, run.Attempt, run.Status, run.SessionID, run.Error))
+		parts = append(parts, fmt.Sprintf("#%d attempt %d %s session %q turns %d %s", run.ID, run.Attempt, run.Status, run.SessionID, run.Turns, run.Error))
 	}
 	return "[" + strings.Join(parts, "; ") + "]"
 }
@@ -338,6 +338,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 		if t.Failed() || os.Getenv("SORTIE_E2E_DUMP") != "" {
 			r.mu.Lock()
 			t.Logf("issue #1's label sets, in order: %v", r.labelSets)
+			t.Logf("issue #1's runs: %s", describeRuns(r.runs()))
 			r.mu.Unlock()
 			t.Logf("fake GitHub log (%d requests):\n%s", len(gh.Log()), squeeze(gh.Log()))
 		}
@@ -474,13 +475,18 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 			quiet, c, squeeze(gh.Log()[at:]))
 	}
 	r.requireRuns(3, "idle after the approval")
+	var watched map[string]any
+	getJSON(t, r.token, r.base+"/api/v1/state", &watched)
+	b, _ := json.Marshal(watched["reactions"])
+	step("idle: /api/v1/state reactions: %s", b)
 	step("idle polls: %+v then %+v", quiet, gh.Counts())
 
 	// 6. CI fails on C: B passed, which cleared the CI attempts, so this is attempt 1 of
-	// max_retries 1 and goes to the agent. CI fails again on D: attempts (1) have
-	// reached max_retries (1), so D is escalated: labelled needs-human, no run. (A was
-	// attempt 1 before B reset it; with max_retries 2, D would be sent too and a fifth
-	// failure escalate.)
+	// max_retries 1 and goes to the agent. The agent's next push, D, fails too (pushed
+	// while its run ends, as an agent pushes before it stops): attempts (1) have reached
+	// max_retries (1), so D is escalated, labelled needs-human, and no run starts. (A
+	// was attempt 1 before B reset it; with max_retries 2, D would be sent too and a
+	// fifth failure escalate.)
 	before = len(m.Messages())
 	m.Push(agentWrites("ci2.txt", "fixed again", "Fixed TestAdd again.")...)
 	const logC = "FAIL: TestAdd expected 6 got 7"
@@ -490,11 +496,12 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	if strings.Contains(lastUserText(req), logA) {
 		t.Errorf("the second CI reaction's prompt carries A's failure:\n%s", lastUserText(req))
 	}
+	waitFile(t, ws, "ci2.txt")
+	failCI(gh, shaD, "FAIL: TestAdd expected 8 got 9")
 	r.waitRun(4, "the second CI reaction run handed off")
 	requests = len(m.Messages())
-	step("6. second CI reaction run handed off: %s", describeRuns(r.runs()))
+	step("6. second CI reaction run handed off, D pushed during it: %s", describeRuns(r.runs()))
 
-	failCI(gh, shaD, "FAIL: TestAdd expected 8 got 9")
 	pollUntil(t, reactionTimeout, "issue #1 labelled needs-human", func() (bool, string) {
 		return slices.Contains(r.labels(), "needs-human"), fmt.Sprintf("labels %v", r.labels())
 	})
@@ -550,7 +557,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 
 	var state map[string]any
 	getJSON(t, r.token, r.base+"/api/v1/state", &state)
-	b, _ := json.MarshalIndent(state["reactions"], "", "  ")
+	b, _ = json.Marshal(state["reactions"])
 	step("/api/v1/state reactions: %s; check polls after the escalation: %d", b, r.served(at, checkPolls...))
 }
 
