@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -109,6 +110,54 @@ type reactionsRig struct {
 	mu sync.Mutex
 	// labelSets are the label sets of issue #1's PATCHes, in order.
 	labelSets [][]string
+}
+
+// newReactionsRig sets up the fakes (issue #1 labelled todo; the model scripted for the
+// first run: hello.txt, then review) and the workflow; start starts the daemon. gate,
+// when not nil, is called (off the fake's lock) before the fake serves each request:
+// it may hold a request back to order it against others.
+func newReactionsRig(t *testing.T, gate func(r *reactionsRig, req *http.Request)) *reactionsRig {
+	claude := clis.Claude(t)
+	gh := fakegithub.New(t)
+	gh.AddIssue(1, "add hello.txt", "open", "todo")
+	m := fakemodel.Start(t, agentWrites("hello.txt", "hello", "Added hello.txt; ready for review.")...)
+	dir := t.TempDir()
+	port := freePort(t)
+	r := &reactionsRig{t: t, gh: gh, m: m, dir: dir, dbPath: filepath.Join(dir, "sortie.db"),
+		base: "http://127.0.0.1:" + strconv.Itoa(port)}
+	// The same HOME for every daemon of the test: claude keeps its sessions there, and
+	// a reaction after a restart resumes one.
+	r.env = clis.ClaudeEnv(testEnv(t.TempDir(), "GITHUB_TOKEN="+fakegithub.Token), m.URL, t.TempDir())
+	r.wf = writeFile(t, dir, "WORKFLOW.md", reactionsWorkflow(gh, claude, port))
+	// Record the label sets Sortie writes to issue #1 (the fake keeps only the last).
+	gh.SetHook(func(w http.ResponseWriter, req *http.Request) bool {
+		if gate != nil {
+			gate(r, req)
+		}
+		if req.Method == http.MethodPatch && req.URL.Path == "/repos/octo/hello/issues/1" {
+			body, _ := io.ReadAll(req.Body)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			var patch struct {
+				Labels *[]string `json:"labels"`
+			}
+			if json.Unmarshal(body, &patch) == nil && patch.Labels != nil {
+				r.mu.Lock()
+				r.labelSets = append(r.labelSets, slices.Clone(*patch.Labels))
+				r.mu.Unlock()
+			}
+		}
+		return false
+	})
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("SORTIE_E2E_DUMP") != "" {
+			r.mu.Lock()
+			t.Logf("issue #1's label sets, in order: %v", r.labelSets)
+			r.mu.Unlock()
+			t.Logf("issue #1's runs: %s", describeRuns(r.runs()))
+			t.Logf("fake GitHub log (%d requests):\n%s", len(gh.Log()), squeeze(gh.Log()))
+		}
+	})
+	return r
 }
 
 // start starts a daemon on the rig's workflow and database and waits for its API.
@@ -276,7 +325,7 @@ func requireCIPrompt(t *testing.T, prompt, logLine string) {
 	t.Helper()
 	section := strings.Index(prompt, "## CI failed on pull request #2")
 	if section < 0 {
-		t.Fatalf("the CI reaction's prompt has no %q section:\n%s", "## CI failed on pull request #2", prompt)
+		t.Fatalf("the CI reaction's prompt has no %q section; its end:\n%s", "## CI failed on pull request #2", tail(prompt, 1500))
 	}
 	if tmpl := strings.Index(prompt, "Fix 1: add hello.txt."); tmpl < 0 || tmpl > section {
 		t.Errorf("the CI reaction's prompt does not have the rendered template before the section (template at %d, section at %d):\n%s", tmpl, section, prompt)
@@ -302,47 +351,12 @@ func requireCIPrompt(t *testing.T, prompt, logLine string) {
 // steps are numbered as in the issue's brief.
 func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	t.Parallel()
-	claude := clis.Claude(t)
 	start := time.Now()
 	step := func(format string, a ...any) {
 		t.Logf("%6.1fs  %s", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
-	gh := fakegithub.New(t)
-	gh.AddIssue(1, "add hello.txt", "open", "todo")
-	m := fakemodel.Start(t, agentWrites("hello.txt", "hello", "Added hello.txt; ready for review.")...)
-	dir := t.TempDir()
-	port := freePort(t)
-	r := &reactionsRig{t: t, gh: gh, m: m, dir: dir, dbPath: filepath.Join(dir, "sortie.db"),
-		base: "http://127.0.0.1:" + strconv.Itoa(port)}
-	// The same HOME for both daemons: claude keeps its sessions there, and a reaction
-	// after the restart resumes one.
-	r.env = clis.ClaudeEnv(testEnv(t.TempDir(), "GITHUB_TOKEN="+fakegithub.Token), m.URL, t.TempDir())
-	r.wf = writeFile(t, dir, "WORKFLOW.md", reactionsWorkflow(gh, claude, port))
-	// Record the label sets Sortie writes to issue #1 (the fake keeps only the last).
-	gh.SetHook(func(w http.ResponseWriter, req *http.Request) bool {
-		if req.Method == http.MethodPatch && req.URL.Path == "/repos/octo/hello/issues/1" {
-			body, _ := io.ReadAll(req.Body)
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			var patch struct {
-				Labels *[]string `json:"labels"`
-			}
-			if json.Unmarshal(body, &patch) == nil && patch.Labels != nil {
-				r.mu.Lock()
-				r.labelSets = append(r.labelSets, slices.Clone(*patch.Labels))
-				r.mu.Unlock()
-			}
-		}
-		return false
-	})
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("SORTIE_E2E_DUMP") != "" {
-			r.mu.Lock()
-			t.Logf("issue #1's label sets, in order: %v", r.labelSets)
-			t.Logf("issue #1's runs: %s", describeRuns(r.runs()))
-			r.mu.Unlock()
-			t.Logf("fake GitHub log (%d requests):\n%s", len(gh.Log()), squeeze(gh.Log()))
-		}
-	})
+	r := newReactionsRig(t, nil)
+	gh, m, dir := r.gh, r.m, r.dir
 
 	// The workflow validates with no warning: reactions are known keys.
 	if v := runSortie(t, dir, r.env, "validate", r.wf); v.code != exitOK || !strings.Contains(v.stdout, "(0 warnings)") {
@@ -439,7 +453,7 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	prompt = lastUserText(req)
 	section := strings.Index(prompt, "## Review comments on pull request #2")
 	if section < 0 {
-		t.Fatalf("the review reaction's prompt has no review section:\n%s", prompt)
+		t.Fatalf("the review reaction's prompt has no review section; its end:\n%s", tail(prompt, 1500))
 	}
 	for _, want := range []string{"main.go", "erin", "please rename x"} {
 		if !strings.Contains(prompt[section:], want) {
@@ -579,4 +593,63 @@ func squeeze(lines []string) string {
 		i = j
 	}
 	return b.String()
+}
+
+// tail is the last n bytes of s (the end of a prompt, where a reaction's section is,
+// without the CLI's reminders before it).
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// TestReactions_ReactionRunSurvivesAPollDuringItsStart: a poll that reads the
+// handed-off issue's state while a reaction's run is starting, before the run has moved
+// the issue back to work, must not stop that run. Were it stopped, the reaction would
+// be lost: its fingerprint is already marked dispatched, so the failure never reaches
+// the agent; and when the run's move lands anyway, the next poll finds the issue active
+// and dispatches a fresh run, a new session without the failure.
+//
+// The fake answers the reaction run's fetch of the issue (GET .../issues/1/parent, the
+// last request of its FetchIssueByID) 1.5 s late, three poll intervals: a slow GitHub.
+// Sortie's GitHub client sends one request at a time, so the poll's read of the issue
+// queues behind it and goes before the run's move. The test above meets this order by
+// chance, about one run in seven on an idle machine. The latency is a fault injected,
+// not a wait for a condition: nothing the daemon does can be waited on instead.
+func TestReactions_ReactionRunSurvivesAPollDuringItsStart(t *testing.T) {
+	t.Parallel()
+	var armed atomic.Bool
+	r := newReactionsRig(t, func(r *reactionsRig, req *http.Request) {
+		if req.Method == http.MethodGet && req.URL.Path == "/repos/octo/hello/issues/1/parent" && armed.CompareAndSwap(true, false) {
+			time.Sleep(1500 * time.Millisecond)
+		}
+	})
+	r.start()
+	runs := r.waitRun(1, "the first run handed off")
+
+	armed.Store(true)
+	r.gh.AddPullRequest(2, reactionBranch, "main", fakegithub.HeadSHA(fakegithub.SHA("opened")))
+	before := len(r.m.Messages())
+	r.m.Push(agentWrites("fix.txt", "fixed", "Fixed TestAdd.")...)
+	const logA = "FAIL: TestAdd expected 4 got 5"
+	failCI(r.gh, fakegithub.SHA("A"), logA)
+	// The run is stopped at once when the bug is there: fail then, with the evidence,
+	// rather than wait for a run that never comes (the reaction may be lost outright).
+	pollUntil(t, reactionTimeout, "the CI reaction run", func() (bool, string) {
+		if line := "issue left the active states: stopping its agent"; r.d.countLines(line) > 0 {
+			t.Fatalf("the daemon stopped the reaction's run while it was starting (%q, labels %v); runs: %s",
+				line, r.labels(), describeRuns(r.runs()))
+		}
+		runs = r.runs()
+		return len(runs) >= 2 && runs[1].Status.Terminal(), describeRuns(runs)
+	})
+	runs = r.waitRun(2, "the CI reaction run handed off")
+	if armed.Load() {
+		t.Errorf("the reaction run never fetched the issue's parent: no latency was injected, the test proved nothing")
+	}
+	if runs[1].SessionID != runs[0].SessionID {
+		t.Errorf("the CI reaction run has session %q, want the first run's %q resumed", runs[1].SessionID, runs[0].SessionID)
+	}
+	requireCIPrompt(t, lastUserText(r.requestAfter(before, "the CI reaction's first model request")), logA)
 }
