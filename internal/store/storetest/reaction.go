@@ -327,9 +327,11 @@ func testDeleteReactions(t *testing.T, s store.Store) {
 func testReviewMetadata(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	meta := `{"verdict":"approve","findings":[{"file":"a.go","line":3,"note":"ünïcode"}]}`
-	id := start(t, s, NewRun("1", 1))
-	if r := onlyRun(t, s, "1"); r.ReviewMetadata != "" {
-		t.Fatalf("ReviewMetadata of a running run = %q, want empty", r.ReviewMetadata)
+	first := NewRun("1", 1)
+	first.Reaction = store.ReactionCI
+	id := start(t, s, first)
+	if r := onlyRun(t, s, "1"); r.ReviewMetadata != "" || r.Reaction != store.ReactionCI {
+		t.Fatalf("ReviewMetadata of a running run = %q, want empty; Reaction = %q, want ci", r.ReviewMetadata, r.Reaction)
 	}
 	if err := s.FinishRun(ctx, id, store.RunEnd{Status: store.StatusHandedOff, EndedAt: t0.Add(time.Minute), ReviewMetadata: meta}); err != nil {
 		t.Fatal(err)
