@@ -340,4 +340,3 @@ func (w *Watcher) savePR(ctx context.Context, wt *watch) {
 	defer cancel()
 	w.persist(sctx, wt.ReactionWatch)
 }
-
