@@ -42,6 +42,9 @@ func readBranch(ws string) (branch string, pr int64, err error) {
 			return "", 0, fmt.Errorf(".sortie/scm.json is not the JSON object expected: %v", jerr)
 		}
 		if b := strings.TrimSpace(s.Branch); b != "" {
+			if strings.ContainsFunc(b, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+				return "", 0, errors.New(".sortie/scm.json's branch holds a control character")
+			}
 			return b, max(s.PRNumber, 0), nil
 		}
 	case !errors.Is(err, fs.ErrNotExist):

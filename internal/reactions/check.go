@@ -28,7 +28,10 @@ func (w *Watcher) check(ctx context.Context, cfg *config.Config, wt *watch) {
 	if w.watches[wt.IssueID] != wt {
 		return // replaced (a new hand-off) or forgotten while we looked
 	}
+	// A reaction dispatched while we looked paused the watch: that stays.
+	running := wt.running
 	*wt = snap
+	wt.running = running
 	if res.stop {
 		delete(w.watches, wt.IssueID)
 		w.dropDueLocked(wt.IssueID)
