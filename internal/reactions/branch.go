@@ -42,7 +42,7 @@ func readBranch(ws string) (branch string, pr int64, err error) {
 			return "", 0, fmt.Errorf(".sortie/scm.json is not the JSON object expected: %v", jerr)
 		}
 		if b := strings.TrimSpace(s.Branch); b != "" {
-			if strings.ContainsFunc(b, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			if controlChar(b) {
 				return "", 0, errors.New(".sortie/scm.json's branch holds a control character")
 			}
 			return b, max(s.PRNumber, 0), nil
@@ -93,5 +93,13 @@ func headBranch(ws string) (string, int64, error) {
 	if !ok {
 		return "", 0, nil // a detached HEAD names no branch
 	}
-	return strings.TrimSpace(ref), 0, nil
+	ref = strings.TrimSpace(ref)
+	if controlChar(ref) {
+		return "", 0, errors.New(".git/HEAD names a branch with a control character")
+	}
+	return ref, 0, nil
+}
+
+func controlChar(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
