@@ -127,7 +127,7 @@ function reactionsCell(r) {
 
 function statusCell(r) {
   const parts = [];
-  if (r.escalated) parts.push(badge('escalated', 'handed to a human: the reactions ran out of retries, or a label or comment asked for it'));
+  if (r.escalated) parts.push(badge('escalated', 'a reaction ran out of retries: Sortie labelled or commented the issue for a human and sends its agent no more'));
   if (r.running) parts.push(badge('running', 'a reaction run is under way'));
   if (!r.escalated && !r.running && r.next_check_at) {
     parts.push(el('span', { class: 'muted small nowrap' }, 'next check ',
