@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,6 +48,9 @@ type runJSON struct {
 	CLIVersion      string       `json:"cli_version"`
 	SessionID       string       `json:"session_id"`
 	WorkflowPath    string       `json:"workflow_path"`
+	// ReviewMetadata is the run's self-review result (selfreview.Result: final_verdict,
+	// total_iterations, iterations, …) as the run recorded it; null when it has none.
+	ReviewMetadata *json.RawMessage `json:"review_metadata"`
 }
 
 // runOf converts a stored run. A run still running lasts until now.
@@ -61,7 +65,19 @@ func runOf(r store.Run, now time.Time) runJSON {
 		DurationSeconds: max(seconds(end.Sub(r.StartedAt)), 0), Turns: r.Turns, Tokens: r.Tokens,
 		CostUSD: r.CostUSD, Model: r.Model, Error: r.Error, WorkspacePath: r.Workspace, SSHHost: r.SSHHost,
 		CLIVersion: r.CLIVersion, SessionID: r.SessionID, WorkflowPath: r.WorkflowPath,
+		ReviewMetadata: reviewMetadataOf(r.ReviewMetadata),
 	}
+}
+
+// reviewMetadataOf is a run's stored review metadata as JSON, nil (null) when there is
+// none. The store takes only valid JSON, but a value that is not (a database edited by
+// hand) is left out rather than failing the whole response.
+func reviewMetadataOf(s string) *json.RawMessage {
+	if s == "" || !json.Valid([]byte(s)) {
+		return nil
+	}
+	m := json.RawMessage(s)
+	return &m
 }
 
 func runsOf(runs []store.Run, now time.Time) []runJSON {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -171,4 +172,53 @@ func TestRuns_StoreFailureIs500(t *testing.T) {
 	f := newFixture(t, nil)
 	f.st.Close() // reads now fail
 	wantError(t, f.get(t, "/api/v1/runs"), http.StatusInternalServerError, codeStoreError)
+}
+
+// A run's self-review result is its review_metadata, as a JSON object, in the run
+// history and in the issue's detail; a run without one has null.
+func TestRuns_ReviewMetadataIsAnObjectOrNull(t *testing.T) {
+	f := newFixture(t, nil)
+	const meta = `{"enabled":true,"iterations":[{"iteration":1,"verdict":"iterate"},{"iteration":2,"verdict":"pass"}],` +
+		`"total_iterations":2,"final_verdict":"pass","cap_reached":false}`
+	plain := seedRun(t, f.st, "id-R", "PROJ-R", 1, t0.Add(-time.Hour), &store.RunEnd{Status: store.StatusFailed, EndedAt: t0.Add(-50 * time.Minute)})
+	reviewed := seedRun(t, f.st, "id-R", "PROJ-R", 2, t0.Add(-10*time.Minute), &store.RunEnd{Status: store.StatusHandedOff,
+		EndedAt: t0.Add(-time.Minute), ReviewMetadata: meta})
+
+	type row struct {
+		ID             int64           `json:"id"`
+		ReviewMetadata json.RawMessage `json:"review_metadata"`
+	}
+	check := func(what string, rows []row) {
+		t.Helper()
+		if len(rows) != 2 || rows[0].ID != reviewed || rows[1].ID != plain {
+			t.Fatalf("%s: runs %+v, want %d then %d", what, rows, reviewed, plain)
+		}
+		var got struct {
+			FinalVerdict    string `json:"final_verdict"`
+			TotalIterations int    `json:"total_iterations"`
+			Iterations      []any  `json:"iterations"`
+		}
+		if err := json.Unmarshal(rows[0].ReviewMetadata, &got); err != nil || got.FinalVerdict != "pass" ||
+			got.TotalIterations != 2 || len(got.Iterations) != 2 {
+			t.Errorf("%s: review_metadata %s (%v), want the stored object", what, rows[0].ReviewMetadata, err)
+		}
+		if string(rows[1].ReviewMetadata) != "null" {
+			t.Errorf("%s: a run without a self-review has review_metadata %s, want null", what, rows[1].ReviewMetadata)
+		}
+	}
+
+	var runs struct {
+		Runs []row `json:"runs"`
+	}
+	decode(t, f.get(t, "/api/v1/runs?issue=PROJ-R"), &runs)
+	check("/api/v1/runs", runs.Runs)
+	var issue struct {
+		Runs []row `json:"runs"`
+	}
+	decode(t, f.get(t, "/api/v1/PROJ-R"), &issue)
+	check("/api/v1/PROJ-R", issue.Runs)
+
+	if reviewMetadataOf("") != nil || reviewMetadataOf(`{"cut`) != nil {
+		t.Error("reviewMetadataOf: empty or invalid text must be null")
+	}
 }
