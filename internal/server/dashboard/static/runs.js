@@ -3,10 +3,10 @@
 import { el, issueLink, badge, table, fmtTokens, fmtInt, fmtCost, fmtDuration, parseTime, timeEl, clip } from './dom.js';
 
 // runsTable is the run history table (also on an issue's page). showReview adds a
-// Self-review column when a run has review_metadata: its final verdict and iterations.
+// Self-review column when a run has a self_review: its final verdict and iterations.
 export function runsTable(runs, { showIssue = true, showReview = false } = {}) {
   const cols = ['Started', 'Status', 'Attempt', 'Duration', 'Turns', 'Tokens', 'Cost', 'Model', 'Error'];
-  const review = showReview && runs.some((r) => r.review_metadata && typeof r.review_metadata === 'object');
+  const review = showReview && runs.some((r) => r.self_review && typeof r.self_review === 'object');
   if (review) cols.splice(cols.length - 1, 0, 'Self-review');
   if (showIssue) cols.unshift('Issue');
   return table(cols, runs.map((r) => {
@@ -30,7 +30,7 @@ export function runsTable(runs, { showIssue = true, showReview = false } = {}) {
       r.model || '—',
       r.error ? el('span', { class: 'err', title: r.error }, clip(r.error, 140)) : null,
     ];
-    if (review) cells.splice(cells.length - 1, 0, reviewCell(r.review_metadata));
+    if (review) cells.splice(cells.length - 1, 0, reviewCell(r.self_review));
     if (showIssue) cells.unshift(issueLink(r.issue_identifier));
     return cells;
   }), 'runs');
