@@ -71,6 +71,9 @@ func (o *Orchestrator) react(ctx context.Context) {
 // says why not otherwise. A reaction is a run like any other: it needs a free slot,
 // the issue's budgets and max_sessions, no hold, and (in a cluster) the issue's claim.
 func (o *Orchestrator) dispatchReaction(ctx context.Context, cfg *config.Config, r Reaction) string {
+	// A handed-off issue is no candidate: the figures its budgets are checked against
+	// are read for it now (the loop forgets them at the next poll).
+	o.loadBudgets(ctx, cfg, []string{r.IssueID})
 	switch {
 	case o.draining:
 		return "shutting down"
@@ -107,7 +110,7 @@ func (o *Orchestrator) dispatchReaction(ctx context.Context, cfg *config.Config,
 	o.log.Info("reacting to the handed-off issue's pull request", "issue_identifier", r.Identifier, "kind", r.Kind, "pr", r.PR)
 	o.report(Activity{Kind: ActivityReaction, IssueID: r.IssueID, Identifier: r.Identifier, Result: r.Kind,
 		Message: "pull request #" + strconv.FormatInt(r.PR, 10)})
-	o.startRun(ctx, cfg, is, runStart{attempt: o.sessions[r.IssueID], resume: r.SessionID, host: host, reaction: &r})
+	o.startRun(ctx, cfg, is, runStart{attempt: max(o.sessions[r.IssueID], 1), resume: r.SessionID, host: host, reaction: &r})
 	return ""
 }
 

@@ -156,6 +156,10 @@ func TestReaction_DeferredByHoldsBudgetsAndOtherDaemons(t *testing.T) {
 		h.trk.Put(issue("RB-1", "Todo"))
 		h.start()
 		h.awaitStep(StepExit, "RB-1")
+		// A poll first: the handed-off issue is no candidate, so the loop forgets its
+		// figures (forgetBudgets); the reaction must read them again.
+		h.advance(cfg.Polling.Interval)
+		h.awaitStep(StepTick, "")
 		fr.offer(Reaction{IssueID: "RB-1", Identifier: "RB-1", Kind: "ci", Fingerprint: "x"})
 		h.awaitStep(StepReaction, "")
 		_, dispatched, deferred := fr.snapshot()
