@@ -22,8 +22,9 @@ const (
 
 // scmInfo is .sortie/scm.json as the reference daemon reads it. Every field is the
 // agent's word: the branch is only a query parameter (the code host client checks its
-// shape), owner and repo are ignored (the repository is always the configured one),
-// and a pull request number is checked against the branch.
+// shape); owner and repo are ignored (the repository is always the configured one),
+// and so is the pull request number (the pull request is the one of the branch: an
+// agent must not point Sortie at a human's pull request).
 type scmInfo struct {
 	Branch   string `json:"branch"`
 	PRNumber int64  `json:"pr_number"`

@@ -85,7 +85,7 @@ func (w *Watcher) look(ctx context.Context, cfg *config.Config, wt *watch, now t
 		}
 	}
 	if wt.Branch == "" && wt.PRNumber == 0 {
-		branch, pr, err := readBranch(wt.Workspace)
+		branch, _, err := readBranch(wt.Workspace)
 		switch {
 		case err != nil:
 			wt.lastErr = "finding the change's branch: " + err.Error()
@@ -99,7 +99,9 @@ func (w *Watcher) look(ctx context.Context, cfg *config.Config, wt *watch, now t
 		if branch == "" {
 			return res
 		}
-		wt.Branch, wt.PRNumber = branch, int(pr)
+		// scm.json's pr_number is the agent's word: the pull request is always the one
+		// GitHub says the branch has.
+		wt.Branch = branch
 	}
 	if wt.PRNumber == 0 {
 		pr, found, err := host.FindPullRequest(ctx, repo, wt.Branch)

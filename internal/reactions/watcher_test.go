@@ -415,3 +415,25 @@ func TestBranch_FromSCMJSONOrHEADWithoutFollowingLinks(t *testing.T) {
 		t.Errorf("a linked scm.json was read: %q %v", b, err)
 	}
 }
+
+// The agent's .sortie/scm.json cannot point Sortie at another pull request: its
+// pr_number (and owner, repo) are ignored; the branch's own pull request is watched.
+func TestSCMJSONCannotChooseThePullRequest(t *testing.T) {
+	h := newHarness(t)
+	h.gh.AddIssue(1, "add", "open")
+	mine := fakegithub.SHA("mine")
+	h.gh.AddPullRequest(2, "sortie-1", "main", fakegithub.HeadSHA(mine))
+	h.gh.AddCheckRun(mine, "build", fakegithub.Completed("success"))
+	theirs := fakegithub.SHA("theirs")
+	h.gh.AddPullRequest(5, "human-work", "main", fakegithub.HeadSHA(theirs))
+	h.failBuild(theirs, "a human's failure")
+	os.MkdirAll(filepath.Join(h.ws, ".sortie"), 0o755)
+	os.WriteFile(filepath.Join(h.ws, ".sortie", "scm.json"),
+		[]byte(`{"branch":"sortie-1","pr_number":5,"owner":"evil","repo":"other"}`), 0o644)
+	h.w.Watch(store.ReactionWatch{IssueID: "1", Identifier: "octo/hello#1", Workspace: h.ws, SessionID: "s"})
+	h.steps(8)
+	h.noDue()
+	if v := h.w.Views(); len(v) != 1 || v[0].PR != 2 || v[0].CI != "passing" {
+		t.Fatalf("views = %+v, want PR #2 (the branch's), passing", v)
+	}
+}
