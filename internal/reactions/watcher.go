@@ -335,7 +335,8 @@ func (w *Watcher) checkDue(ctx context.Context) time.Time {
 		w.runOps(ctx)
 		cfg := w.opts.Config()
 		if !cfg.Reactions.Enabled() {
-			return time.Time{}
+			// Off: look again in a while, in case a reload turns reactions on.
+			return w.clk.Now().Add(time.Minute)
 		}
 		now := w.clk.Now()
 		w.mu.Lock()
