@@ -28,6 +28,10 @@ type Reactions interface {
 	Dispatched(ctx context.Context, r Reaction) bool
 	// Deferred gives r back: it could not run now (why).
 	Deferred(r Reaction, why string)
+	// Ended says r's run ended without handing the issue off again; started is false
+	// when the agent never got the failure (the run failed before its first turn), so
+	// the dispatch is taken back. It must not block.
+	Ended(r Reaction, started bool)
 }
 
 // HandOff is an issue a run handed to humans: what reactions need to find its pull
@@ -126,9 +130,16 @@ func reactionState(cfg *config.Config) string {
 	return ""
 }
 
-// watchHandOff tells the reactions of a run that handed its issue off.
+// watchHandOff tells the reactions of a run that handed its issue off, and of a
+// reaction run that ended otherwise.
 func (o *Orchestrator) watchHandOff(e *runningEntry, ex workerExit) {
-	if o.opts.Reactions == nil || !ex.handedOff {
+	if o.opts.Reactions == nil {
+		return
+	}
+	if !ex.handedOff {
+		if e.reaction != nil && ex.outcome != outcomeSkipped {
+			o.opts.Reactions.Ended(*e.reaction, ex.turns > 0)
+		}
 		return
 	}
 	o.opts.Reactions.Watch(HandOff{IssueID: e.issue.ID, Identifier: e.issue.Identifier, Workspace: ex.workspace,

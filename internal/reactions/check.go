@@ -3,6 +3,8 @@ package reactions
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"sortie/internal/config"
@@ -16,33 +18,59 @@ import (
 const maxPendingBackoff = 8
 
 // check looks at one watched issue's pull request: the reaction kind due first, then
-// schedules the next check by the requests this one sent.
+// schedules the next check by the requests this one sent. It looks at a copy of the
+// watch, without the lock; what it found is put back, and what it would offer is
+// offered, only if nothing changed the watch meanwhile (a new hand-off, a dispatch, a
+// deferral): then the next check looks again from the store.
 func (w *Watcher) check(ctx context.Context, cfg *config.Config, wt *watch) {
 	now := w.clk.Now()
 	w.mu.Lock()
 	snap := *wt
+	snap.states = maps.Clone(wt.states)
+	snap.failing = slices.Clone(wt.failing)
+	snap.cached = maps.Clone(wt.cached)
+	gen := wt.gen
 	w.mu.Unlock()
 	res := w.look(ctx, cfg, &snap, now)
+	var offered []Due
+	defer func() {
+		for _, d := range offered {
+			w.report(Event{Kind: d.Kind, What: "offered", IssueID: d.IssueID, Identifier: d.Identifier})
+		}
+	}()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.watches[wt.IssueID] != wt {
 		return // replaced (a new hand-off) or forgotten while we looked
 	}
-	// A reaction dispatched while we looked paused the watch: that stays.
-	running := wt.running
-	*wt = snap
-	wt.running = running
 	if res.stop {
 		delete(w.watches, wt.IssueID)
 		w.dropDueLocked(wt.IssueID)
 		return
 	}
+	changed := wt.gen != gen
+	running, curGen, liveNext := wt.running, wt.gen, wt.nextAt
+	*wt = snap
+	wt.running, wt.gen = running, curGen
+	if changed {
+		// What the states say may be stale now: read them again at the next check,
+		// and offer nothing from this one.
+		wt.states = nil
+	} else {
+		for _, d := range res.offers {
+			w.offerLocked(d)
+			offered = append(offered, d)
+		}
+	}
 	// The request budget first: n requests now, n intervals before the next. Then no
 	// earlier than a kind is due (a pending CI backs off, a review waits out its
-	// debounce).
+	// debounce), nor than a deferral asked.
 	next := now.Add(time.Duration(max(res.requests, 1)) * baseInterval(cfg))
 	if due := firstDue(cfg, wt); due.After(next) {
 		next = due
+	}
+	if changed && liveNext.After(next) {
+		next = liveNext
 	}
 	wt.nextAt = next
 }
@@ -61,7 +89,8 @@ func firstDue(cfg *config.Config, wt *watch) time.Time {
 
 type lookResult struct {
 	requests int
-	stop     bool // the watch ends (merged, closed, escalated)
+	stop     bool  // the watch ends (merged, closed, escalated)
+	offers   []Due // reactions to offer
 }
 
 // look does the check on snap, the watch's copy, without the lock.
@@ -193,16 +222,23 @@ func (w *Watcher) lookCI(ctx context.Context, cfg *config.Config, host CodeHost,
 	if st.Attempts >= rc.MaxRetries {
 		return w.escalate(ctx, wt, KindCI, rc.ReactionLimits, st.Attempts, res)
 	}
+	if d, ok := wt.cached[KindCI]; ok && d.Fingerprint == ci.SHA && d.SessionID == wt.SessionID {
+		// Offered before and deferred: the same failure, without reading its log again.
+		res.offers = append(res.offers, d)
+		return res
+	}
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	if err := host.AttachFailureLog(lctx, repo, &ci, rc.MaxLogLines); err != nil {
 		w.log.Warn("reading the failing job's log failed; reacting without it", "issue_identifier", wt.Identifier, "error", err)
 	}
 	cancel()
-	res.requests++
-	w.offer(Due{IssueID: wt.IssueID, Identifier: wt.Identifier, Kind: KindCI, Fingerprint: ci.SHA,
+	res.requests += 2 // the job's log: the API's redirect, then the log itself
+	d := Due{IssueID: wt.IssueID, Identifier: wt.Identifier, Kind: KindCI, Fingerprint: ci.SHA,
 		SessionID: wt.SessionID, Workspace: wt.Workspace, PR: int64(wt.PRNumber),
 		Vars:    map[string]any{"ci_failure": ciVars(int64(wt.PRNumber), ci)},
-		Section: ciSection(int64(wt.PRNumber), ci, rc.MaxLogLines)})
+		Section: ciSection(int64(wt.PRNumber), ci, rc.MaxLogLines)}
+	wt.cache(d)
+	res.offers = append(res.offers, d)
 	return res
 }
 
@@ -242,10 +278,12 @@ func (w *Watcher) lookReview(ctx context.Context, cfg *config.Config, host CodeH
 	if st.Attempts >= rc.MaxRetries {
 		return w.escalate(ctx, wt, KindReview, rc.ReactionLimits, st.Attempts, res)
 	}
-	w.offer(Due{IssueID: wt.IssueID, Identifier: wt.Identifier, Kind: KindReview, Fingerprint: fp,
+	d := Due{IssueID: wt.IssueID, Identifier: wt.Identifier, Kind: KindReview, Fingerprint: fp,
 		SessionID: wt.SessionID, Workspace: wt.Workspace, PR: int64(wt.PRNumber),
 		Vars:    map[string]any{"review_comments": reviewVars(rv.Comments)},
-		Section: reviewSection(int64(wt.PRNumber), rv.Comments)})
+		Section: reviewSection(int64(wt.PRNumber), rv.Comments)}
+	wt.cache(d)
+	res.offers = append(res.offers, d)
 	return res
 }
 
@@ -344,4 +382,13 @@ func (w *Watcher) savePR(ctx context.Context, wt *watch) {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	w.persist(sctx, wt.ReactionWatch)
+}
+
+// cache keeps d, the reaction last built for its kind, so that a deferred one is
+// offered again without its requests.
+func (wt *watch) cache(d Due) {
+	if wt.cached == nil {
+		wt.cached = map[string]Due{}
+	}
+	wt.cached[d.Kind] = d
 }

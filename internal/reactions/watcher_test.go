@@ -437,3 +437,101 @@ func TestSCMJSONCannotChooseThePullRequest(t *testing.T) {
 		t.Fatalf("views = %+v, want PR #2 (the branch's), passing", v)
 	}
 }
+
+// A reaction the scheduler defers (a hold, a budget, no slot) is offered again at each
+// check without reading the job's log again: a deferred watch costs what an idle one
+// does.
+func TestDeferredReactionCostsNoMoreThanAnIdleWatch(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Reactions.Review = nil
+	h.gh.AddIssue(1, "add", "open")
+	h.failingPR("sortie-1", fakegithub.SHA("a"), "boom")
+	h.handOff("sortie-1")
+	h.steps(4)
+	h.w.Deferred(h.mustDue(KindCI), "held")
+	before := h.gh.Counts()
+	const n = 60
+	for range n {
+		h.step(interval)
+		if d, ok := h.next(); ok {
+			h.w.Deferred(d, "held")
+		}
+	}
+	after := h.gh.Counts()
+	if sent := after.Requests - before.Requests; sent > n {
+		t.Errorf("%d requests in %d intervals while deferred, want at most one per interval", sent, n)
+	}
+	if charged := after.Charged - before.Charged; charged != 0 {
+		t.Errorf("%d requests charged while deferred (the log read again?)", charged)
+	}
+}
+
+// A reaction run that never reached the agent gives its dispatch back: the failure is
+// offered again and counts no attempt. One that did reach it leaves the watch going:
+// the next failing push is offered.
+func TestEndedRunsResumeTheWatch(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Reactions.Review = nil
+	h.gh.AddIssue(1, "add", "open")
+	h.failingPR("sortie-1", fakegithub.SHA("a"), "boom")
+	h.handOff("sortie-1")
+	h.steps(4)
+	d := h.mustDue(KindCI)
+	if !h.w.Dispatched(context.Background(), d) {
+		t.Fatal("Dispatched = false")
+	}
+	h.steps(10)
+	h.noDue() // paused while the run runs
+	h.w.Ended(d, false)
+	h.steps(4)
+	again := h.mustDue(KindCI)
+	if again.Fingerprint != d.Fingerprint {
+		t.Fatalf("offered %s, want the same failure again", again.Fingerprint)
+	}
+	if st, _ := h.st.ReactionStates(context.Background(), "1"); len(st) != 1 || st[0].Attempts != 0 || st[0].Dispatched {
+		t.Fatalf("states after the release = %+v, want not dispatched, no attempt", st)
+	}
+	if !h.w.Dispatched(context.Background(), again) {
+		t.Fatal("Dispatched of the released failure = false")
+	}
+	h.w.Ended(again, true) // the agent had it; the run ended held, say
+	sha := fakegithub.SHA("b")
+	h.gh.Push(2, sha)
+	h.failBuild(sha, "boom b")
+	h.steps(6)
+	if d := h.mustDue(KindCI); d.Fingerprint != sha {
+		t.Fatalf("offered %s, want the new push's failure", d.Fingerprint)
+	}
+}
+
+// The API's views, dispatches and deferrals come from other goroutines while checks
+// run: under -race, nothing the check writes is shared with them.
+func TestViewsDispatchesAndChecksRunConcurrently(t *testing.T) {
+	h := newHarness(t)
+	h.gh.AddIssue(1, "add", "open")
+	h.failingPR("sortie-1", fakegithub.SHA("a"), "boom")
+	h.handOff("sortie-1")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_ = h.w.Views()
+			if d, ok := h.w.Next(); ok {
+				h.w.Deferred(d, "busy")
+			}
+		}
+	}()
+	for range 40 {
+		h.w.checkDue(context.Background())
+		h.clk.Advance(interval)
+	}
+	close(done)
+	wg.Wait()
+}

@@ -25,6 +25,7 @@ var reactionTests = []struct {
 	{"ObserveReactionResetsDispatchedOnlyOnNewFingerprint", testObserveReaction},
 	{"MarkReactionDispatchedOncePerFingerprint", testMarkReactionDispatched},
 	{"MarkReactionDispatchedConcurrentlyOnlyOneWins", testMarkReactionDispatchedRace},
+	{"ReleaseReactionDispatchGivesTheAttemptBack", testReleaseReactionDispatch},
 	{"ResetAndEscalateReaction", testResetEscalateReaction},
 	{"ReactionKeysAreChecked", testReactionKeys},
 	{"DeleteReactionsForgetsWatchAndStates", testDeleteReactions},
@@ -185,6 +186,38 @@ func testMarkReactionDispatched(t *testing.T, s store.Store) {
 	want := []store.ReactionState{{IssueID: "1", Kind: store.ReactionCI, Fingerprint: "sha2", Dispatched: true, Attempts: 2, UpdatedAt: t1}}
 	if got := states(t, s, "1"); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ReactionStates after two dispatches = %+v, want %+v", got, want)
+	}
+}
+
+// A dispatch whose run never reached the agent is taken back: the failure can be
+// dispatched again and counts no attempt; a stale fingerprint takes back nothing.
+func testReleaseReactionDispatch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	observe(t, s, "1", store.ReactionCI, "sha1", t0)
+	if !mark(t, s, "1", store.ReactionCI, "sha1", t0) {
+		t.Fatal("MarkReactionDispatched = false")
+	}
+	if err := s.ReleaseReactionDispatch(ctx, "1", store.ReactionCI, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(t, s, "1"); len(got) != 1 || !got[0].Dispatched || got[0].Attempts != 1 {
+		t.Fatalf("after releasing another fingerprint: %+v, want sha1 still dispatched once", got)
+	}
+	if err := s.ReleaseReactionDispatch(ctx, "1", store.ReactionCI, "sha1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(t, s, "1"); len(got) != 1 || got[0].Dispatched || got[0].Attempts != 0 {
+		t.Fatalf("after the release: %+v, want sha1 not dispatched, no attempt", got)
+	}
+	// Released twice: nothing more is given back.
+	if err := s.ReleaseReactionDispatch(ctx, "1", store.ReactionCI, "sha1"); err != nil {
+		t.Fatal(err)
+	}
+	if !mark(t, s, "1", store.ReactionCI, "sha1", t0) {
+		t.Fatal("the released failure cannot be dispatched again")
+	}
+	if got := states(t, s, "1"); got[0].Attempts != 1 {
+		t.Fatalf("attempts = %d after release and a new dispatch, want 1", got[0].Attempts)
 	}
 }
 
