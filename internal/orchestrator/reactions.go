@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -153,9 +154,17 @@ func reactionPrompt(cfg *config.Config, r *Reaction, rendered string) string {
 		return rendered
 	}
 	for k := range r.Vars {
-		if strings.Contains(cfg.Prompt, k) {
+		if templateUses(cfg.Prompt, k) {
 			return rendered
 		}
 	}
 	return rendered + "\n\n" + r.Section
+}
+
+// templateUses reports whether the prompt template refers to the variable key inside
+// an action ({{ .key }}, {% if key %}), not merely names it in its text: a template
+// that only mentions ci_failure in prose still gets the section.
+func templateUses(tmpl, key string) bool {
+	re, err := regexp.Compile(`\{[{%][^}]*\b` + regexp.QuoteMeta(key) + `\b`)
+	return err == nil && re.MatchString(tmpl)
 }

@@ -259,3 +259,20 @@ func TestReaction_EndedTellsWhetherTheAgentGotIt(t *testing.T) {
 		t.Fatalf("ended = %q, want the dispatch given back (started=false)", ended)
 	}
 }
+
+func TestTemplateUses_OnlyInsideActions(t *testing.T) {
+	for _, c := range []struct {
+		tmpl string
+		want bool
+	}{
+		{"Fix it. {{ if .ci_failure }}{{ .ci_failure.log_excerpt }}{{ end }}", true},
+		{"{% if ci_failure %}{{ ci_failure.ref }}{% endif %}", true},
+		{"{{- with .ci_failure -}}x{{ end }}", true},
+		{"Read the ci_failure section below if there is one.", false},
+		{"{{ .issue.title }} mentions ci_failure_count", false},
+	} {
+		if got := templateUses(c.tmpl, "ci_failure"); got != c.want {
+			t.Errorf("templateUses(%q) = %v, want %v", c.tmpl, got, c.want)
+		}
+	}
+}
