@@ -13,6 +13,9 @@ import (
 	"sortie/internal/tracker/github"
 )
 
+// escalationBackoff is how many intervals a failed escalation waits before the next try.
+const escalationBackoff = 10
+
 // maxPendingBackoff bounds how far a pending CI pushes its next check back, in poll
 // intervals.
 const maxPendingBackoff = 8
@@ -333,21 +336,29 @@ func (w *Watcher) escalate(ctx context.Context, wt *watch, kind string, lim conf
 	tctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var err error
-	if l, ok := tracker.As[tracker.Labeler](trk); ok && how != "comment" {
+	if l, ok := tracker.As[tracker.Labeler](trk); ok && how != config.EscalationComment {
 		err = l.AddLabel(tctx, wt.IssueID, lim.EscalationLabel)
-	} else {
-		if how != "comment" {
-			w.log.Warn("the tracker cannot label issues; escalating with a comment instead", "issue_identifier", wt.Identifier)
-			how = "comment"
+		if err != nil && !tracker.KindOf(err).Retryable() {
+			// A label the tracker will never take (one missing in Linear, a name Jira
+			// refuses): a comment says the same.
+			w.log.Warn("the escalation label cannot be added; escalating with a comment instead",
+				"issue_identifier", wt.Identifier, "label", lim.EscalationLabel, "error", err)
+			how, err = config.EscalationComment, nil
 		}
+	} else if how != config.EscalationComment {
+		w.log.Warn("the tracker cannot label issues; escalating with a comment instead", "issue_identifier", wt.Identifier)
+		how = config.EscalationComment
+	}
+	if how == config.EscalationComment && err == nil {
 		err = trk.CommentIssue(tctx, wt.IssueID, msg)
 	}
 	result := how
 	if err != nil {
 		result = "error"
-		w.log.Error("escalating the issue failed; trying again at the next check", "issue_identifier", wt.Identifier, "kind", kind, "error", err)
+		w.log.Error("escalating the issue failed; trying again later", "issue_identifier", wt.Identifier, "kind", kind, "error", err)
 		wt.lastErr = "escalating: " + err.Error()
 		w.report(Event{Kind: kind, What: "escalated", Result: result, IssueID: wt.IssueID, Identifier: wt.Identifier, Message: err.Error()})
+		res.requests += escalationBackoff // tracker requests, and a tracker that keeps refusing: not every interval
 		return res
 	}
 	sctx, scancel := context.WithTimeout(ctx, storeTimeout)

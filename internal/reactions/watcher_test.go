@@ -24,11 +24,15 @@ type recordingTracker struct {
 	mu       sync.Mutex
 	labels   []string
 	comments []string
+	labelErr error // AddLabel's answer, when set
 }
 
 func (r *recordingTracker) AddLabel(_ context.Context, id, label string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.labelErr != nil {
+		return r.labelErr
+	}
 	r.labels = append(r.labels, id+":"+label)
 	return nil
 }
@@ -534,4 +538,18 @@ func TestViewsDispatchesAndChecksRunConcurrently(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// A label the tracker will never take (missing in Linear, say) escalates by comment.
+func TestCI_EscalationFallsBackToACommentWhenTheLabelCannotBeAdded(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Reactions.CI.MaxRetries = 0
+	h.trk.labelErr = tracker.Errorf(tracker.ErrPayload, "add_label", "label %q does not exist in team ENG", "needs-human")
+	h.gh.AddIssue(1, "add", "open")
+	h.failingPR("sortie-1", fakegithub.SHA("a"), "boom")
+	h.handOff("sortie-1")
+	h.steps(4)
+	if len(h.trk.comments) != 1 || len(h.w.Views()) != 0 {
+		t.Fatalf("comments = %v, views = %+v; want one comment and the watch ended", h.trk.comments, h.w.Views())
+	}
 }
