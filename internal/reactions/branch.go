@@ -43,8 +43,8 @@ func readBranch(ws string) (branch string, pr int64, err error) {
 			return "", 0, fmt.Errorf(".sortie/scm.json is not the JSON object expected: %v", jerr)
 		}
 		if b := strings.TrimSpace(s.Branch); b != "" {
-			if controlChar(b) {
-				return "", 0, errors.New(".sortie/scm.json's branch holds a control character")
+			if err := checkBranch(b, ".sortie/scm.json"); err != nil {
+				return "", 0, err
 			}
 			return b, max(s.PRNumber, 0), nil
 		}
@@ -95,10 +95,23 @@ func headBranch(ws string) (string, int64, error) {
 		return "", 0, nil // a detached HEAD names no branch
 	}
 	ref = strings.TrimSpace(ref)
-	if controlChar(ref) {
-		return "", 0, errors.New(".git/HEAD names a branch with a control character")
+	if err := checkBranch(ref, ".git/HEAD"); err != nil {
+		return "", 0, err
 	}
 	return ref, 0, nil
+}
+
+// checkBranch refuses what the agent's files may not name: a control character, or
+// owner:branch, a fork's branch (the pull request must come from the configured
+// repository).
+func checkBranch(b, from string) error {
+	if controlChar(b) {
+		return errors.New(from + " names a branch with a control character")
+	}
+	if strings.Contains(b, ":") {
+		return errors.New(from + " names another repository's branch (owner:branch); only the configured repository's branches are watched")
+	}
+	return nil
 }
 
 func controlChar(s string) bool {

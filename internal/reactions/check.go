@@ -147,6 +147,17 @@ func (w *Watcher) look(ctx context.Context, cfg *config.Config, wt *watch, now t
 			wt.lastErr = ""
 			return res
 		}
+		if other := w.watcherOf(int(pr.Number), wt.IssueID); other != "" {
+			// Two issues' agents cannot share a pull request: the second one named a
+			// branch that is not its own.
+			wt.lastErr = fmt.Sprintf("pull request #%d is already watched for %s; the workspace's branch %q is not this issue's own", pr.Number, other, wt.Branch)
+			if !wt.branchErrReported {
+				wt.branchErrReported = true
+				w.log.Warn("a handed-off issue names another issue's pull request; not watching it", "issue_identifier", wt.Identifier,
+					"pr", pr.Number, "watched_for", other)
+			}
+			return res
+		}
 		wt.PRNumber, wt.prURL, wt.head = int(pr.Number), pr.URL, pr.HeadSHA
 		w.savePR(ctx, wt)
 	}
@@ -402,4 +413,17 @@ func (wt *watch) cache(d Due) {
 		wt.cached = map[string]Due{}
 	}
 	wt.cached[d.Kind] = d
+}
+
+// watcherOf is the identifier of another watched issue whose pull request is pr, "" for
+// none.
+func (w *Watcher) watcherOf(pr int, issueID string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, o := range w.watches {
+		if id != issueID && o.PRNumber == pr {
+			return o.Identifier
+		}
+	}
+	return ""
 }

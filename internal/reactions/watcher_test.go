@@ -553,3 +553,42 @@ func TestCI_EscalationFallsBackToACommentWhenTheLabelCannotBeAdded(t *testing.T)
 		t.Fatalf("comments = %v, views = %+v; want one comment and the watch ended", h.trk.comments, h.w.Views())
 	}
 }
+
+// Two issues cannot share a pull request, and a fork's branch (owner:branch) is not
+// read from the agent's files: an agent cannot make Sortie watch a pull request that
+// is not its own issue's.
+func TestAnotherIssuesPullRequestOrAForkIsNotWatched(t *testing.T) {
+	h := newHarness(t)
+	h.gh.AddIssue(1, "add", "open")
+	h.gh.AddIssue(3, "other", "open")
+	sha := fakegithub.SHA("a")
+	h.gh.AddPullRequest(2, "sortie-1", "main", fakegithub.HeadSHA(sha))
+	h.failBuild(sha, "boom")
+	h.handOff("sortie-1")
+	h.steps(4)
+	h.mustDue(KindCI)
+	// Issue 3's agent names issue 1's branch.
+	ws3 := t.TempDir()
+	os.MkdirAll(filepath.Join(ws3, ".sortie"), 0o755)
+	os.WriteFile(filepath.Join(ws3, ".sortie", "scm.json"), []byte(`{"branch":"sortie-1"}`), 0o644)
+	h.w.Watch(store.ReactionWatch{IssueID: "3", Identifier: "octo/hello#3", Workspace: ws3, SessionID: "s3"})
+	h.steps(8)
+	for {
+		d, ok := h.next()
+		if !ok {
+			break
+		}
+		if d.IssueID == "3" {
+			t.Fatalf("issue 3 was offered issue 1's failure: %+v", d)
+		}
+	}
+	for _, v := range h.w.Views() {
+		if v.IssueID == "3" && (v.PR != 0 || !strings.Contains(v.LastError, "already watched")) {
+			t.Fatalf("issue 3's view = %+v, want no pull request and the reason", v)
+		}
+	}
+	os.WriteFile(filepath.Join(ws3, ".sortie", "scm.json"), []byte(`{"branch":"someone:feature"}`), 0o644)
+	if b, _, err := readBranch(ws3); b != "" || err == nil {
+		t.Fatalf("a fork's branch was read: %q %v", b, err)
+	}
+}
