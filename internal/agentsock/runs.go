@@ -42,6 +42,11 @@ type RunRecord struct {
 	Error     string    `json:"error,omitempty"`
 	Tokens    Tokens    `json:"tokens"`
 	CostUSD   float64   `json:"cost_usd"` // as the agent CLI reported it, 0 when unknown
+	// Reaction is what started the run when a reaction did: "ci" (a CI failure sent
+	// back) or "review" (a change request); "" otherwise.
+	Reaction string `json:"reaction,omitempty"`
+	// SelfReview is the run's self-review verdict (pass, iterate, none), "" when none ran.
+	SelfReview string `json:"self_review,omitempty"`
 }
 
 // Tokens are cumulative token counts.

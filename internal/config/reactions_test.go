@@ -34,18 +34,6 @@ const githubTracker = `tracker:
 agent: {kind: mock}
 `
 
-// warningsAbout returns the warnings whose field is under one of the top-level keys.
-func warningsAbout(ps []Problem, keys ...string) []Problem {
-	var out []Problem
-	for _, p := range ps {
-		top, _, _ := strings.Cut(p.Field, ".")
-		if !p.IsError() && slices.Contains(keys, top) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // The defaults of every key, with only the provider given.
 func TestReactions_Defaults(t *testing.T) {
 	cfg, _ := mustLoad(t, jiraTracker+githubBlock+

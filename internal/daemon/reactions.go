@@ -108,6 +108,12 @@ func startReactions(ctx context.Context, current func() *config.Config, st store
 type orchReactions struct{ w *reactions.Watcher }
 
 func (r orchReactions) Watch(h orchestrator.HandOff) {
+	if h.Host != "" {
+		// The workspace is on an SSH host: the daemon cannot read its branch, and a
+		// reaction run could land on another host (docs/reactions.md#limits).
+		r.w.SkipRemote(h.Identifier, h.Host)
+		return
+	}
 	r.w.Watch(store.ReactionWatch{IssueID: h.IssueID, Identifier: h.Identifier, Workspace: h.Workspace, SessionID: h.SessionID})
 }
 
@@ -129,4 +135,8 @@ func (r orchReactions) Dispatched(ctx context.Context, x orchestrator.Reaction) 
 
 func (r orchReactions) Deferred(x orchestrator.Reaction, why string) {
 	r.w.Deferred(reactions.Due(x), why)
+}
+
+func (r orchReactions) Ended(x orchestrator.Reaction, started bool) {
+	r.w.Ended(reactions.Due(x), started)
 }

@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"encoding/json"
+
 	"context"
 
 	"sortie/internal/agentsock"
@@ -30,6 +32,7 @@ func (r daemonRuns) RunsForIssue(ctx context.Context, _ string, limit int) ([]st
 			ID: rec.ID, IssueID: r.issueID, Attempt: rec.Attempt, AgentKind: rec.AgentKind,
 			Status: store.RunStatus(rec.Status), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Error: rec.Error,
 			Progress: store.Progress{Tokens: store.Tokens(rec.Tokens), CostUSD: rec.CostUSD},
+			Reaction: rec.Reaction, ReviewMetadata: verdictMetadata(rec.SelfReview),
 		}
 	}
 	return runs, nil
@@ -57,4 +60,14 @@ func (r daemonRuns) IssueBudget(ctx context.Context, _ string) (store.Totals, to
 	}
 	return store.Totals{Runs: sp.Runs, Tokens: store.Tokens(sp.Tokens), CostUSD: sp.CostUSD},
 		tools.Budget{MaxTokens: sp.MaxTokens, MaxCostUSD: sp.MaxCostUSD}, rate, nil
+}
+
+// verdictMetadata is the part of a run's review metadata the socket passes on: its
+// final verdict, "" for none.
+func verdictMetadata(verdict string) string {
+	if verdict == "" {
+		return ""
+	}
+	b, _ := json.Marshal(map[string]string{"final_verdict": verdict})
+	return string(b)
 }

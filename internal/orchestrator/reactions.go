@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,10 @@ type Reactions interface {
 	Dispatched(ctx context.Context, r Reaction) bool
 	// Deferred gives r back: it could not run now (why).
 	Deferred(r Reaction, why string)
+	// Ended says r's run ended without handing the issue off again; started is false
+	// when the agent never got the failure (the run failed before its first turn), so
+	// the dispatch is taken back. It must not block.
+	Ended(r Reaction, started bool)
 }
 
 // HandOff is an issue a run handed to humans: what reactions need to find its pull
@@ -71,6 +76,9 @@ func (o *Orchestrator) react(ctx context.Context) {
 // says why not otherwise. A reaction is a run like any other: it needs a free slot,
 // the issue's budgets and max_sessions, no hold, and (in a cluster) the issue's claim.
 func (o *Orchestrator) dispatchReaction(ctx context.Context, cfg *config.Config, r Reaction) string {
+	// A handed-off issue is no candidate: the figures its budgets are checked against
+	// are read for it now (the loop forgets them at the next poll).
+	o.loadBudgets(ctx, cfg, []string{r.IssueID})
 	switch {
 	case o.draining:
 		return "shutting down"
@@ -107,7 +115,7 @@ func (o *Orchestrator) dispatchReaction(ctx context.Context, cfg *config.Config,
 	o.log.Info("reacting to the handed-off issue's pull request", "issue_identifier", r.Identifier, "kind", r.Kind, "pr", r.PR)
 	o.report(Activity{Kind: ActivityReaction, IssueID: r.IssueID, Identifier: r.Identifier, Result: r.Kind,
 		Message: "pull request #" + strconv.FormatInt(r.PR, 10)})
-	o.startRun(ctx, cfg, is, runStart{attempt: o.sessions[r.IssueID], resume: r.SessionID, host: host, reaction: &r})
+	o.startRun(ctx, cfg, is, runStart{attempt: max(o.sessions[r.IssueID], 1), resume: r.SessionID, host: host, reaction: &r})
 	return ""
 }
 
@@ -123,9 +131,16 @@ func reactionState(cfg *config.Config) string {
 	return ""
 }
 
-// watchHandOff tells the reactions of a run that handed its issue off.
+// watchHandOff tells the reactions of a run that handed its issue off, and of a
+// reaction run that ended otherwise.
 func (o *Orchestrator) watchHandOff(e *runningEntry, ex workerExit) {
-	if o.opts.Reactions == nil || !ex.handedOff {
+	if o.opts.Reactions == nil {
+		return
+	}
+	if !ex.handedOff {
+		if e.reaction != nil && ex.outcome != outcomeSkipped {
+			o.opts.Reactions.Ended(*e.reaction, ex.turns > 0)
+		}
 		return
 	}
 	o.opts.Reactions.Watch(HandOff{IssueID: e.issue.ID, Identifier: e.issue.Identifier, Workspace: ex.workspace,
@@ -139,9 +154,17 @@ func reactionPrompt(cfg *config.Config, r *Reaction, rendered string) string {
 		return rendered
 	}
 	for k := range r.Vars {
-		if strings.Contains(cfg.Prompt, k) {
+		if templateUses(cfg.Prompt, k) {
 			return rendered
 		}
 	}
 	return rendered + "\n\n" + r.Section
+}
+
+// templateUses reports whether the prompt template refers to the variable key inside
+// an action ({{ .key }}, {% if key %}), not merely names it in its text: a template
+// that only mentions ci_failure in prose still gets the section.
+func templateUses(tmpl, key string) bool {
+	re, err := regexp.Compile(`\{[{%][^}]*\b` + regexp.QuoteMeta(key) + `\b`)
+	return err == nil && re.MatchString(tmpl)
 }

@@ -1,8 +1,12 @@
 package orchestrator
 
 import (
+	"errors"
+
 	"context"
+	"fmt"
 	"slices"
+	"sortie/internal/testkit/faketracker"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +26,7 @@ type fakeReactions struct {
 	dispatched []Reaction
 	deferred   []string // "<kind> <why>"
 	refuse     bool     // Dispatched answers false: another daemon acted on it
+	ended      []string // "<kind> started=<bool>"
 }
 
 func newFakeReactions() *fakeReactions { return &fakeReactions{ch: make(chan struct{}, 1)} }
@@ -69,6 +74,12 @@ func (f *fakeReactions) Dispatched(_ context.Context, r Reaction) bool {
 	}
 	f.dispatched = append(f.dispatched, r)
 	return true
+}
+
+func (f *fakeReactions) Ended(r Reaction, started bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ended = append(f.ended, fmt.Sprintf("%s started=%v", r.Kind, started))
 }
 
 func (f *fakeReactions) Deferred(r Reaction, why string) {
@@ -156,6 +167,10 @@ func TestReaction_DeferredByHoldsBudgetsAndOtherDaemons(t *testing.T) {
 		h.trk.Put(issue("RB-1", "Todo"))
 		h.start()
 		h.awaitStep(StepExit, "RB-1")
+		// A poll first: the handed-off issue is no candidate, so the loop forgets its
+		// figures (forgetBudgets); the reaction must read them again.
+		h.advance(cfg.Polling.Interval)
+		h.awaitStep(StepTick, "")
 		fr.offer(Reaction{IssueID: "RB-1", Identifier: "RB-1", Kind: "ci", Fingerprint: "x"})
 		h.awaitStep(StepReaction, "")
 		_, dispatched, deferred := fr.snapshot()
@@ -221,5 +236,43 @@ func TestReaction_IssueMovedOnByAHuman(t *testing.T) {
 	}
 	if got := h.trk.TransitionsOf("RM-1"); !slices.Equal(got, []string{"Human Review"}) {
 		t.Fatalf("transitions = %q", got)
+	}
+}
+
+// A reaction run that fails before the agent saw the failure (moving the issue back
+// to work failed) gives the dispatch back; one that ends after its turns without a
+// hand-off says the agent had it.
+func TestReaction_EndedTellsWhetherTheAgentGotIt(t *testing.T) {
+	cfg := reactionConfig(t, nil)
+	fr := newFakeReactions()
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
+	h.trk.Put(issue("RE-1", "Todo"))
+	h.start()
+	h.awaitStep(StepExit, "RE-1")
+	h.trk.FailNext(faketracker.OpTransition, 1, errors.New("tracker down"))
+	fr.offer(Reaction{IssueID: "RE-1", Identifier: "RE-1", Kind: "ci", Fingerprint: "x"})
+	h.awaitStep(StepExit, "RE-1")
+	fr.mu.Lock()
+	ended := slices.Clone(fr.ended)
+	fr.mu.Unlock()
+	if !slices.Equal(ended, []string{"ci started=false"}) {
+		t.Fatalf("ended = %q, want the dispatch given back (started=false)", ended)
+	}
+}
+
+func TestTemplateUses_OnlyInsideActions(t *testing.T) {
+	for _, c := range []struct {
+		tmpl string
+		want bool
+	}{
+		{"Fix it. {{ if .ci_failure }}{{ .ci_failure.log_excerpt }}{{ end }}", true},
+		{"{% if ci_failure %}{{ ci_failure.ref }}{% endif %}", true},
+		{"{{- with .ci_failure -}}x{{ end }}", true},
+		{"Read the ci_failure section below if there is one.", false},
+		{"{{ .issue.title }} mentions ci_failure_count", false},
+	} {
+		if got := templateUses(c.tmpl, "ci_failure"); got != c.want {
+			t.Errorf("templateUses(%q) = %v, want %v", c.tmpl, got, c.want)
+		}
 	}
 }

@@ -185,12 +185,18 @@ func (o *Orchestrator) forgetOwnWrites() {
 // token spend that agent.max_sessions and agent.max_tokens are checked against. On a
 // store error the previous figures are kept.
 func (o *Orchestrator) refreshBudgets(ctx context.Context, cfg *config.Config) {
-	if cfg.Agent.MaxSessions <= 0 && !hasSpendBudget(cfg) {
-		return
-	}
 	ids := make([]string, 0, len(o.candidates))
 	for _, is := range o.candidates {
 		ids = append(ids, is.ID)
+	}
+	o.loadBudgets(ctx, cfg, ids)
+}
+
+// loadBudgets loads the finished-session counts and token spend of ids from the store.
+// On a store error the previous figures are kept.
+func (o *Orchestrator) loadBudgets(ctx context.Context, cfg *config.Config, ids []string) {
+	if cfg.Agent.MaxSessions <= 0 && !hasSpendBudget(cfg) {
+		return
 	}
 	if len(ids) == 0 {
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"sortie/internal/agent"
@@ -56,6 +57,18 @@ func (w *worker) selfReview(ctx context.Context, ex *workerExit) (done bool) {
 			case res.ExitReason != "" && res.ExitReason != agent.EventTurnCompleted:
 				turnErr = agent.Errorf(agent.ErrTurnFailed, "self-review turn ended with %s", res.ExitReason)
 			}
+			if turnErr != nil {
+				return turnErr
+			}
+			// Between turns, as between the run's own: a budget used up, or a
+			// checkpoint only a human can answer, ends the loop.
+			if why := w.budgetExceeded(*ex); why != "" {
+				ex.budgetStop = why
+				turnErr = errors.New("stopped by a budget: " + why)
+			} else if cp, ok := o.awaitingCheckpoint(w.issue.ID); ok {
+				ex.awaiting = &cp
+				turnErr = errors.New("waiting for a human's answer to checkpoint " + cp.CheckpointID)
+			}
 			return turnErr
 		},
 		Stopped: func() bool {
@@ -77,15 +90,13 @@ func (w *worker) selfReview(ctx context.Context, ex *workerExit) (done bool) {
 	w.e.progress.selfReview = 0
 	w.e.progress.mu.Unlock()
 	w.reviewStatus = res.Status()
-	if b, jerr := json.Marshal(res); jerr == nil && len(b) <= store.MaxReviewMetadataBytes {
-		ex.reviewMetadata = string(b)
-	}
+	ex.reviewMetadata = w.boundedReviewMetadata(res)
 	if werr := workspace.WriteFileAtomic(w.ws.Path, selfreview.SummaryFile, []byte(res.Summary())); werr != nil {
 		o.log.Warn("writing the self-review summary failed", "issue_identifier", w.issue.Identifier, "error", werr)
 	}
 	o.report(Activity{Kind: ActivitySelfReview, IssueID: w.issue.ID, Identifier: w.issue.Identifier, RunID: w.runID,
 		Result: w.reviewStatus, Message: fmt.Sprintf("%d iteration(s), verdict %s", res.TotalIterations, res.FinalVerdict)})
-	if err == nil || ex.budgetStop != "" {
+	if err == nil || ex.budgetStop != "" || ex.awaiting != nil {
 		return true
 	}
 	switch {
@@ -100,4 +111,36 @@ func (w *worker) selfReview(ctx context.Context, ex *workerExit) (done bool) {
 		return true
 	}
 	return false
+}
+
+// boundedReviewMetadata is res as the run's review_metadata, within the store's
+// bound: when the whole result is too large, the commands' output tails and the raw
+// verdicts go first, then the iterations, keeping the outcome. Said when it shrinks.
+func (w *worker) boundedReviewMetadata(res selfreview.Result) string {
+	b, err := json.Marshal(res)
+	if err == nil && len(b) <= store.MaxReviewMetadataBytes {
+		return string(b)
+	}
+	full := len(b)
+	lean := res
+	lean.Iterations = make([]selfreview.Iteration, len(res.Iterations))
+	for i, it := range res.Iterations {
+		it.VerdictRaw = ""
+		it.VerificationResults = slices.Clone(it.VerificationResults)
+		for j := range it.VerificationResults {
+			it.VerificationResults[j].OutputTail = ""
+		}
+		lean.Iterations[i] = it
+	}
+	if b, err = json.Marshal(lean); err != nil || len(b) > store.MaxReviewMetadataBytes {
+		lean.Iterations = nil
+		b, err = json.Marshal(lean)
+	}
+	if err != nil {
+		w.o.log.Error("recording the self-review result failed", "issue_identifier", w.issue.Identifier, "error", err)
+		return ""
+	}
+	w.o.log.Warn("the self-review result was too large for the run history; recorded without its command output",
+		"issue_identifier", w.issue.Identifier, "bytes", full, "recorded", len(b))
+	return string(b)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sortie/internal/selfreview"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,30 @@ func TestSelfReview_RunsBeforeTheHandoffAndIsRecorded(t *testing.T) {
 	}
 	if got := h.trk.TransitionsOf("SR-1"); !slices.Equal(got, []string{"Human Review"}) {
 		t.Fatalf("transitions = %q", got)
+	}
+}
+
+// A self-review result too large for the run history is recorded without its command
+// output (then without its iterations), never dropped.
+func TestSelfReview_MetadataIsBoundedNotDropped(t *testing.T) {
+	o := &Orchestrator{log: testLogger(t)}
+	w := &worker{o: o}
+	res := selfreview.Result{Enabled: true, FinalVerdict: "iterate", CapReached: true, TotalIterations: 10}
+	for i := range 10 {
+		it := selfreview.Iteration{Iteration: i + 1, Verdict: "iterate", VerdictRaw: strings.Repeat("v", 4000)}
+		for range 3 {
+			it.VerificationResults = append(it.VerificationResults, selfreview.VerificationResult{
+				Command: "go test ./...", ExitCode: 1, OutputTail: strings.Repeat("<fail>", 700)})
+		}
+		res.Iterations = append(res.Iterations, it)
+	}
+	got := w.boundedReviewMetadata(res)
+	if got == "" || len(got) > store.MaxReviewMetadataBytes || !json.Valid([]byte(got)) {
+		t.Fatalf("metadata of %d bytes (valid %v), want valid JSON within %d", len(got), json.Valid([]byte(got)), store.MaxReviewMetadataBytes)
+	}
+	var back selfreview.Result
+	if err := json.Unmarshal([]byte(got), &back); err != nil || back.FinalVerdict != "iterate" || !back.CapReached ||
+		len(back.Iterations) != 10 || back.Iterations[0].VerificationResults[0].ExitCode != 1 {
+		t.Fatalf("recorded %+v (%v), want the outcome and every iteration's exit codes", back, err)
 	}
 }

@@ -208,7 +208,7 @@ func (w *worker) run(ctx context.Context) workerExit {
 	w.runID, err = o.opts.Store.StartRun(ctx, store.Run{
 		IssueID: is.ID, Identifier: is.Identifier, Attempt: w.e.attempt + 1,
 		AgentKind: cfg.Agent.Kind, Workspace: wsPath, StartedAt: o.clk.Now(), SSHHost: w.e.host,
-		WorkflowPath: cfg.Path, Process: store.Process{CLIVersion: w.ad.AgentVersion},
+		WorkflowPath: cfg.Path, Process: store.Process{CLIVersion: w.ad.AgentVersion}, Reaction: w.reactionKind(),
 	})
 	if err != nil {
 		ex.outcome, ex.err = outcomeFailed, fmt.Errorf("recording the run: %w", err)
@@ -442,6 +442,14 @@ func (w *worker) session(ctx context.Context, ex workerExit) workerExit {
 	w.e.progress.finishing = true
 	w.e.progress.mu.Unlock()
 	return ex
+}
+
+// reactionKind is the reaction this run answers, "" for none.
+func (w *worker) reactionKind() string {
+	if w.e.reaction == nil {
+		return ""
+	}
+	return w.e.reaction.Kind
 }
 
 // turn runs one agent turn on the run's session with prompt text: timedOut says

@@ -22,8 +22,9 @@ const (
 
 // scmInfo is .sortie/scm.json as the reference daemon reads it. Every field is the
 // agent's word: the branch is only a query parameter (the code host client checks its
-// shape), owner and repo are ignored (the repository is always the configured one),
-// and a pull request number is checked against the branch.
+// shape); owner and repo are ignored (the repository is always the configured one),
+// and so is the pull request number (the pull request is the one of the branch: an
+// agent must not point Sortie at a human's pull request).
 type scmInfo struct {
 	Branch   string `json:"branch"`
 	PRNumber int64  `json:"pr_number"`
@@ -42,6 +43,9 @@ func readBranch(ws string) (branch string, pr int64, err error) {
 			return "", 0, fmt.Errorf(".sortie/scm.json is not the JSON object expected: %v", jerr)
 		}
 		if b := strings.TrimSpace(s.Branch); b != "" {
+			if err := checkBranch(b, ".sortie/scm.json"); err != nil {
+				return "", 0, err
+			}
 			return b, max(s.PRNumber, 0), nil
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -90,5 +94,26 @@ func headBranch(ws string) (string, int64, error) {
 	if !ok {
 		return "", 0, nil // a detached HEAD names no branch
 	}
-	return strings.TrimSpace(ref), 0, nil
+	ref = strings.TrimSpace(ref)
+	if err := checkBranch(ref, ".git/HEAD"); err != nil {
+		return "", 0, err
+	}
+	return ref, 0, nil
+}
+
+// checkBranch refuses what the agent's files may not name: a control character, or
+// owner:branch, a fork's branch (the pull request must come from the configured
+// repository).
+func checkBranch(b, from string) error {
+	if controlChar(b) {
+		return errors.New(from + " names a branch with a control character")
+	}
+	if strings.Contains(b, ":") {
+		return errors.New(from + " names another repository's branch (owner:branch); only the configured repository's branches are watched")
+	}
+	return nil
+}
+
+func controlChar(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }

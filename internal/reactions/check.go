@@ -3,6 +3,8 @@ package reactions
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"sortie/internal/config"
@@ -11,35 +13,67 @@ import (
 	"sortie/internal/tracker/github"
 )
 
+// escalationBackoff is how many intervals a failed escalation waits before the next try.
+const escalationBackoff = 10
+
 // maxPendingBackoff bounds how far a pending CI pushes its next check back, in poll
 // intervals.
 const maxPendingBackoff = 8
 
 // check looks at one watched issue's pull request: the reaction kind due first, then
-// schedules the next check by the requests this one sent.
+// schedules the next check by the requests this one sent. It looks at a copy of the
+// watch, without the lock; what it found is put back, and what it would offer is
+// offered, only if nothing changed the watch meanwhile (a new hand-off, a dispatch, a
+// deferral): then the next check looks again from the store.
 func (w *Watcher) check(ctx context.Context, cfg *config.Config, wt *watch) {
 	now := w.clk.Now()
 	w.mu.Lock()
 	snap := *wt
+	snap.states = maps.Clone(wt.states)
+	snap.failing = slices.Clone(wt.failing)
+	snap.cached = maps.Clone(wt.cached)
+	gen := wt.gen
 	w.mu.Unlock()
 	res := w.look(ctx, cfg, &snap, now)
+	var offered []Due
+	defer func() {
+		for _, d := range offered {
+			w.report(Event{Kind: d.Kind, What: "offered", IssueID: d.IssueID, Identifier: d.Identifier})
+		}
+	}()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.watches[wt.IssueID] != wt {
 		return // replaced (a new hand-off) or forgotten while we looked
 	}
-	*wt = snap
 	if res.stop {
 		delete(w.watches, wt.IssueID)
 		w.dropDueLocked(wt.IssueID)
 		return
 	}
+	changed := wt.gen != gen
+	running, curGen, liveNext := wt.running, wt.gen, wt.nextAt
+	*wt = snap
+	wt.running, wt.gen = running, curGen
+	if changed {
+		// What the states say may be stale now: read them again at the next check,
+		// and offer nothing from this one.
+		wt.states = nil
+	} else {
+		for _, d := range res.offers {
+			w.offerLocked(d)
+			offered = append(offered, d)
+		}
+	}
 	// The request budget first: n requests now, n intervals before the next. Then no
 	// earlier than a kind is due (a pending CI backs off, a review waits out its
-	// debounce).
+	// debounce), nor than a deferral asked.
 	next := now.Add(time.Duration(max(res.requests, 1)) * baseInterval(cfg))
 	if due := firstDue(cfg, wt); due.After(next) {
 		next = due
+	}
+	if changed && liveNext.After(next) {
+		next = liveNext
 	}
 	wt.nextAt = next
 }
@@ -58,7 +92,8 @@ func firstDue(cfg *config.Config, wt *watch) time.Time {
 
 type lookResult struct {
 	requests int
-	stop     bool // the watch ends (merged, closed, escalated)
+	stop     bool  // the watch ends (merged, closed, escalated)
+	offers   []Due // reactions to offer
 }
 
 // look does the check on snap, the watch's copy, without the lock.
@@ -82,7 +117,7 @@ func (w *Watcher) look(ctx context.Context, cfg *config.Config, wt *watch, now t
 		}
 	}
 	if wt.Branch == "" && wt.PRNumber == 0 {
-		branch, pr, err := readBranch(wt.Workspace)
+		branch, _, err := readBranch(wt.Workspace)
 		switch {
 		case err != nil:
 			wt.lastErr = "finding the change's branch: " + err.Error()
@@ -96,7 +131,9 @@ func (w *Watcher) look(ctx context.Context, cfg *config.Config, wt *watch, now t
 		if branch == "" {
 			return res
 		}
-		wt.Branch, wt.PRNumber = branch, int(pr)
+		// scm.json's pr_number is the agent's word: the pull request is always the one
+		// GitHub says the branch has.
+		wt.Branch = branch
 	}
 	if wt.PRNumber == 0 {
 		pr, found, err := host.FindPullRequest(ctx, repo, wt.Branch)
@@ -108,6 +145,17 @@ func (w *Watcher) look(ctx context.Context, cfg *config.Config, wt *watch, now t
 		}
 		if !found {
 			wt.lastErr = ""
+			return res
+		}
+		if other := w.watcherOf(int(pr.Number), wt.IssueID); other != "" {
+			// Two issues' agents cannot share a pull request: the second one named a
+			// branch that is not its own.
+			wt.lastErr = fmt.Sprintf("pull request #%d is already watched for %s; the workspace's branch %q is not this issue's own", pr.Number, other, wt.Branch)
+			if !wt.branchErrReported {
+				wt.branchErrReported = true
+				w.log.Warn("a handed-off issue names another issue's pull request; not watching it", "issue_identifier", wt.Identifier,
+					"pr", pr.Number, "watched_for", other)
+			}
 			return res
 		}
 		wt.PRNumber, wt.prURL, wt.head = int(pr.Number), pr.URL, pr.HeadSHA
@@ -188,16 +236,23 @@ func (w *Watcher) lookCI(ctx context.Context, cfg *config.Config, host CodeHost,
 	if st.Attempts >= rc.MaxRetries {
 		return w.escalate(ctx, wt, KindCI, rc.ReactionLimits, st.Attempts, res)
 	}
+	if d, ok := wt.cached[KindCI]; ok && d.Fingerprint == ci.SHA && d.SessionID == wt.SessionID {
+		// Offered before and deferred: the same failure, without reading its log again.
+		res.offers = append(res.offers, d)
+		return res
+	}
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	if err := host.AttachFailureLog(lctx, repo, &ci, rc.MaxLogLines); err != nil {
 		w.log.Warn("reading the failing job's log failed; reacting without it", "issue_identifier", wt.Identifier, "error", err)
 	}
 	cancel()
-	res.requests++
-	w.offer(Due{IssueID: wt.IssueID, Identifier: wt.Identifier, Kind: KindCI, Fingerprint: ci.SHA,
+	res.requests += 2 // the job's log: the API's redirect, then the log itself
+	d := Due{IssueID: wt.IssueID, Identifier: wt.Identifier, Kind: KindCI, Fingerprint: ci.SHA,
 		SessionID: wt.SessionID, Workspace: wt.Workspace, PR: int64(wt.PRNumber),
 		Vars:    map[string]any{"ci_failure": ciVars(int64(wt.PRNumber), ci)},
-		Section: ciSection(int64(wt.PRNumber), ci, rc.MaxLogLines)})
+		Section: ciSection(int64(wt.PRNumber), ci, rc.MaxLogLines)}
+	wt.cache(d)
+	res.offers = append(res.offers, d)
 	return res
 }
 
@@ -237,10 +292,12 @@ func (w *Watcher) lookReview(ctx context.Context, cfg *config.Config, host CodeH
 	if st.Attempts >= rc.MaxRetries {
 		return w.escalate(ctx, wt, KindReview, rc.ReactionLimits, st.Attempts, res)
 	}
-	w.offer(Due{IssueID: wt.IssueID, Identifier: wt.Identifier, Kind: KindReview, Fingerprint: fp,
+	d := Due{IssueID: wt.IssueID, Identifier: wt.Identifier, Kind: KindReview, Fingerprint: fp,
 		SessionID: wt.SessionID, Workspace: wt.Workspace, PR: int64(wt.PRNumber),
 		Vars:    map[string]any{"review_comments": reviewVars(rv.Comments)},
-		Section: reviewSection(int64(wt.PRNumber), rv.Comments)})
+		Section: reviewSection(int64(wt.PRNumber), rv.Comments)}
+	wt.cache(d)
+	res.offers = append(res.offers, d)
 	return res
 }
 
@@ -290,21 +347,29 @@ func (w *Watcher) escalate(ctx context.Context, wt *watch, kind string, lim conf
 	tctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var err error
-	if l, ok := tracker.As[tracker.Labeler](trk); ok && how != "comment" {
+	if l, ok := tracker.As[tracker.Labeler](trk); ok && how != config.EscalationComment {
 		err = l.AddLabel(tctx, wt.IssueID, lim.EscalationLabel)
-	} else {
-		if how != "comment" {
-			w.log.Warn("the tracker cannot label issues; escalating with a comment instead", "issue_identifier", wt.Identifier)
-			how = "comment"
+		if err != nil && !tracker.KindOf(err).Retryable() {
+			// A label the tracker will never take (one missing in Linear, a name Jira
+			// refuses): a comment says the same.
+			w.log.Warn("the escalation label cannot be added; escalating with a comment instead",
+				"issue_identifier", wt.Identifier, "label", lim.EscalationLabel, "error", err)
+			how, err = config.EscalationComment, nil
 		}
+	} else if how != config.EscalationComment {
+		w.log.Warn("the tracker cannot label issues; escalating with a comment instead", "issue_identifier", wt.Identifier)
+		how = config.EscalationComment
+	}
+	if how == config.EscalationComment && err == nil {
 		err = trk.CommentIssue(tctx, wt.IssueID, msg)
 	}
 	result := how
 	if err != nil {
 		result = "error"
-		w.log.Error("escalating the issue failed; trying again at the next check", "issue_identifier", wt.Identifier, "kind", kind, "error", err)
+		w.log.Error("escalating the issue failed; trying again later", "issue_identifier", wt.Identifier, "kind", kind, "error", err)
 		wt.lastErr = "escalating: " + err.Error()
 		w.report(Event{Kind: kind, What: "escalated", Result: result, IssueID: wt.IssueID, Identifier: wt.Identifier, Message: err.Error()})
+		res.requests += escalationBackoff // tracker requests, and a tracker that keeps refusing: not every interval
 		return res
 	}
 	sctx, scancel := context.WithTimeout(ctx, storeTimeout)
@@ -341,3 +406,24 @@ func (w *Watcher) savePR(ctx context.Context, wt *watch) {
 	w.persist(sctx, wt.ReactionWatch)
 }
 
+// cache keeps d, the reaction last built for its kind, so that a deferred one is
+// offered again without its requests.
+func (wt *watch) cache(d Due) {
+	if wt.cached == nil {
+		wt.cached = map[string]Due{}
+	}
+	wt.cached[d.Kind] = d
+}
+
+// watcherOf is the identifier of another watched issue whose pull request is pr, "" for
+// none.
+func (w *Watcher) watcherOf(pr int, issueID string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, o := range w.watches {
+		if id != issueID && o.PRNumber == pr {
+			return o.Identifier
+		}
+	}
+	return ""
+}

@@ -115,3 +115,15 @@ func (m *memStore) DeleteReactions(_ context.Context, id string) error {
 	}
 	return nil
 }
+
+func (m *memStore) ReleaseReactionDispatch(_ context.Context, id, kind, fp string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{id, kind}
+	st, ok := m.states[k]
+	if ok && st.Fingerprint == fp && st.Dispatched {
+		st.Dispatched, st.Attempts = false, max(st.Attempts-1, 0)
+		m.states[k] = st
+	}
+	return nil
+}

@@ -108,8 +108,14 @@ type watch struct {
 	review            string
 	comments          int
 	lastErr           string
-	states            map[string]store.ReactionState // loaded on the first check
+	states            map[string]store.ReactionState // loaded at a check; nil: read them again
 	branchErrReported bool
+	// cached is the reaction last built per kind, offered again while it is deferred.
+	cached map[string]Due
+	// gen counts the changes made to the watch outside a check (a dispatch, a
+	// deferral, a run's end): a check that saw an older one puts back only what it
+	// looked at, offers nothing, and leaves the states to be read again.
+	gen uint64
 }
 
 // Watcher watches handed-off issues. Create it with New, load what a previous daemon
@@ -127,6 +133,8 @@ type Watcher struct {
 	ops   []func(context.Context)
 	wake  chan struct{}
 	dueCh chan struct{}
+
+	remoteSaid sync.Map // SSH hosts whose hand-offs were said to be unwatched
 }
 
 // New returns a Watcher.
@@ -176,13 +184,25 @@ func (w *Watcher) Watch(rw store.ReactionWatch) {
 	}
 	nw := &watch{ReactionWatch: rw, nextAt: now}
 	if old != nil {
-		nw.states, nw.head, nw.prURL = old.states, old.head, old.prURL
+		nw.head, nw.prURL = old.head, old.prURL // states: read again from the store
 	}
 	w.watches[rw.IssueID] = nw
 	w.dropDueLocked(rw.IssueID)
 	w.ops = append(w.ops, func(ctx context.Context) { w.persist(ctx, rw) })
 	w.mu.Unlock()
 	w.poke()
+}
+
+// SkipRemote notes that an issue handed off from an SSH host is not watched: its
+// workspace is not on this machine. Said once per host.
+func (w *Watcher) SkipRemote(identifier, host string) {
+	if !w.enabled() {
+		return
+	}
+	if _, said := w.remoteSaid.LoadOrStore(host, true); !said {
+		w.log.Warn("handed-off issues of runs on SSH hosts are not watched for reactions: their workspaces are not on this machine",
+			"issue_identifier", identifier, "host", host)
+	}
 }
 
 // Forget stops watching an issue (it became terminal, or it is being worked on
@@ -243,11 +263,13 @@ func (w *Watcher) Dispatched(ctx context.Context, d Due) bool {
 	}
 	w.mu.Lock()
 	if wt := w.watches[d.IssueID]; wt != nil {
+		// Paused until the run ends (a hand-off, or Ended); the states as the store
+		// has them now are read at the next check.
 		wt.running = ok
-		if ok && wt.states != nil {
-			st := wt.states[d.Kind]
-			st.Dispatched, st.Attempts = true, st.Attempts+1
-			wt.states[d.Kind] = st
+		wt.states = nil
+		wt.gen++
+		if !ok {
+			wt.nextAt = latest(wt.nextAt, w.clk.Now().Add(baseInterval(w.opts.Config())))
 		}
 	}
 	w.mu.Unlock()
@@ -335,7 +357,8 @@ func (w *Watcher) checkDue(ctx context.Context) time.Time {
 		w.runOps(ctx)
 		cfg := w.opts.Config()
 		if !cfg.Reactions.Enabled() {
-			return time.Time{}
+			// Off: look again in a while, in case a reload turns reactions on.
+			return w.clk.Now().Add(time.Minute)
 		}
 		now := w.clk.Now()
 		w.mu.Lock()
@@ -372,9 +395,43 @@ func (w *Watcher) retryLater(issueID string) {
 	w.mu.Lock()
 	if wt := w.watches[issueID]; wt != nil {
 		wt.running = false
-		wt.nextAt = w.clk.Now().Add(baseInterval(cfg))
+		wt.gen++
+		wt.nextAt = latest(wt.nextAt, w.clk.Now().Add(baseInterval(cfg)))
 	}
 	w.mu.Unlock()
+	w.poke()
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Ended tells the watcher that d's run ended without handing the issue off again
+// (blocked, held, failed, stopped): the watch goes on. started says whether the agent
+// got the failure at all; when it did not (the run failed before its first turn), the
+// dispatch is taken back in the store, so the failure is offered again, and counts no
+// attempt.
+func (w *Watcher) Ended(d Due, started bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt := w.watches[d.IssueID]
+	if wt != nil {
+		wt.running = false
+		wt.states = nil
+		wt.gen++
+		wt.nextAt = latest(wt.nextAt, w.clk.Now())
+	}
+	if !started {
+		w.ops = append(w.ops, func(ctx context.Context) {
+			if err := w.opts.Store.ReleaseReactionDispatch(ctx, d.IssueID, d.Kind, d.Fingerprint); err != nil {
+				w.log.Error("taking back a reaction that never reached the agent failed; it is not sent again",
+					"issue_identifier", d.Identifier, "kind", d.Kind, "error", err)
+			}
+		})
+	}
 	w.poke()
 }
 
@@ -392,14 +449,12 @@ func (w *Watcher) signalDue() {
 	}
 }
 
-// offer queues d, replacing an older offer of the same issue and kind.
-func (w *Watcher) offer(d Due) {
-	w.mu.Lock()
+// offerLocked queues d, replacing an older offer of the same issue and kind. w.mu is
+// held.
+func (w *Watcher) offerLocked(d Due) {
 	w.due = slices.DeleteFunc(w.due, func(o Due) bool { return o.IssueID == d.IssueID && o.Kind == d.Kind })
 	w.due = append(w.due, d)
 	w.signalDue()
-	w.mu.Unlock()
-	w.report(Event{Kind: d.Kind, What: "offered", IssueID: d.IssueID, Identifier: d.Identifier})
 }
 
 func (w *Watcher) dropDueLocked(issueID string) {

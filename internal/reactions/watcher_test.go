@@ -24,11 +24,15 @@ type recordingTracker struct {
 	mu       sync.Mutex
 	labels   []string
 	comments []string
+	labelErr error // AddLabel's answer, when set
 }
 
 func (r *recordingTracker) AddLabel(_ context.Context, id, label string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.labelErr != nil {
+		return r.labelErr
+	}
 	r.labels = append(r.labels, id+":"+label)
 	return nil
 }
@@ -413,5 +417,178 @@ func TestBranch_FromSCMJSONOrHEADWithoutFollowingLinks(t *testing.T) {
 	os.Symlink(outside, filepath.Join(ws4, ".sortie", "scm.json"))
 	if b, _, err := readBranch(ws4); b != "" || err == nil {
 		t.Errorf("a linked scm.json was read: %q %v", b, err)
+	}
+}
+
+// The agent's .sortie/scm.json cannot point Sortie at another pull request: its
+// pr_number (and owner, repo) are ignored; the branch's own pull request is watched.
+func TestSCMJSONCannotChooseThePullRequest(t *testing.T) {
+	h := newHarness(t)
+	h.gh.AddIssue(1, "add", "open")
+	mine := fakegithub.SHA("mine")
+	h.gh.AddPullRequest(2, "sortie-1", "main", fakegithub.HeadSHA(mine))
+	h.gh.AddCheckRun(mine, "build", fakegithub.Completed("success"))
+	theirs := fakegithub.SHA("theirs")
+	h.gh.AddPullRequest(5, "human-work", "main", fakegithub.HeadSHA(theirs))
+	h.failBuild(theirs, "a human's failure")
+	os.MkdirAll(filepath.Join(h.ws, ".sortie"), 0o755)
+	os.WriteFile(filepath.Join(h.ws, ".sortie", "scm.json"),
+		[]byte(`{"branch":"sortie-1","pr_number":5,"owner":"evil","repo":"other"}`), 0o644)
+	h.w.Watch(store.ReactionWatch{IssueID: "1", Identifier: "octo/hello#1", Workspace: h.ws, SessionID: "s"})
+	h.steps(8)
+	h.noDue()
+	if v := h.w.Views(); len(v) != 1 || v[0].PR != 2 || v[0].CI != "passing" {
+		t.Fatalf("views = %+v, want PR #2 (the branch's), passing", v)
+	}
+}
+
+// A reaction the scheduler defers (a hold, a budget, no slot) is offered again at each
+// check without reading the job's log again: a deferred watch costs what an idle one
+// does.
+func TestDeferredReactionCostsNoMoreThanAnIdleWatch(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Reactions.Review = nil
+	h.gh.AddIssue(1, "add", "open")
+	h.failingPR("sortie-1", fakegithub.SHA("a"), "boom")
+	h.handOff("sortie-1")
+	h.steps(4)
+	h.w.Deferred(h.mustDue(KindCI), "held")
+	before := h.gh.Counts()
+	const n = 60
+	for range n {
+		h.step(interval)
+		if d, ok := h.next(); ok {
+			h.w.Deferred(d, "held")
+		}
+	}
+	after := h.gh.Counts()
+	if sent := after.Requests - before.Requests; sent > n {
+		t.Errorf("%d requests in %d intervals while deferred, want at most one per interval", sent, n)
+	}
+	if charged := after.Charged - before.Charged; charged != 0 {
+		t.Errorf("%d requests charged while deferred (the log read again?)", charged)
+	}
+}
+
+// A reaction run that never reached the agent gives its dispatch back: the failure is
+// offered again and counts no attempt. One that did reach it leaves the watch going:
+// the next failing push is offered.
+func TestEndedRunsResumeTheWatch(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Reactions.Review = nil
+	h.gh.AddIssue(1, "add", "open")
+	h.failingPR("sortie-1", fakegithub.SHA("a"), "boom")
+	h.handOff("sortie-1")
+	h.steps(4)
+	d := h.mustDue(KindCI)
+	if !h.w.Dispatched(context.Background(), d) {
+		t.Fatal("Dispatched = false")
+	}
+	h.steps(10)
+	h.noDue() // paused while the run runs
+	h.w.Ended(d, false)
+	h.steps(4)
+	again := h.mustDue(KindCI)
+	if again.Fingerprint != d.Fingerprint {
+		t.Fatalf("offered %s, want the same failure again", again.Fingerprint)
+	}
+	if st, _ := h.st.ReactionStates(context.Background(), "1"); len(st) != 1 || st[0].Attempts != 0 || st[0].Dispatched {
+		t.Fatalf("states after the release = %+v, want not dispatched, no attempt", st)
+	}
+	if !h.w.Dispatched(context.Background(), again) {
+		t.Fatal("Dispatched of the released failure = false")
+	}
+	h.w.Ended(again, true) // the agent had it; the run ended held, say
+	sha := fakegithub.SHA("b")
+	h.gh.Push(2, sha)
+	h.failBuild(sha, "boom b")
+	h.steps(6)
+	if d := h.mustDue(KindCI); d.Fingerprint != sha {
+		t.Fatalf("offered %s, want the new push's failure", d.Fingerprint)
+	}
+}
+
+// The API's views, dispatches and deferrals come from other goroutines while checks
+// run: under -race, nothing the check writes is shared with them.
+func TestViewsDispatchesAndChecksRunConcurrently(t *testing.T) {
+	h := newHarness(t)
+	h.gh.AddIssue(1, "add", "open")
+	h.failingPR("sortie-1", fakegithub.SHA("a"), "boom")
+	h.handOff("sortie-1")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_ = h.w.Views()
+			if d, ok := h.w.Next(); ok {
+				h.w.Deferred(d, "busy")
+			}
+		}
+	}()
+	for range 40 {
+		h.w.checkDue(context.Background())
+		h.clk.Advance(interval)
+	}
+	close(done)
+	wg.Wait()
+}
+
+// A label the tracker will never take (missing in Linear, say) escalates by comment.
+func TestCI_EscalationFallsBackToACommentWhenTheLabelCannotBeAdded(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Reactions.CI.MaxRetries = 0
+	h.trk.labelErr = tracker.Errorf(tracker.ErrPayload, "add_label", "label %q does not exist in team ENG", "needs-human")
+	h.gh.AddIssue(1, "add", "open")
+	h.failingPR("sortie-1", fakegithub.SHA("a"), "boom")
+	h.handOff("sortie-1")
+	h.steps(4)
+	if len(h.trk.comments) != 1 || len(h.w.Views()) != 0 {
+		t.Fatalf("comments = %v, views = %+v; want one comment and the watch ended", h.trk.comments, h.w.Views())
+	}
+}
+
+// Two issues cannot share a pull request, and a fork's branch (owner:branch) is not
+// read from the agent's files: an agent cannot make Sortie watch a pull request that
+// is not its own issue's.
+func TestAnotherIssuesPullRequestOrAForkIsNotWatched(t *testing.T) {
+	h := newHarness(t)
+	h.gh.AddIssue(1, "add", "open")
+	h.gh.AddIssue(3, "other", "open")
+	sha := fakegithub.SHA("a")
+	h.gh.AddPullRequest(2, "sortie-1", "main", fakegithub.HeadSHA(sha))
+	h.failBuild(sha, "boom")
+	h.handOff("sortie-1")
+	h.steps(4)
+	h.mustDue(KindCI)
+	// Issue 3's agent names issue 1's branch.
+	ws3 := t.TempDir()
+	os.MkdirAll(filepath.Join(ws3, ".sortie"), 0o755)
+	os.WriteFile(filepath.Join(ws3, ".sortie", "scm.json"), []byte(`{"branch":"sortie-1"}`), 0o644)
+	h.w.Watch(store.ReactionWatch{IssueID: "3", Identifier: "octo/hello#3", Workspace: ws3, SessionID: "s3"})
+	h.steps(8)
+	for {
+		d, ok := h.next()
+		if !ok {
+			break
+		}
+		if d.IssueID == "3" {
+			t.Fatalf("issue 3 was offered issue 1's failure: %+v", d)
+		}
+	}
+	for _, v := range h.w.Views() {
+		if v.IssueID == "3" && (v.PR != 0 || !strings.Contains(v.LastError, "already watched")) {
+			t.Fatalf("issue 3's view = %+v, want no pull request and the reason", v)
+		}
+	}
+	os.WriteFile(filepath.Join(ws3, ".sortie", "scm.json"), []byte(`{"branch":"someone:feature"}`), 0o644)
+	if b, _, err := readBranch(ws3); b != "" || err == nil {
+		t.Fatalf("a fork's branch was read: %q %v", b, err)
 	}
 }

@@ -132,6 +132,9 @@ func (s *Server) handleIssue(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		out.Runs = runsOf(runs, s.now())
+		for i := range out.Runs {
+			out.Runs[i].ReviewMetadata = reviewMetadataOf(runs[i].ReviewMetadata)
+		}
 		if wh, ok := s.opts.Runs.(WorkflowHistory); ok {
 			out.Workflow, err = issueWorkflow(r.Context(), wh, out.IssueID, runs)
 			if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,6 +48,37 @@ type runJSON struct {
 	CLIVersion      string       `json:"cli_version"`
 	SessionID       string       `json:"session_id"`
 	WorkflowPath    string       `json:"workflow_path"`
+	// Reaction is what started the run when a reaction did (ci, review), "" otherwise.
+	Reaction string `json:"reaction"`
+	// SelfReview is the run's self-review in short (its verdict and iterations); null
+	// when none ran.
+	SelfReview *reviewSummary `json:"self_review"`
+	// ReviewMetadata is the whole self-review result (selfreview.Result: iterations,
+	// verification results, …) as the run recorded it: in an issue's detail only (it
+	// can be tens of KiB a run), absent from /api/v1/runs; null when none ran.
+	ReviewMetadata *json.RawMessage `json:"review_metadata,omitempty"`
+}
+
+// reviewSummary is a self-review result in short.
+type reviewSummary struct {
+	FinalVerdict    string `json:"final_verdict"`
+	TotalIterations int    `json:"total_iterations"`
+	CapReached      bool   `json:"cap_reached"`
+	Stopped         bool   `json:"stopped,omitempty"`
+	Error           string `json:"error,omitempty"`
+}
+
+// reviewSummaryOf is the summary of a run's stored review metadata, nil when it has
+// none or it does not parse.
+func reviewSummaryOf(s string) *reviewSummary {
+	if s == "" {
+		return nil
+	}
+	var r reviewSummary
+	if json.Unmarshal([]byte(s), &r) != nil {
+		return nil
+	}
+	return &r
 }
 
 // runOf converts a stored run. A run still running lasts until now.
@@ -61,7 +93,19 @@ func runOf(r store.Run, now time.Time) runJSON {
 		DurationSeconds: max(seconds(end.Sub(r.StartedAt)), 0), Turns: r.Turns, Tokens: r.Tokens,
 		CostUSD: r.CostUSD, Model: r.Model, Error: r.Error, WorkspacePath: r.Workspace, SSHHost: r.SSHHost,
 		CLIVersion: r.CLIVersion, SessionID: r.SessionID, WorkflowPath: r.WorkflowPath,
+		Reaction: r.Reaction, SelfReview: reviewSummaryOf(r.ReviewMetadata),
 	}
+}
+
+// reviewMetadataOf is a run's stored review metadata as JSON, nil (null) when there is
+// none. The store takes only valid JSON, but a value that is not (a database edited by
+// hand) is left out rather than failing the whole response.
+func reviewMetadataOf(s string) *json.RawMessage {
+	if s == "" || !json.Valid([]byte(s)) {
+		return nil
+	}
+	m := json.RawMessage(s)
+	return &m
 }
 
 func runsOf(runs []store.Run, now time.Time) []runJSON {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -171,4 +172,74 @@ func TestRuns_StoreFailureIs500(t *testing.T) {
 	f := newFixture(t, nil)
 	f.st.Close() // reads now fail
 	wantError(t, f.get(t, "/api/v1/runs"), http.StatusInternalServerError, codeStoreError)
+}
+
+// A run's self-review is in short (self_review) in the run history and whole
+// (review_metadata) in the issue's detail only; a run without one has null and no
+// review_metadata. A reaction run says which.
+func TestRuns_SelfReviewInShortAndWholeInTheIssue(t *testing.T) {
+	f := newFixture(t, nil)
+	const meta = `{"enabled":true,"iterations":[{"iteration":1,"verdict":"iterate"},{"iteration":2,"verdict":"pass"}],` +
+		`"total_iterations":2,"final_verdict":"pass","cap_reached":false}`
+	plain := seedRun(t, f.st, "id-R", "PROJ-R", 1, t0.Add(-time.Hour), &store.RunEnd{Status: store.StatusFailed, EndedAt: t0.Add(-50 * time.Minute)})
+	reviewed := seedRun(t, f.st, "id-R", "PROJ-R", 2, t0.Add(-10*time.Minute), &store.RunEnd{Status: store.StatusHandedOff,
+		EndedAt: t0.Add(-time.Minute), ReviewMetadata: meta})
+
+	type row struct {
+		ID             int64            `json:"id"`
+		SelfReview     *json.RawMessage `json:"self_review"`
+		ReviewMetadata *json.RawMessage `json:"review_metadata"`
+	}
+	check := func(what string, rows []row, whole bool) {
+		t.Helper()
+		if len(rows) != 2 || rows[0].ID != reviewed || rows[1].ID != plain {
+			t.Fatalf("%s: runs %+v, want %d then %d", what, rows, reviewed, plain)
+		}
+		var short struct {
+			FinalVerdict    string `json:"final_verdict"`
+			TotalIterations int    `json:"total_iterations"`
+			Iterations      []any  `json:"iterations"`
+		}
+		if rows[0].SelfReview == nil || json.Unmarshal(*rows[0].SelfReview, &short) != nil || short.FinalVerdict != "pass" ||
+			short.TotalIterations != 2 || short.Iterations != nil {
+			t.Errorf("%s: self_review %s, want the verdict and iterations in short", what, deref(rows[0].SelfReview))
+		}
+		if rows[1].SelfReview != nil || rows[1].ReviewMetadata != nil {
+			t.Errorf("%s: a run without a self-review has %s / %s", what, deref(rows[1].SelfReview), deref(rows[1].ReviewMetadata))
+		}
+		if !whole {
+			if rows[0].ReviewMetadata != nil {
+				t.Errorf("%s: review_metadata %s in the history list, want it left out", what, deref(rows[0].ReviewMetadata))
+			}
+			return
+		}
+		var got struct {
+			Iterations []any `json:"iterations"`
+		}
+		if rows[0].ReviewMetadata == nil || json.Unmarshal(*rows[0].ReviewMetadata, &got) != nil || len(got.Iterations) != 2 {
+			t.Errorf("%s: review_metadata %s, want the stored object", what, deref(rows[0].ReviewMetadata))
+		}
+	}
+
+	var runs struct {
+		Runs []row `json:"runs"`
+	}
+	decode(t, f.get(t, "/api/v1/runs?issue=PROJ-R"), &runs)
+	check("/api/v1/runs", runs.Runs, false)
+	var issue struct {
+		Runs []row `json:"runs"`
+	}
+	decode(t, f.get(t, "/api/v1/PROJ-R"), &issue)
+	check("/api/v1/PROJ-R", issue.Runs, true)
+
+	if reviewMetadataOf("") != nil || reviewMetadataOf(`{"cut`) != nil {
+		t.Error("reviewMetadataOf: empty or invalid text must be null")
+	}
+}
+
+func deref(m *json.RawMessage) string {
+	if m == nil {
+		return "<absent>"
+	}
+	return string(*m)
 }

@@ -91,6 +91,10 @@ type ReactionStore interface {
 	// state's fingerprint is still fp and it was not dispatched: it reports whether
 	// this call did it (false: another daemon, or an earlier run, already did).
 	MarkReactionDispatched(ctx context.Context, issueID, kind, fp string, now time.Time) (bool, error)
+	// ReleaseReactionDispatch takes back MarkReactionDispatched when the run it
+	// recorded never reached the agent: Dispatched is cleared and the attempt given
+	// back, only if the state's fingerprint is still fp and it is dispatched.
+	ReleaseReactionDispatch(ctx context.Context, issueID, kind, fp string) error
 	// ResetReaction clears (issueID, kind): CI passed, or the change requests were
 	// resolved. Attempts go back to 0 and Escalated to false: the state is forgotten
 	// (ReactionStates no longer lists it) and the next ObserveReaction starts a new

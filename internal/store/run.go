@@ -129,6 +129,9 @@ type Run struct {
 	// ReviewMetadata is the run's self-review result as FinishRun recorded it (JSON
 	// text), "" when there is none (and while the run is running).
 	ReviewMetadata string
+	// Reaction is the reaction kind that started the run (ReactionCI, ReactionReview):
+	// a CI failure or a change request sent back to the agent; "" for any other run.
+	Reaction string
 }
 
 // Validate checks the fields StartRun needs.
@@ -139,6 +142,9 @@ func (r Run) Validate() error {
 	c.attempt(r.Attempt)
 	c.empty("agent kind", r.AgentKind)
 	c.zero("started_at", r.StartedAt)
+	if r.Reaction != "" && r.Reaction != ReactionCI && r.Reaction != ReactionReview {
+		c.add(fmt.Errorf("reaction %q is neither %q nor %q", r.Reaction, ReactionCI, ReactionReview))
+	}
 	return c.err()
 }
 

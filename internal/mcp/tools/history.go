@@ -62,6 +62,12 @@ type historyEntry struct {
 	Status       string  `json:"status"`
 	Outcome      string  `json:"outcome"`
 	Error        *string `json:"error"`
+	// Reaction says a reaction started the run: "ci" (a CI failure on the pull
+	// request sent back) or "review" (a reviewer's change request); absent otherwise.
+	Reaction string `json:"reaction,omitempty"`
+	// SelfReview is the run's self-review verdict (pass, iterate, none); absent when
+	// none ran.
+	SelfReview string `json:"self_review,omitempty"`
 }
 
 // specStatus is the spec's terminal status of a run (spec/agent-extensions.md,
@@ -106,6 +112,15 @@ func (h *History) Call(ctx context.Context, args json.RawMessage) Result {
 		}
 		if r.Error != "" {
 			e.Error = &r.Error
+		}
+		e.Reaction = r.Reaction
+		if r.ReviewMetadata != "" {
+			var m struct {
+				FinalVerdict string `json:"final_verdict"`
+			}
+			if json.Unmarshal([]byte(r.ReviewMetadata), &m) == nil {
+				e.SelfReview = m.FinalVerdict
+			}
 		}
 		entries = append(entries, e)
 		if len(entries) == HistoryLimit {

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,6 +112,34 @@ func TestHistory_StatusIsTheSpecsWordOutcomeSortiesOwn(t *testing.T) {
 	for _, e := range resp.Entries {
 		if w := want[store.RunStatus(e.Outcome)]; e.Status != w {
 			t.Errorf("outcome %q: status %q, want %q", e.Outcome, e.Status, w)
+		}
+	}
+}
+
+// staticRuns is a RunReader with fixed runs.
+type staticRuns []store.Run
+
+func (s staticRuns) RunsForIssue(context.Context, string, int) ([]store.Run, error) { return s, nil }
+func (s staticRuns) IssueTotals(context.Context, []string) (map[string]store.Totals, error) {
+	return nil, nil
+}
+
+func TestHistory_SaysWhichRunsAReactionStartedAndTheirSelfReview(t *testing.T) {
+	runs := staticRuns{
+		{Attempt: 3, AgentKind: "claude-code", Status: store.StatusHandedOff, StartedAt: t0, EndedAt: t0.Add(time.Minute),
+			Reaction: store.ReactionReview, ReviewMetadata: `{"final_verdict":"pass","iterations":[]}`},
+		{Attempt: 2, AgentKind: "claude-code", Status: store.StatusHandedOff, StartedAt: t0, EndedAt: t0.Add(time.Minute),
+			Reaction: store.ReactionCI},
+		{Attempt: 1, AgentKind: "claude-code", Status: store.StatusHandedOff, StartedAt: t0, EndedAt: t0.Add(time.Minute)},
+	}
+	got, isErr := callTool(t, NewHistory(runs, "9"), "{}")
+	if isErr {
+		t.Fatal(got)
+	}
+	for _, want := range []string{`"attempt":3,`, `"reaction":"review","self_review":"pass"}`, `"outcome":"handed_off","error":null,"reaction":"ci"}`,
+		`"attempt":1,"agent_adapter":"claude-code","started_at":"` + t0.Format(time.RFC3339) + `","completed_at":"` + t0.Add(time.Minute).Format(time.RFC3339) + `","status":"succeeded","outcome":"handed_off","error":null}`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("workspace_history lacks %s:\n%s", want, got)
 		}
 	}
 }

@@ -102,6 +102,17 @@ func (s *Store) MarkReactionDispatched(ctx context.Context, issueID, kind, fp st
 	return tag.RowsAffected() == 1, nil
 }
 
+// ReleaseReactionDispatch implements store.ReactionStore.
+func (s *Store) ReleaseReactionDispatch(ctx context.Context, issueID, kind, fp string) error {
+	op := fmt.Sprintf("release the dispatch of %s reaction of issue %q", kind, issueID)
+	if err := checkReaction(issueID, kind, fp, true); err != nil {
+		return wrap(op, err)
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE reaction_states SET dispatched = false, attempts = GREATEST(attempts - 1, 0)
+		WHERE issue_id = $1 AND kind = $2 AND fingerprint = $3 AND dispatched`, issueID, kind, clean(fp))
+	return wrap(op, err)
+}
+
 // ResetReaction implements store.ReactionStore: the state is forgotten.
 func (s *Store) ResetReaction(ctx context.Context, issueID, kind string) error {
 	op := fmt.Sprintf("reset %s reaction of issue %q", kind, issueID)

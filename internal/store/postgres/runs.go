@@ -37,10 +37,10 @@ func (s *Store) StartRun(ctx context.Context, r store.Run) (int64, error) {
 	var id int64
 	err := s.pool.QueryRow(ctx, `INSERT INTO runs (issue_id, identifier, attempt, agent_kind,
 		workspace, ssh_host, workflow_path, status, started_at_ms, updated_at_ms, pid, pgid, cli_version,
-		session_id, daemon_host, daemon_pid)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+		session_id, daemon_host, daemon_pid, reaction)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
 		r.IssueID, r.Identifier, r.Attempt, r.AgentKind, r.Workspace, r.SSHHost, r.WorkflowPath,
-		sqlrow.MS(r.StartedAt), sqlrow.MS(s.now()), r.PID, r.PGID, clean(r.CLIVersion), clean(r.SessionID), s.host, s.pid,
+		sqlrow.MS(r.StartedAt), sqlrow.MS(s.now()), r.PID, r.PGID, clean(r.CLIVersion), clean(r.SessionID), s.host, s.pid, clean(r.Reaction),
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: start run for issue %q: %w", r.IssueID, err)

@@ -110,6 +110,23 @@ func (s *Store) MarkReactionDispatched(ctx context.Context, issueID, kind, fp st
 	return n == 1, nil
 }
 
+// ReleaseReactionDispatch implements store.ReactionStore.
+func (s *Store) ReleaseReactionDispatch(ctx context.Context, issueID, kind, fp string) error {
+	op := fmt.Sprintf("release the dispatch of %s reaction of issue %q", kind, issueID)
+	if err := s.writable(op); err != nil {
+		return err
+	}
+	if err := checkReaction(issueID, kind, fp, true); err != nil {
+		return wrapOp(op, err)
+	}
+	_, err := s.w.ExecContext(ctx, `UPDATE reaction_states SET dispatched = 0, attempts = MAX(attempts - 1, 0)
+		WHERE issue_id = ? AND kind = ? AND fingerprint = ? AND dispatched`, issueID, kind, fp)
+	if err != nil {
+		return wrapOp(op, err)
+	}
+	return nil
+}
+
 // ResetReaction implements store.ReactionStore: the state is forgotten.
 func (s *Store) ResetReaction(ctx context.Context, issueID, kind string) error {
 	op := fmt.Sprintf("reset %s reaction of issue %q", kind, issueID)

@@ -167,7 +167,7 @@ func TestOpenReadOnly_ReadsAnOlderReadableSchema(t *testing.T) {
 		t.Fatalf("this test undoes migrations 2 to 6 to make a version-1 file; schema versions are now %d to %d: update it", minReadableSchema, SchemaVersion())
 	}
 	for _, q := range []string{
-		`ALTER TABLE runs DROP COLUMN review_metadata`, `DROP TABLE reaction_states`, `DROP TABLE reaction_watches`,
+		`ALTER TABLE runs DROP COLUMN reaction`, `ALTER TABLE runs DROP COLUMN review_metadata`, `DROP TABLE reaction_states`, `DROP TABLE reaction_watches`,
 		`CREATE INDEX runs_running ON runs (id) WHERE status = 'running'`,
 		`ALTER TABLE runs DROP COLUMN remote_pgid`,
 		`DROP TABLE checkpoints`, `DROP TABLE workflow_trace`, `DROP TABLE workflow_sessions`,

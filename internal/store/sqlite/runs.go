@@ -24,8 +24,8 @@ const sqlUpdateProgress = `UPDATE runs SET ` + progressSet + `, updated_at_ms = 
 
 const sqlStartRun = `INSERT INTO runs (issue_id, identifier, attempt, agent_kind,
 	workspace, ssh_host, workflow_path, status, started_at_ms, updated_at_ms, pid, pgid, cli_version,
-	session_id, daemon_host, daemon_pid)
-	VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	session_id, daemon_host, daemon_pid, reaction)
+	VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 
 const sqlUpdateProcess = `UPDATE runs SET pid = ?, pgid = ?, remote_pgid = ?,
 	cli_version = COALESCE(NULLIF(?, ''), cli_version), updated_at_ms = ?
@@ -49,7 +49,7 @@ func (s *Store) StartRun(ctx context.Context, r store.Run) (int64, error) {
 	var id int64
 	err := s.stmtStartRun.QueryRowContext(ctx,
 		r.IssueID, r.Identifier, r.Attempt, r.AgentKind, r.Workspace, r.SSHHost, r.WorkflowPath,
-		sqlrow.MS(r.StartedAt), sqlrow.MS(s.now()), r.PID, r.PGID, r.CLIVersion, r.SessionID, s.host, s.pid,
+		sqlrow.MS(r.StartedAt), sqlrow.MS(s.now()), r.PID, r.PGID, r.CLIVersion, r.SessionID, s.host, s.pid, r.Reaction,
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: start run for issue %q: %w", r.IssueID, err)
@@ -247,7 +247,7 @@ func (s *Store) queryRuns(ctx context.Context, op, query string, args ...any) ([
 	if ok, err := s.reactionTablesExist(ctx); err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
 	} else if !ok {
-		query = strings.Replace(query, "remote_pgid, review_metadata", "remote_pgid, '' AS review_metadata", 1)
+		query = strings.Replace(query, "review_metadata, reaction", "'' AS review_metadata, '' AS reaction", 1)
 	}
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {

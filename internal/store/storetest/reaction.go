@@ -25,6 +25,7 @@ var reactionTests = []struct {
 	{"ObserveReactionResetsDispatchedOnlyOnNewFingerprint", testObserveReaction},
 	{"MarkReactionDispatchedOncePerFingerprint", testMarkReactionDispatched},
 	{"MarkReactionDispatchedConcurrentlyOnlyOneWins", testMarkReactionDispatchedRace},
+	{"ReleaseReactionDispatchGivesTheAttemptBack", testReleaseReactionDispatch},
 	{"ResetAndEscalateReaction", testResetEscalateReaction},
 	{"ReactionKeysAreChecked", testReactionKeys},
 	{"DeleteReactionsForgetsWatchAndStates", testDeleteReactions},
@@ -188,6 +189,38 @@ func testMarkReactionDispatched(t *testing.T, s store.Store) {
 	}
 }
 
+// A dispatch whose run never reached the agent is taken back: the failure can be
+// dispatched again and counts no attempt; a stale fingerprint takes back nothing.
+func testReleaseReactionDispatch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	observe(t, s, "1", store.ReactionCI, "sha1", t0)
+	if !mark(t, s, "1", store.ReactionCI, "sha1", t0) {
+		t.Fatal("MarkReactionDispatched = false")
+	}
+	if err := s.ReleaseReactionDispatch(ctx, "1", store.ReactionCI, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(t, s, "1"); len(got) != 1 || !got[0].Dispatched || got[0].Attempts != 1 {
+		t.Fatalf("after releasing another fingerprint: %+v, want sha1 still dispatched once", got)
+	}
+	if err := s.ReleaseReactionDispatch(ctx, "1", store.ReactionCI, "sha1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(t, s, "1"); len(got) != 1 || got[0].Dispatched || got[0].Attempts != 0 {
+		t.Fatalf("after the release: %+v, want sha1 not dispatched, no attempt", got)
+	}
+	// Released twice: nothing more is given back.
+	if err := s.ReleaseReactionDispatch(ctx, "1", store.ReactionCI, "sha1"); err != nil {
+		t.Fatal(err)
+	}
+	if !mark(t, s, "1", store.ReactionCI, "sha1", t0) {
+		t.Fatal("the released failure cannot be dispatched again")
+	}
+	if got := states(t, s, "1"); got[0].Attempts != 1 {
+		t.Fatalf("attempts = %d after release and a new dispatch, want 1", got[0].Attempts)
+	}
+}
+
 // Several daemons (goroutines here, connections in the store) mark the same failure
 // at once: exactly one wins.
 func testMarkReactionDispatchedRace(t *testing.T, s store.Store) {
@@ -327,9 +360,11 @@ func testDeleteReactions(t *testing.T, s store.Store) {
 func testReviewMetadata(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	meta := `{"verdict":"approve","findings":[{"file":"a.go","line":3,"note":"ünïcode"}]}`
-	id := start(t, s, NewRun("1", 1))
-	if r := onlyRun(t, s, "1"); r.ReviewMetadata != "" {
-		t.Fatalf("ReviewMetadata of a running run = %q, want empty", r.ReviewMetadata)
+	first := NewRun("1", 1)
+	first.Reaction = store.ReactionCI
+	id := start(t, s, first)
+	if r := onlyRun(t, s, "1"); r.ReviewMetadata != "" || r.Reaction != store.ReactionCI {
+		t.Fatalf("ReviewMetadata of a running run = %q, want empty; Reaction = %q, want ci", r.ReviewMetadata, r.Reaction)
 	}
 	if err := s.FinishRun(ctx, id, store.RunEnd{Status: store.StatusHandedOff, EndedAt: t0.Add(time.Minute), ReviewMetadata: meta}); err != nil {
 		t.Fatal(err)

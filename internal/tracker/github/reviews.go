@@ -51,6 +51,9 @@ type apiReview struct {
 	Body        *string  `json:"body"`
 	State       string   `json:"state"` // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
 	SubmittedAt string   `json:"submitted_at"`
+	// AuthorAssociation is the author's relation to the repository: OWNER, MEMBER,
+	// COLLABORATOR, CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR, NONE, ...
+	AuthorAssociation string `json:"author_association"`
 }
 
 type apiReviewComment struct {
@@ -62,8 +65,9 @@ type apiReviewComment struct {
 	Line      *int     `json:"line"`
 	StartLine *int     `json:"start_line"`
 	// SubjectType is "line" or "file"; a comment on the whole file has no line.
-	SubjectType string `json:"subject_type"`
-	CreatedAt   string `json:"created_at"`
+	SubjectType       string `json:"subject_type"`
+	CreatedAt         string `json:"created_at"`
+	AuthorAssociation string `json:"author_association"`
 }
 
 // ChangeRequests returns what human reviewers still ask to change on pull request pr
@@ -126,7 +130,7 @@ func (t *Tracker) ChangeRequests(ctx context.Context, repo string, pr int64) (Re
 			}
 			for _, c := range page {
 				id := strconv.FormatInt(c.ID, 10)
-				if c.ID <= 0 || seen[id] || !human(c.User) || outdated(&c) || strings.TrimSpace(c.Body) == "" {
+				if c.ID <= 0 || seen[id] || !human(c.User) || !trusted(c.AuthorAssociation) || outdated(&c) || strings.TrimSpace(c.Body) == "" {
 					continue
 				}
 				seen[id], added = true, true
@@ -158,7 +162,7 @@ func standingChangeRequests(reviews []apiReview) []apiReview {
 	})
 	standing := map[string][]apiReview{} // by reviewer login, lowercased
 	for _, rv := range ordered {
-		if rv.ID <= 0 || !human(rv.User) {
+		if rv.ID <= 0 || !human(rv.User) || !trusted(rv.AuthorAssociation) {
 			continue
 		}
 		who := strings.ToLower(rv.User.Login)
@@ -178,6 +182,18 @@ func standingChangeRequests(reviews []apiReview) []apiReview {
 	})
 	// A review listed twice (it moved between pages while they were read) counts once.
 	return slices.CompactFunc(out, func(a, b apiReview) bool { return a.ID == b.ID })
+}
+
+// trusted reports whether a review's or comment's author association is one of the
+// repository's own people: its owner, a member of its organisation or a collaborator.
+// On a public repository anyone can request changes; what a passer-by (CONTRIBUTOR,
+// FIRST_TIMER, NONE, ...) writes must not start an agent's run or reach its prompt.
+func trusted(association string) bool {
+	switch strings.ToUpper(strings.TrimSpace(association)) {
+	case "OWNER", "MEMBER", "COLLABORATOR":
+		return true
+	}
+	return false
 }
 
 // human reports whether u is a person: not a GitHub App's bot account.

@@ -128,7 +128,7 @@ export function startIssue(main, ctx, identifier) {
       workflowBody.replaceChildren(...(parts || []));
     }
     const list = detail.runs || [];
-    runsBody.replaceChildren(list.length ? runsTable(list, { showIssue: false }) : el('p', { class: 'empty' }, 'No runs yet.'));
+    runsBody.replaceChildren(list.length ? runsTable(list, { showIssue: false, showReview: true }) : el('p', { class: 'empty' }, 'No runs yet.'));
     tickAll(runsBody);
     return 0;
   }

@@ -1,6 +1,7 @@
-// The overview page (/): counters, running sessions with their live events, the
-// retry queue, issues awaiting input, held issues, the cluster of daemons (when there
-// is one), usage over time and run history.
+// The overview page (/): counters, running sessions with their live events, the pull
+// requests of handed-off issues (when any is watched), the retry queue, issues awaiting
+// input, held issues, the cluster of daemons (when there is one), usage over time and
+// run history.
 
 import { el, setText, issueLink, badge, table, fmtTokens, fmtInt, fmtCost, fmtDuration, parseTime, timeEl, clip, agoText, tickSince, tickDue } from './dom.js';
 import { getJSON, serverClock, Poller } from './api.js';
@@ -10,6 +11,7 @@ import { bucketize, usageChart, legend } from './chart.js';
 import { runsTable } from './runs.js';
 import { Answers, checkpointCard } from './checkpoint.js';
 import { ClusterPanel } from './cluster.js';
+import { ReactionsPanel } from './reactions.js';
 
 const FEED_ROWS = 50; // kept per session
 const FEEDS_KEPT = 200; // sessions whose feeds are kept (the newest)
@@ -48,6 +50,8 @@ export function startOverview(main, ctx) {
   const runningEmpty = el('p', { class: 'empty' }, 'Asking the daemon…');
   running.node.append(runningEmpty, runningList);
 
+  const pulls = new ReactionsPanel(panel('reactions', 'Pull requests'));
+
   const awaiting = panel('awaiting', 'Awaiting input');
   const awaitingBody = el('div', {});
   awaiting.node.append(awaitingBody);
@@ -83,7 +87,7 @@ export function startOverview(main, ctx) {
     el('div', { class: 'pager' }, newer, pageNo, older));
 
   const totals = el('footer', { class: 'totals muted' });
-  main.replaceChildren(cards, running.node,
+  main.replaceChildren(cards, running.node, pulls.node,
     el('div', { class: 'queues' }, awaiting.node, retrying.node, held.node),
     cluster.node, usage.node, history.node, totals);
 
@@ -139,6 +143,7 @@ export function startOverview(main, ctx) {
     // An issue that waits for an answer is shown once, under Awaiting input.
     const asked = new Set((s.awaiting_input || []).map((q) => q.issue_id));
     renderHeld((s.held || []).filter((h) => !asked.has(h.issue_id)), asked.size);
+    pulls.update(s.reactions);
     cluster.update(s.cluster);
     renderTotals(s);
 

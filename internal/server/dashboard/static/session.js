@@ -6,6 +6,12 @@ import { el, setText, issueLink, badge, fmtTokens, fmtInt, fmtCost, parseTime, f
 import { serverClock } from './api.js';
 import { FeedView } from './feed.js';
 
+// Reaction runs (docs/reactions.md): the card's badge and its tooltip.
+const REACTIONS = {
+  ci: ['CI fix', 'resumed to fix the failed CI of its pull request'],
+  review: ['review fix', 'resumed to answer the change requests on its pull request'],
+};
+
 export class SessionCard {
   // r: a running entry of /api/v1/state (or the running object of an issue's detail);
   // feed: the Feed this session's live events go to. On the issue's own page (head
@@ -19,12 +25,15 @@ export class SessionCard {
     this.feedView = new FeedView(feed, 'Waiting for the agent’s next event…');
     f.feedCount = el('span', { class: 'count' });
     f.stopping = el('span', { class: 'badge s-stopping', hidden: true, title: 'the daemon is stopping this session' }, 'stopping');
+    f.reaction = el('span', { class: 'badge s-reaction', hidden: true, dataset: { role: 'reaction-badge' } });
+    f.selfReview = el('span', { class: 'badge s-self_review', hidden: true, dataset: { role: 'self-review' },
+      title: 'the agent is reviewing its own change before the hand-off' });
     f.turnBar = el('span', { class: 'bar-fill' });
     this.node = el('article', { class: 'session', dataset: { issue: r.issue_identifier || '' } },
       el('header', { class: 'session-head' },
         head ? issueLink(r.issue_identifier) : el('strong', {}, 'Running'),
         f.title = el('span', { class: 'session-title', hidden: !head }),
-        el('span', { class: 'session-badges' }, f.state = badge(''), f.stopping)),
+        el('span', { class: 'session-badges' }, f.state = badge(''), f.reaction, f.selfReview, f.stopping)),
       el('div', { class: 'turnbar', title: 'turns used of agent.max_turns' }, f.turnBar),
       el('dl', { class: 'kvs' },
         el('div', { class: 'kv' }, el('dt', {}, 'Turn'),
@@ -52,6 +61,16 @@ export class SessionCard {
     // stopping is the reason the daemon is stopping the session ("" while it works).
     f.stopping.hidden = !r.stopping;
     f.stopping.title = typeof r.stopping === 'string' && r.stopping ? `the daemon is stopping this session: ${r.stopping.replace(/_/g, ' ')}` : 'the daemon is stopping this session';
+    // reaction: the run answers its pull request's failed CI or review ("" otherwise);
+    // self_review_iteration: the self-review iteration under way (0 when none).
+    const rx = REACTIONS[r.reaction] || (r.reaction ? [`${r.reaction} fix`, ''] : null);
+    f.reaction.hidden = !rx;
+    setText(f.reaction, rx ? rx[0] : '');
+    f.reaction.title = rx ? rx[1] || 'a reaction run on the issue\'s pull request' : '';
+    f.reaction.dataset.reaction = r.reaction || '';
+    const iter = Number.isFinite(r.self_review_iteration) ? r.self_review_iteration : 0;
+    f.selfReview.hidden = iter <= 0;
+    setText(f.selfReview, iter > 0 ? `self-review ${iter}` : '');
     const max = r.max_turns || 0;
     setText(f.turn, max ? `${r.turn || 0} / ${max}` : String(r.turn || 0));
     setText(f.attempt, r.attempt ? ` · attempt ${r.attempt}` : '');

@@ -43,7 +43,7 @@ func NullTime(ms *int64) time.Time {
 const RunColumns = `id, issue_id, identifier, attempt, agent_kind, workspace, ssh_host,
 	workflow_path, status, started_at_ms, ended_at_ms, error, pid, pgid, cli_version,
 	session_id, model, turns, input_tokens, output_tokens, total_tokens, cache_read_tokens,
-	cost_usd, daemon_host, daemon_pid, remote_pgid, review_metadata`
+	cost_usd, daemon_host, daemon_pid, remote_pgid, review_metadata, reaction`
 
 // ScanRun reads one row of RunColumns.
 func ScanRun(sc Scanner) (store.Run, error) {
@@ -57,7 +57,7 @@ func ScanRun(sc Scanner) (store.Run, error) {
 		&r.SSHHost, &r.WorkflowPath, &status, &started, &ended, &r.Error, &r.PID, &r.PGID,
 		&r.CLIVersion, &r.SessionID, &r.Model, &r.Turns, &r.Tokens.Input, &r.Tokens.Output,
 		&r.Tokens.Total, &r.Tokens.CacheRead, &r.CostUSD, &r.DaemonHost, &r.DaemonPID, &r.RemotePGID,
-		&r.ReviewMetadata)
+		&r.ReviewMetadata, &r.Reaction)
 	if err != nil {
 		return store.Run{}, err
 	}

@@ -27,3 +27,5 @@ CREATE TABLE reaction_states (
 );
 
 ALTER TABLE runs ADD COLUMN review_metadata TEXT NOT NULL DEFAULT '';
+-- runs.reaction: the reaction kind (ci, review) that started the run, '' for none.
+ALTER TABLE runs ADD COLUMN reaction TEXT NOT NULL DEFAULT '';
