@@ -235,7 +235,7 @@ func (r *reactionsRig) requireRuns(n int, when string) {
 func describeRuns(runs []store.Run) string {
 	var parts []string
 	for _, run := range runs {
-		parts = append(parts, fmt.Sprintf("#%d attempt %d %s session %q turns %d %s", run.ID, run.Attempt, run.Status, run.SessionID, run.Turns, run.Error))
+		parts = append(parts, fmt.Sprintf("#%d attempt %d reaction %q %s session %q turns %d %s", run.ID, run.Attempt, run.Reaction, run.Status, run.SessionID, run.Turns, run.Error))
 	}
 	return "[" + strings.Join(parts, "; ") + "]"
 }
@@ -528,6 +528,15 @@ func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	}
 	if l := r.labels(); !slices.Contains(l, "review") || !slices.Contains(l, "needs-human") {
 		t.Errorf("issue #1's labels after the escalation: %v, want review and needs-human", l)
+	}
+
+	// The run history says which runs were reactions, and of which kind.
+	var kinds []string
+	for _, run := range r.runs() {
+		kinds = append(kinds, run.Reaction)
+	}
+	if want := []string{"", store.ReactionCI, store.ReactionReview, store.ReactionCI}; !slices.Equal(kinds, want) {
+		t.Errorf("the runs' reaction kinds are %q, want %q", kinds, want)
 	}
 
 	// Every reaction moved the issue back to an active state before its run: four
