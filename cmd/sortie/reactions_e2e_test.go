@@ -45,7 +45,7 @@ const reactionBranch = "sortie-e2e-1"
 // are labels) and, through it, the code host; claude as the agent; reactions on.
 //
 // ci_failure.max_retries is 1, so that the third CI failure escalates (the arithmetic
-// is at step 6 of the test). The front matter's other reaction values are the brief's.
+// is at step 6 of the test). Polls are fast (500 ms, 1 s) so that the test is short.
 func reactionsWorkflow(gh *fakegithub.Server, claude string, port int) string {
 	return fmt.Sprintf(`---
 tracker:
@@ -347,8 +347,21 @@ func requireCIPrompt(t *testing.T, prompt, logLine string) {
 	}
 }
 
-// TestReactions_ClaudeFixesCIAndReviewThenEscalates is issue #36's end-to-end test. The
-// steps are numbered as in the issue's brief.
+// TestReactions_ClaudeFixesCIAndReviewThenEscalates is issue #36's end-to-end test:
+//
+//  1. the first run writes hello.txt and hands the issue off;
+//  2. a pull request is opened on the workspace's branch and CI fails on its head, A;
+//  3. the same session is resumed with the failure (the check, the log's last lines,
+//     no ANSI) and the agent "fixes" it;
+//  4. the daemon restarts with A still the head: A is not sent again, the watch goes
+//     on; then B passes;
+//  5. a bot's change request is dropped; a member's inline comment is sent, the agent
+//     addresses it, the reviewer approves; idle polls are 304s;
+//  6. CI fails on C (sent: B cleared the attempts) and on D (escalated: needs-human,
+//     no run).
+//
+// Throughout: one run per reaction, each resuming the first session in the issue's
+// workspace and moving the issue back to in-progress; the token nowhere it must not be.
 func TestReactions_ClaudeFixesCIAndReviewThenEscalates(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
