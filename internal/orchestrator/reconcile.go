@@ -32,6 +32,12 @@ func (o *Orchestrator) reconcile(cfg *config.Config, res tickResult) {
 			}
 			continue
 		}
+		if e.reaction != nil && tracker.StateIn(state, []string{cfg.Tracker.HandoffState}) {
+			// A reaction run takes its issue back from the hand-off state: until its
+			// worker has moved it (or while a poll read before the move is applied),
+			// the hand-off state is where it starts, not a human taking it away.
+			continue
+		}
 		if e.progress.snapshot().finishing {
 			// Its turns are over and the state change is most likely its own handoff;
 			// its exit decides what happens next. A terminal state still gets cleanup.
