@@ -411,6 +411,26 @@ func (ex *exec) issueAddLabel(args map[string]any) (any, *gqlError) {
 	return &payload{issue: is}, nil
 }
 
+// matchList applies a filter's "and" or "or" (k): the list v of sub-filters, each
+// matched against x by match.
+func matchList[T any](x T, k string, v any, match func(T, any) (bool, *gqlError)) (bool, *gqlError) {
+	list, _ := v.([]any)
+	ok := k == "and"
+	for _, sub := range list {
+		m, err := match(x, sub)
+		if err != nil {
+			return false, err
+		}
+		if k == "and" && !m {
+			ok = false
+		}
+		if k == "or" && m {
+			ok = true
+		}
+	}
+	return ok, nil
+}
+
 // matchLabel applies an IssueLabelFilter: id, name, isGroup, team (id, key, name, null),
 // and, or.
 func (ex *exec) matchLabel(l *Label, filter any) (bool, *gqlError) {
@@ -420,20 +440,7 @@ func (ex *exec) matchLabel(l *Label, filter any) (bool, *gqlError) {
 		var err *gqlError
 		switch k {
 		case "and", "or":
-			list, _ := v.([]any)
-			ok = k == "and"
-			for _, sub := range list {
-				m, err := ex.matchLabel(l, sub)
-				if err != nil {
-					return false, err
-				}
-				if k == "and" && !m {
-					ok = false
-				}
-				if k == "or" && m {
-					ok = true
-				}
-			}
+			ok, err = matchList(l, k, v, ex.matchLabel)
 		case "id", "name", "isGroup":
 			ok, err = compare(map[string]any{"id": l.ID, "name": l.Name, "isGroup": l.IsGroup}[k], v)
 		case "team":
@@ -474,20 +481,7 @@ func (ex *exec) matchIssue(is *Issue, filter any) (bool, *gqlError) {
 		var err *gqlError
 		switch k {
 		case "and", "or":
-			list, _ := v.([]any)
-			ok = k == "and"
-			for _, sub := range list {
-				m, err := ex.matchIssue(is, sub)
-				if err != nil {
-					return false, err
-				}
-				if k == "and" && !m {
-					ok = false
-				}
-				if k == "or" && m {
-					ok = true
-				}
-			}
+			ok, err = matchList(is, k, v, ex.matchIssue)
 		case "id":
 			ok, err = compare(is.ID, v)
 		case "number":
