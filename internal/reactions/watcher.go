@@ -135,6 +135,9 @@ type Watcher struct {
 	dueCh chan struct{}
 
 	remoteSaid sync.Map // SSH hosts whose hand-offs were said to be unwatched
+	// syncAt is when the watches are next read from the store (sync); Run's
+	// goroutine only.
+	syncAt time.Time
 }
 
 // New returns a Watcher.
@@ -167,6 +170,49 @@ func (w *Watcher) Recover(ctx context.Context) error {
 	return nil
 }
 
+// syncInterval is how often the watches are read from the store again.
+const syncInterval = time.Minute
+
+// sync makes the watches the store's: in a cluster, another daemon's hand-offs are
+// watched here too (and a newer hand-off's session is the one to resume), and a watch
+// another daemon ended (merged, escalated) ends here. A watch made here since the read
+// began, or still to be written, stays.
+func (w *Watcher) sync(ctx context.Context) {
+	readAt := w.clk.Now()
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	ws, err := w.opts.Store.LoadReactionWatches(sctx)
+	cancel()
+	if err != nil {
+		w.log.Warn("reading the watched pull requests from the store failed", "error", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	stored := make(map[string]bool, len(ws))
+	now := w.clk.Now()
+	for _, rw := range ws {
+		stored[rw.IssueID] = true
+		cur := w.watches[rw.IssueID]
+		switch {
+		case cur == nil:
+			w.watches[rw.IssueID] = &watch{ReactionWatch: rw, nextAt: now}
+		case rw.HandedOffAt.After(cur.HandedOffAt) && !cur.running:
+			// Handed off again by another daemon: its session is the one to resume.
+			w.watches[rw.IssueID] = &watch{ReactionWatch: rw, nextAt: now, head: cur.head, prURL: cur.prURL}
+			w.dropDueLocked(rw.IssueID)
+		}
+	}
+	if len(w.ops) > 0 {
+		return // writes of ours not made yet: what the store lacks may be on its way
+	}
+	for id, cur := range w.watches {
+		if !stored[id] && !cur.running && cur.HandedOffAt.Before(readAt) {
+			delete(w.watches, id)
+			w.dropDueLocked(id)
+		}
+	}
+}
+
 // Watch starts watching an issue a run just handed off, or watches it anew after a
 // reaction run: the session to resume is the one that handed it off. It never blocks.
 func (w *Watcher) Watch(rw store.ReactionWatch) {
@@ -188,7 +234,7 @@ func (w *Watcher) Watch(rw store.ReactionWatch) {
 	}
 	w.watches[rw.IssueID] = nw
 	w.dropDueLocked(rw.IssueID)
-	w.ops = append(w.ops, func(ctx context.Context) { w.persist(ctx, rw) })
+	w.ops = append(w.ops, w.saveOp(rw, 0))
 	w.mu.Unlock()
 	w.poke()
 }
@@ -361,6 +407,10 @@ func (w *Watcher) checkDue(ctx context.Context) time.Time {
 			return w.clk.Now().Add(time.Minute)
 		}
 		now := w.clk.Now()
+		if !now.Before(w.syncAt) {
+			w.sync(ctx)
+			w.syncAt = now.Add(syncInterval)
+		}
 		w.mu.Lock()
 		var pick *watch
 		var next time.Time
@@ -476,6 +526,28 @@ func (w *Watcher) runOps(ctx context.Context) {
 
 // storeTimeout bounds one store call of the watcher's.
 const storeTimeout = 30 * time.Second
+
+// saveOp is the op that writes rw; a failed write is tried again at the next check (at
+// most maxSaveTries times): until it is written, sync keeps the watch.
+func (w *Watcher) saveOp(rw store.ReactionWatch, tries int) func(context.Context) {
+	return func(ctx context.Context) {
+		err := w.opts.Store.SaveReactionWatch(ctx, rw)
+		if err == nil {
+			return
+		}
+		if tries+1 >= maxSaveTries {
+			w.log.Error("persisting a watched pull request failed; a restart would forget it", "issue_identifier", rw.Identifier, "error", err)
+			return
+		}
+		w.log.Warn("persisting a watched pull request failed; trying again", "issue_identifier", rw.Identifier, "error", err)
+		w.mu.Lock()
+		w.ops = append(w.ops, w.saveOp(rw, tries+1))
+		w.mu.Unlock()
+	}
+}
+
+// maxSaveTries bounds the writes of one watch.
+const maxSaveTries = 10
 
 func (w *Watcher) persist(ctx context.Context, rw store.ReactionWatch) {
 	if err := w.opts.Store.SaveReactionWatch(ctx, rw); err != nil {

@@ -592,3 +592,43 @@ func TestAnotherIssuesPullRequestOrAForkIsNotWatched(t *testing.T) {
 		t.Fatalf("a fork's branch was read: %q %v", b, err)
 	}
 }
+
+// Two daemons on one store: the other daemon's hand-offs are watched here after the
+// next sync, a newer hand-off's session replaces the one read before, and a watch the
+// other daemon ended ends here too.
+func TestSync_AnotherDaemonsHandOffsAndEnds(t *testing.T) {
+	h := newHarness(t)
+	other := h.newWatcher() // the second daemon, on the same store and fakes
+	h.gh.AddIssue(1, "add", "open")
+	h.gh.AddPullRequest(2, "sortie-1", "main", fakegithub.HeadSHA(fakegithub.SHA("a")))
+	other.checkDue(context.Background()) // its first sync: nothing watched yet
+	if v := other.Views(); len(v) != 0 {
+		t.Fatalf("the other daemon watches %+v before any hand-off", v)
+	}
+	h.handOff("sortie-1") // by this daemon
+	h.clk.Advance(syncInterval)
+	other.checkDue(context.Background())
+	if v := other.Views(); len(v) != 1 || v[0].IssueID != "1" {
+		t.Fatalf("after a sync the other daemon watches %+v, want issue 1", v)
+	}
+	// Handed off again here, later, with a new session.
+	h.clk.Advance(time.Second)
+	h.w.Watch(store.ReactionWatch{IssueID: "1", Identifier: "octo/hello#1", Workspace: h.ws, SessionID: "sess-new"})
+	h.w.runOps(context.Background())
+	h.clk.Advance(syncInterval)
+	other.checkDue(context.Background())
+	other.mu.Lock()
+	got := other.watches["1"].SessionID
+	other.mu.Unlock()
+	if got != "sess-new" {
+		t.Fatalf("the other daemon would resume %q, want the newer hand-off's sess-new", got)
+	}
+	// Ended here (the issue finished): the other daemon drops it at its next sync.
+	h.w.Forget("1", true)
+	h.w.runOps(context.Background())
+	h.clk.Advance(syncInterval)
+	other.checkDue(context.Background())
+	if v := other.Views(); len(v) != 0 {
+		t.Fatalf("the other daemon still watches %+v after the watch ended", v)
+	}
+}
