@@ -13,6 +13,10 @@ import (
 	"sortie/internal/tracker/github"
 )
 
+// prStateEvery is how often, in review checks, a review-only watch reads whether its
+// pull request is still open.
+const prStateEvery = 5
+
 // escalationBackoff is how many intervals a failed escalation waits before the next try.
 const escalationBackoff = 10
 
@@ -259,6 +263,26 @@ func (w *Watcher) lookCI(ctx context.Context, cfg *config.Config, host CodeHost,
 func (w *Watcher) lookReview(ctx context.Context, cfg *config.Config, host CodeHost, repo string, wt *watch, now time.Time, res lookResult) lookResult {
 	rc := cfg.Reactions.Review
 	wt.reviewDue = now.Add(rc.PollInterval)
+	if cfg.Reactions.CI == nil {
+		// Without CI checks nothing else reads the pull request: every few review
+		// checks, one reads whether it is still open.
+		wt.reviewChecks++
+		if wt.reviewChecks%prStateEvery == 1 {
+			pr, err := host.PullRequest(ctx, repo, int64(wt.PRNumber))
+			res.requests++
+			if err != nil {
+				return w.checkFailed(wt, KindReview, err, res)
+			}
+			if pr.State != "open" {
+				w.log.Info("pull request no longer open; no longer watching it", "issue_identifier", wt.Identifier,
+					"pr", pr.Number, "merged", pr.Merged)
+				w.endWatch(ctx, wt)
+				res.stop = true
+				return res
+			}
+			wt.head, wt.prURL = pr.HeadSHA, pr.URL
+		}
+	}
 	rv, err := host.ChangeRequests(ctx, repo, int64(wt.PRNumber))
 	res.requests += rv.Requests
 	if err != nil {

@@ -110,6 +110,9 @@ type watch struct {
 	lastErr           string
 	states            map[string]store.ReactionState // loaded at a check; nil: read them again
 	branchErrReported bool
+	// reviewChecks counts the review checks (a review-only watch reads the pull
+	// request's state every prStateEvery of them).
+	reviewChecks int
 	// cached is the reaction last built per kind, offered again while it is deferred.
 	cached map[string]Due
 	// gen counts the changes made to the watch outside a check (a dispatch, a

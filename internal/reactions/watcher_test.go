@@ -632,3 +632,18 @@ func TestSync_AnotherDaemonsHandOffsAndEnds(t *testing.T) {
 		t.Fatalf("the other daemon still watches %+v after the watch ended", v)
 	}
 }
+
+// With only review reactions on, a merged pull request still ends the watch.
+func TestReviewOnly_AMergedPullRequestEndsTheWatch(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Reactions.CI = nil
+	h.gh.AddIssue(1, "add", "open")
+	h.gh.AddPullRequest(2, "sortie-1", "main", fakegithub.HeadSHA(fakegithub.SHA("a")))
+	h.handOff("sortie-1")
+	h.steps(3)
+	h.gh.MergePullRequest(2)
+	h.steps(3 * prStateEvery)
+	if v := h.w.Views(); len(v) != 0 {
+		t.Fatalf("still watching a merged pull request with review reactions only: %+v", v)
+	}
+}
