@@ -68,9 +68,11 @@ func TestSnapshot_WaitsForTheRecoveredState(t *testing.T) {
 	// The held issue is in the tracker as it was held: a poll applied before the
 	// snapshot is read (a loaded machine) keeps the hold rather than lifting it for an
 	// issue gone.
-	h.trk.Put(issue("HELD-1", "Todo"))
+	held := issue("HELD-1", "Todo")
+	held.UpdatedAt = "2026-03-01T11:00:00Z"
+	h.trk.Put(held)
 	if err := h.st.SaveHold(t.Context(), store.Hold{IssueID: "HELD-1", Identifier: "HELD-1", Reason: holdBlocked,
-		State: "Todo", Since: t0}); err != nil {
+		State: "Todo", IssueUpdatedAt: held.UpdatedAt, Since: t0}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -86,5 +88,10 @@ func TestSnapshot_WaitsForTheRecoveredState(t *testing.T) {
 	}
 	if _, ok := heldOf(s, "HELD-1"); !ok {
 		t.Fatalf("Snapshot asked while recovering = %s, want the recovered hold", describe(s))
+	}
+	// The poll, whenever it was applied, kept the hold: the issue is as it was held.
+	o := h.awaitStep(StepTick, "")
+	if _, ok := heldOf(o.Snapshot, "HELD-1"); !ok {
+		t.Fatalf("after the first poll: %s, want HELD-1 still held", describe(o.Snapshot))
 	}
 }
