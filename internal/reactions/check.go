@@ -195,19 +195,10 @@ func (w *Watcher) nextKind(cfg *config.Config, wt *watch) string {
 func (w *Watcher) lookCI(ctx context.Context, cfg *config.Config, host CodeHost, repo string, wt *watch, now time.Time, res lookResult) lookResult {
 	rc := cfg.Reactions.CI
 	wt.ciDue = now.Add(rc.PollInterval)
-	pr, err := host.PullRequest(ctx, repo, int64(wt.PRNumber))
-	res.requests++
-	if err != nil {
-		return w.checkFailed(wt, KindCI, err, res)
-	}
-	if pr.State != "open" {
-		w.log.Info("pull request no longer open; no longer watching it", "issue_identifier", wt.Identifier,
-			"pr", pr.Number, "merged", pr.Merged)
-		w.endWatch(ctx, wt)
-		res.stop = true
+	pr, open, res := w.readPR(ctx, host, repo, wt, KindCI, res)
+	if !open {
 		return res
 	}
-	wt.head, wt.prURL = pr.HeadSHA, pr.URL
 	ci, err := host.CI(ctx, repo, pr.HeadSHA)
 	res.requests += ci.Requests
 	if err != nil {
@@ -268,19 +259,10 @@ func (w *Watcher) lookReview(ctx context.Context, cfg *config.Config, host CodeH
 		// checks, one reads whether it is still open.
 		wt.reviewChecks++
 		if wt.reviewChecks%prStateEvery == 1 {
-			pr, err := host.PullRequest(ctx, repo, int64(wt.PRNumber))
-			res.requests++
-			if err != nil {
-				return w.checkFailed(wt, KindReview, err, res)
-			}
-			if pr.State != "open" {
-				w.log.Info("pull request no longer open; no longer watching it", "issue_identifier", wt.Identifier,
-					"pr", pr.Number, "merged", pr.Merged)
-				w.endWatch(ctx, wt)
-				res.stop = true
+			var open bool
+			if _, open, res = w.readPR(ctx, host, repo, wt, KindReview, res); !open {
 				return res
 			}
-			wt.head, wt.prURL = pr.HeadSHA, pr.URL
 		}
 	}
 	rv, err := host.ChangeRequests(ctx, repo, int64(wt.PRNumber))
@@ -323,6 +305,26 @@ func (w *Watcher) lookReview(ctx context.Context, cfg *config.Config, host CodeH
 	wt.cache(d)
 	res.offers = append(res.offers, d)
 	return res
+}
+
+// readPR reads the watched pull request (one request): open is false when the check
+// ends here, because the read failed or the pull request is merged or closed, which
+// ends the watch.
+func (w *Watcher) readPR(ctx context.Context, host CodeHost, repo string, wt *watch, kind string, res lookResult) (github.PullRequest, bool, lookResult) {
+	pr, err := host.PullRequest(ctx, repo, int64(wt.PRNumber))
+	res.requests++
+	if err != nil {
+		return pr, false, w.checkFailed(wt, kind, err, res)
+	}
+	if pr.State != "open" {
+		w.log.Info("pull request no longer open; no longer watching it", "issue_identifier", wt.Identifier,
+			"pr", pr.Number, "merged", pr.Merged)
+		w.endWatch(ctx, wt)
+		res.stop = true
+		return pr, false, res
+	}
+	wt.head, wt.prURL = pr.HeadSHA, pr.URL
+	return pr, true, res
 }
 
 func (w *Watcher) checkFailed(wt *watch, kind string, err error, res lookResult) lookResult {
