@@ -1,8 +1,6 @@
 package agenttools
 
 import (
-	"encoding/json"
-
 	"context"
 
 	"sortie/internal/agentsock"
@@ -37,7 +35,7 @@ func (t *Service) Runs(ctx context.Context, sess agentsock.Session, limit int) (
 			ID: r.ID, Attempt: r.Attempt, AgentKind: r.AgentKind, Status: string(r.Status),
 			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Error: r.Error,
 			Tokens: agentsock.Tokens(r.Tokens), CostUSD: r.CostUSD,
-			Reaction: r.Reaction, SelfReview: reviewVerdict(r.ReviewMetadata),
+			Reaction: r.Reaction, SelfReview: r.SelfReviewVerdict(),
 		})
 	}
 	return out, nil
@@ -68,19 +66,4 @@ func (t *Service) Spend(ctx context.Context, sess agentsock.Session) (agentsock.
 		sp.Rate = &rate
 	}
 	return sp, nil
-}
-
-// reviewVerdict is the final verdict of a run's self-review result (its
-// review_metadata), "" when none ran or it cannot be read.
-func reviewVerdict(meta string) string {
-	if meta == "" {
-		return ""
-	}
-	var m struct {
-		FinalVerdict string `json:"final_verdict"`
-	}
-	if json.Unmarshal([]byte(meta), &m) != nil {
-		return ""
-	}
-	return m.FinalVerdict
 }

@@ -134,6 +134,21 @@ type Run struct {
 	Reaction string
 }
 
+// SelfReviewVerdict is the final verdict (pass, iterate, none) of the run's
+// self-review, "" when none ran or its metadata does not read.
+func (r Run) SelfReviewVerdict() string {
+	if r.ReviewMetadata == "" {
+		return ""
+	}
+	var m struct {
+		FinalVerdict string `json:"final_verdict"`
+	}
+	if json.Unmarshal([]byte(r.ReviewMetadata), &m) != nil {
+		return ""
+	}
+	return m.FinalVerdict
+}
+
 // Validate checks the fields StartRun needs.
 func (r Run) Validate() error {
 	var c checks

@@ -113,15 +113,7 @@ func (h *History) Call(ctx context.Context, args json.RawMessage) Result {
 		if r.Error != "" {
 			e.Error = &r.Error
 		}
-		e.Reaction = r.Reaction
-		if r.ReviewMetadata != "" {
-			var m struct {
-				FinalVerdict string `json:"final_verdict"`
-			}
-			if json.Unmarshal([]byte(r.ReviewMetadata), &m) == nil {
-				e.SelfReview = m.FinalVerdict
-			}
-		}
+		e.Reaction, e.SelfReview = r.Reaction, r.SelfReviewVerdict()
 		entries = append(entries, e)
 		if len(entries) == HistoryLimit {
 			break
