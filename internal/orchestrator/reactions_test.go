@@ -104,16 +104,24 @@ func reactionConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
 	})
 }
 
+// handedOff starts a harness with reactions fr whose issue id ran once and was
+// handed off (mutate changes reactionConfig's configuration).
+func handedOff(t *testing.T, id string, fr *fakeReactions, mutate func(*config.Config)) (*harness, *config.Config) {
+	t.Helper()
+	cfg := reactionConfig(t, mutate)
+	h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
+	h.trk.Put(issue(id, "Todo"))
+	h.start()
+	h.awaitStep(StepExit, id)
+	return h, cfg
+}
+
 // A hand-off is watched; a reaction resumes the run's session with the failure in its
 // first prompt, after moving the issue back to an active state; the run hands the
 // issue off again, which is watched again.
 func TestReaction_ResumesTheSessionAndHandsOffAgain(t *testing.T) {
-	cfg := reactionConfig(t, nil)
 	fr := newFakeReactions()
-	h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
-	h.trk.Put(issue("RX-1", "Todo"))
-	h.start()
-	h.awaitStep(StepExit, "RX-1")
+	h, _ := handedOff(t, "RX-1", fr, nil)
 	watched, _, _ := fr.snapshot()
 	if len(watched) != 1 || watched[0].IssueID != "RX-1" || watched[0].SessionID == "" || watched[0].Workspace == "" {
 		t.Fatalf("watched = %+v, want RX-1's hand-off with its session and workspace", watched)
@@ -161,12 +169,8 @@ func TestReaction_ResumesTheSessionAndHandsOffAgain(t *testing.T) {
 // A reaction waits for what any run waits for: a hold, the issue's budget, a slot.
 func TestReaction_DeferredByHoldsBudgetsAndOtherDaemons(t *testing.T) {
 	t.Run("max_sessions", func(t *testing.T) {
-		cfg := reactionConfig(t, func(c *config.Config) { c.Agent.MaxSessions = 1 })
 		fr := newFakeReactions()
-		h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
-		h.trk.Put(issue("RB-1", "Todo"))
-		h.start()
-		h.awaitStep(StepExit, "RB-1")
+		h, cfg := handedOff(t, "RB-1", fr, func(c *config.Config) { c.Agent.MaxSessions = 1 })
 		// A poll first: the handed-off issue is no candidate, so the loop forgets its
 		// figures (forgetBudgets); the reaction must read them again.
 		h.advance(cfg.Polling.Interval)
@@ -182,14 +186,10 @@ func TestReaction_DeferredByHoldsBudgetsAndOtherDaemons(t *testing.T) {
 		}
 	})
 	t.Run("held", func(t *testing.T) {
-		cfg := reactionConfig(t, func(c *config.Config) {
+		fr := newFakeReactions()
+		h, _ := handedOff(t, "RH-1", fr, func(c *config.Config) {
 			c.Extensions = map[string]any{"mock": map[string]any{"status": "blocked"}}
 		})
-		fr := newFakeReactions()
-		h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
-		h.trk.Put(issue("RH-1", "Todo"))
-		h.start()
-		h.awaitStep(StepExit, "RH-1")
 		fr.offer(Reaction{IssueID: "RH-1", Identifier: "RH-1", Kind: "review", Fingerprint: "x"})
 		h.awaitStep(StepReaction, "")
 		_, dispatched, deferred := fr.snapshot()
@@ -198,13 +198,9 @@ func TestReaction_DeferredByHoldsBudgetsAndOtherDaemons(t *testing.T) {
 		}
 	})
 	t.Run("another daemon dispatched it", func(t *testing.T) {
-		cfg := reactionConfig(t, nil)
 		fr := newFakeReactions()
 		fr.refuse = true
-		h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
-		h.trk.Put(issue("RD-1", "Todo"))
-		h.start()
-		h.awaitStep(StepExit, "RD-1")
+		h, _ := handedOff(t, "RD-1", fr, nil)
 		fr.offer(Reaction{IssueID: "RD-1", Identifier: "RD-1", Kind: "ci", Fingerprint: "x"})
 		o := h.awaitStep(StepReaction, "")
 		if isRunning(o.Snapshot, "RD-1") || len(h.runs("RD-1")) != 1 {
@@ -216,12 +212,8 @@ func TestReaction_DeferredByHoldsBudgetsAndOtherDaemons(t *testing.T) {
 // A reaction to an issue a human moved on (closed, or out of the hand-off state)
 // starts no agent and stops the watch.
 func TestReaction_IssueMovedOnByAHuman(t *testing.T) {
-	cfg := reactionConfig(t, nil)
 	fr := newFakeReactions()
-	h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
-	h.trk.Put(issue("RM-1", "Todo"))
-	h.start()
-	h.awaitStep(StepExit, "RM-1")
+	h, _ := handedOff(t, "RM-1", fr, nil)
 	h.trk.SetState("RM-1", "Done")
 	fr.offer(Reaction{IssueID: "RM-1", Identifier: "RM-1", Kind: "ci", Fingerprint: "x"})
 	h.awaitStep(StepExit, "RM-1")
@@ -243,12 +235,8 @@ func TestReaction_IssueMovedOnByAHuman(t *testing.T) {
 // to work failed) gives the dispatch back; one that ends after its turns without a
 // hand-off says the agent had it.
 func TestReaction_EndedTellsWhetherTheAgentGotIt(t *testing.T) {
-	cfg := reactionConfig(t, nil)
 	fr := newFakeReactions()
-	h := newHarness(t, cfg, harnessOptions{pollOnly: true, reactions: fr})
-	h.trk.Put(issue("RE-1", "Todo"))
-	h.start()
-	h.awaitStep(StepExit, "RE-1")
+	h, _ := handedOff(t, "RE-1", fr, nil)
 	h.trk.FailNext(faketracker.OpTransition, 1, errors.New("tracker down"))
 	fr.offer(Reaction{IssueID: "RE-1", Identifier: "RE-1", Kind: "ci", Fingerprint: "x"})
 	h.awaitStep(StepExit, "RE-1")
